@@ -1,0 +1,421 @@
+"""Config flow: one Azure OpenAI resource per entry, one agent per subentry."""
+
+from collections.abc import Mapping
+import logging
+from typing import Any
+from urllib.parse import urlsplit
+
+from homeassistant.config_entries import (
+    ConfigEntry,
+    ConfigFlow,
+    ConfigFlowResult,
+    ConfigSubentryFlow,
+    OptionsFlow,
+    SubentryFlowResult,
+)
+from homeassistant.const import CONF_API_KEY, CONF_LLM_HASS_API, CONF_NAME
+from homeassistant.core import callback
+from homeassistant.helpers import llm
+from homeassistant.helpers.selector import (
+    BooleanSelector,
+    NumberSelector,
+    NumberSelectorConfig,
+    NumberSelectorMode,
+    SelectOptionDict,
+    SelectSelector,
+    SelectSelectorConfig,
+    SelectSelectorMode,
+    TemplateSelector,
+    TextSelector,
+    TextSelectorConfig,
+    TextSelectorType,
+)
+import voluptuous as vol
+
+from . import settings_from_entry_data
+from .compat import LLM_API_ACCEPTS_LIST, llm_api_ids, llm_api_option
+from .const import (
+    API_MODE_RESPONSES,
+    API_MODES,
+    API_STYLE_DEPLOYMENT,
+    API_STYLES,
+    CONF_API_MODE,
+    CONF_API_STYLE,
+    CONF_API_VERSION,
+    CONF_CONTINUATION_MINUTES,
+    CONF_CONVERSATION_IDLE_MINUTES,
+    CONF_DEPLOYMENT,
+    CONF_EARLY_TIMEOUT,
+    CONF_ENDPOINT,
+    CONF_MAX_CONVERSATIONS,
+    CONF_MAX_TOKENS,
+    CONF_PREFER_LOCAL_INTENTS,
+    CONF_PRESERVE_SYSTEM,
+    CONF_PROMPT,
+    CONF_REASONING_EFFORT,
+    CONF_REQUEST_TIMEOUT,
+    CONF_SLIDING_WINDOW_MAX_TOKENS,
+    CONF_TEMPERATURE,
+    CONF_TIMESERIES_CONTEXT,
+    CONF_TIMESERIES_KEEP_DAYS,
+    CONF_TIMESERIES_MAX_ENTRIES,
+    CONF_TOP_P,
+    DEFAULT_AGENT_NAME,
+    DOMAIN,
+    REASONING_EFFORTS,
+    RECOMMENDED_API_MODE,
+    RECOMMENDED_API_STYLE,
+    RECOMMENDED_API_VERSION,
+    RECOMMENDED_DEPLOYMENT,
+    RECOMMENDED_EARLY_TIMEOUT,
+    RECOMMENDED_MAX_TOKENS,
+    RECOMMENDED_OPTIONS,
+    RECOMMENDED_PREFER_LOCAL_INTENTS,
+    RECOMMENDED_PRESERVE_SYSTEM,
+    RECOMMENDED_REASONING_EFFORT,
+    RECOMMENDED_REQUEST_TIMEOUT,
+    RECOMMENDED_SLIDING_WINDOW_MAX_TOKENS,
+    RECOMMENDED_TEMPERATURE,
+    RECOMMENDED_TOP_P,
+    RESPONSES_MIN_API_VERSION,
+    SUBENTRY_AGENT,
+)
+from .llm.client import (
+    InvalidEndpoint,
+    async_check_deployment,
+    async_check_resource,
+    async_create_client,
+    normalize_endpoint,
+)
+from .llm.errors import API_ERRORS, ErrorKind, classify_error
+
+_LOGGER = logging.getLogger(__name__)
+
+# Flow error keys for the kinds of failure; anything not listed is "unknown".
+_FLOW_ERRORS = {
+    ErrorKind.INVALID_AUTH: "invalid_auth",
+    ErrorKind.CANNOT_CONNECT: "cannot_connect",
+    ErrorKind.TIMEOUT: "timeout_connect",
+    ErrorKind.NOT_FOUND: "endpoint_not_found",
+}
+
+
+def _select(options: list[str], key: str) -> SelectSelector:
+    return SelectSelector(
+        SelectSelectorConfig(options=options, translation_key=key, mode=SelectSelectorMode.DROPDOWN)
+    )
+
+
+def _number(low: float, high: float, step: float, unit: str | None = None) -> NumberSelector:
+    config = NumberSelectorConfig(min=low, max=high, step=step, mode=NumberSelectorMode.BOX)
+    if unit is not None:
+        config["unit_of_measurement"] = unit
+    return NumberSelector(config)
+
+
+_PASSWORD = TextSelector(TextSelectorConfig(type=TextSelectorType.PASSWORD))
+
+RECOMMENDED_AGENT = {
+    CONF_DEPLOYMENT: RECOMMENDED_DEPLOYMENT,
+    CONF_API_MODE: RECOMMENDED_API_MODE,
+    CONF_PROMPT: llm.DEFAULT_INSTRUCTIONS_PROMPT,
+    CONF_LLM_HASS_API: llm_api_option(llm.LLM_API_ASSIST),
+    CONF_TEMPERATURE: RECOMMENDED_TEMPERATURE,
+    CONF_TOP_P: RECOMMENDED_TOP_P,
+    CONF_MAX_TOKENS: RECOMMENDED_MAX_TOKENS,
+    CONF_REASONING_EFFORT: RECOMMENDED_REASONING_EFFORT,
+    CONF_REQUEST_TIMEOUT: RECOMMENDED_REQUEST_TIMEOUT,
+    CONF_EARLY_TIMEOUT: RECOMMENDED_EARLY_TIMEOUT,
+    CONF_SLIDING_WINDOW_MAX_TOKENS: RECOMMENDED_SLIDING_WINDOW_MAX_TOKENS,
+    CONF_PRESERVE_SYSTEM: RECOMMENDED_PRESERVE_SYSTEM,
+    CONF_PREFER_LOCAL_INTENTS: RECOMMENDED_PREFER_LOCAL_INTENTS,
+}
+
+
+def _resource_schema(with_key: bool) -> vol.Schema:
+    schema: dict[vol.Marker, Any] = {vol.Required(CONF_ENDPOINT): str}
+    if with_key:
+        schema[vol.Required(CONF_API_KEY)] = _PASSWORD
+    schema[vol.Required(CONF_API_STYLE, default=RECOMMENDED_API_STYLE)] = _select(
+        API_STYLES, CONF_API_STYLE
+    )
+    schema[vol.Optional(CONF_API_VERSION, default=RECOMMENDED_API_VERSION)] = str
+    return vol.Schema(schema)
+
+
+USER_SCHEMA = _resource_schema(with_key=True).extend(
+    {vol.Required(CONF_DEPLOYMENT, default=RECOMMENDED_DEPLOYMENT): str}
+)
+RECONFIGURE_SCHEMA = _resource_schema(with_key=False)
+REAUTH_SCHEMA = vol.Schema({vol.Required(CONF_API_KEY): _PASSWORD})
+
+
+async def _async_check_resource(hass: Any, data: Mapping[str, Any]) -> str | None:
+    """Prove the resource settings; return a flow error key, or None when they work."""
+    client = await async_create_client(hass, settings_from_entry_data(dict(data)))
+    try:
+        await async_check_resource(client)
+    except API_ERRORS as err:
+        kind = classify_error(err)
+        if kind not in _FLOW_ERRORS:
+            _LOGGER.warning("Unexpected answer while checking the resource: %s", kind)
+        return _FLOW_ERRORS.get(kind, "unknown")
+    return None
+
+
+class AzureOpenAIMemoryConfigFlow(ConfigFlow, domain=DOMAIN):
+    """Add, reauthenticate and reconfigure one Azure OpenAI resource."""
+
+    VERSION = 1
+
+    async def _async_validate(
+        self, user_input: dict[str, Any], errors: dict[str, str]
+    ) -> dict[str, Any] | None:
+        """Normalize and prove user input; fill errors and return None when it fails."""
+        try:
+            endpoint = normalize_endpoint(user_input[CONF_ENDPOINT])
+        except InvalidEndpoint:
+            errors[CONF_ENDPOINT] = "invalid_url"
+            return None
+        data = {**user_input, CONF_ENDPOINT: endpoint}
+        if data[CONF_API_STYLE] != API_STYLE_DEPLOYMENT:
+            data.pop(CONF_API_VERSION, None)
+        if (error := await _async_check_resource(self.hass, data)) is not None:
+            errors["base"] = error
+            return None
+        return data
+
+    async def async_step_user(self, user_input: dict[str, Any] | None = None) -> ConfigFlowResult:
+        """Ask for the resource and the first agent's deployment."""
+        errors: dict[str, str] = {}
+        if user_input is not None:
+            with_uid = dict(user_input)
+            try:
+                await self.async_set_unique_id(normalize_endpoint(user_input[CONF_ENDPOINT]))
+                self._abort_if_unique_id_configured()
+            except InvalidEndpoint:
+                pass
+            deployment = with_uid.pop(CONF_DEPLOYMENT)
+            if (data := await self._async_validate(with_uid, errors)) is not None:
+                return self.async_create_entry(
+                    title=urlsplit(data[CONF_ENDPOINT]).hostname or data[CONF_ENDPOINT],
+                    data=data,
+                    options=RECOMMENDED_OPTIONS,
+                    subentries=[
+                        {
+                            "subentry_type": SUBENTRY_AGENT,
+                            "data": {**RECOMMENDED_AGENT, CONF_DEPLOYMENT: deployment},
+                            "title": DEFAULT_AGENT_NAME,
+                            "unique_id": None,
+                        }
+                    ],
+                )
+        return self.async_show_form(
+            step_id="user",
+            data_schema=self.add_suggested_values_to_schema(USER_SCHEMA, user_input),
+            errors=errors,
+            description_placeholders={"responses_version": RESPONSES_MIN_API_VERSION},
+        )
+
+    async def async_step_reauth(self, entry_data: Mapping[str, Any]) -> ConfigFlowResult:
+        """The key stopped working."""
+        return await self.async_step_reauth_confirm()
+
+    async def async_step_reauth_confirm(
+        self, user_input: dict[str, Any] | None = None
+    ) -> ConfigFlowResult:
+        """Ask for a new key and prove it."""
+        errors: dict[str, str] = {}
+        entry = self._get_reauth_entry()
+        if user_input is not None:
+            data = {**entry.data, **user_input}
+            if (error := await _async_check_resource(self.hass, data)) is None:
+                return self.async_update_reload_and_abort(entry, data_updates=user_input)
+            errors["base"] = error
+        return self.async_show_form(
+            step_id="reauth_confirm",
+            data_schema=REAUTH_SCHEMA,
+            errors=errors,
+            description_placeholders={"endpoint": entry.title},
+        )
+
+    async def async_step_reconfigure(
+        self, user_input: dict[str, Any] | None = None
+    ) -> ConfigFlowResult:
+        """Change endpoint, API style or api-version, keeping the entry and its agents."""
+        errors: dict[str, str] = {}
+        entry = self._get_reconfigure_entry()
+        if user_input is not None:
+            try:
+                endpoint = normalize_endpoint(user_input[CONF_ENDPOINT])
+            except InvalidEndpoint:
+                endpoint = None
+            if endpoint is not None and any(
+                other.unique_id == endpoint
+                for other in self._async_current_entries(include_ignore=False)
+                if other.entry_id != entry.entry_id
+            ):
+                return self.async_abort(reason="already_configured")
+            data = await self._async_validate(
+                {**user_input, CONF_API_KEY: entry.data[CONF_API_KEY]}, errors
+            )
+            if data is not None:
+                return self.async_update_reload_and_abort(
+                    entry, unique_id=data[CONF_ENDPOINT], data=data
+                )
+        return self.async_show_form(
+            step_id="reconfigure",
+            data_schema=self.add_suggested_values_to_schema(
+                RECONFIGURE_SCHEMA, user_input or dict(entry.data)
+            ),
+            errors=errors,
+        )
+
+    @staticmethod
+    @callback
+    def async_get_options_flow(config_entry: ConfigEntry) -> OptionsFlow:
+        """Entry-level memory options."""
+        return MemoryOptionsFlow()
+
+    @classmethod
+    @callback
+    def async_get_supported_subentry_types(
+        cls, config_entry: ConfigEntry
+    ) -> dict[str, type[ConfigSubentryFlow]]:
+        """Agents are subentries."""
+        return {SUBENTRY_AGENT: AgentSubentryFlow}
+
+
+OPTIONS_SCHEMA = vol.Schema(
+    {
+        vol.Required(CONF_CONVERSATION_IDLE_MINUTES): _number(5, 60 * 24 * 30, 5, "min"),
+        vol.Required(CONF_MAX_CONVERSATIONS): _number(1, 10_000, 1),
+        vol.Required(CONF_CONTINUATION_MINUTES): _number(0, 24 * 60, 1, "min"),
+        vol.Required(CONF_TIMESERIES_CONTEXT): BooleanSelector(),
+        vol.Required(CONF_TIMESERIES_MAX_ENTRIES): _number(100, 1_000_000, 100),
+        vol.Required(CONF_TIMESERIES_KEEP_DAYS): _number(1, 3650, 1, "d"),
+    }
+)
+
+
+class MemoryOptionsFlow(OptionsFlow):
+    """Memory switches and retention for the whole resource."""
+
+    async def async_step_init(self, user_input: dict[str, Any] | None = None) -> ConfigFlowResult:
+        """One form; saving it reloads the entry."""
+        if user_input is not None:
+            return self.async_create_entry(
+                data={key: _whole(value) for key, value in user_input.items()}
+            )
+        return self.async_show_form(
+            step_id="init",
+            data_schema=self.add_suggested_values_to_schema(
+                OPTIONS_SCHEMA, {**RECOMMENDED_OPTIONS, **self.config_entry.options}
+            ),
+        )
+
+
+def _whole(value: Any) -> Any:
+    """Number selectors give floats; counts are stored as ints."""
+    return int(value) if isinstance(value, float) and value.is_integer() else value
+
+
+class AgentSubentryFlow(ConfigSubentryFlow):
+    """Add or edit one conversation agent."""
+
+    async def async_step_user(self, user_input: dict[str, Any] | None = None) -> SubentryFlowResult:
+        """Add an agent."""
+        return await self._async_agent_form("user", user_input, RECOMMENDED_AGENT)
+
+    async def async_step_reconfigure(
+        self, user_input: dict[str, Any] | None = None
+    ) -> SubentryFlowResult:
+        """Edit an agent."""
+        current = {**RECOMMENDED_AGENT, **self._get_reconfigure_subentry().data}
+        return await self._async_agent_form("reconfigure", user_input, current)
+
+    def _schema(self) -> vol.Schema:
+        apis = [
+            SelectOptionDict(label=api.name, value=api.id) for api in llm.async_get_apis(self.hass)
+        ]
+        schema: dict[vol.Marker, Any] = {}
+        if self.source == "user":
+            schema[vol.Required(CONF_NAME, default=DEFAULT_AGENT_NAME)] = str
+        schema.update(
+            {
+                vol.Required(CONF_DEPLOYMENT): str,
+                vol.Required(CONF_API_MODE): _select(API_MODES, CONF_API_MODE),
+                vol.Optional(CONF_PROMPT): TemplateSelector(),
+                vol.Optional(CONF_LLM_HASS_API): SelectSelector(
+                    SelectSelectorConfig(options=apis, multiple=LLM_API_ACCEPTS_LIST)
+                ),
+                vol.Required(CONF_TEMPERATURE): _number(0, 2, 0.05),
+                vol.Required(CONF_TOP_P): _number(0, 1, 0.05),
+                vol.Required(CONF_MAX_TOKENS): _number(16, 128_000, 1),
+                vol.Required(CONF_REASONING_EFFORT): _select(
+                    REASONING_EFFORTS, CONF_REASONING_EFFORT
+                ),
+                vol.Required(CONF_REQUEST_TIMEOUT): _number(5, 600, 1, "s"),
+                vol.Required(CONF_EARLY_TIMEOUT): _number(0, 120, 0.5, "s"),
+                vol.Required(CONF_SLIDING_WINDOW_MAX_TOKENS): _number(256, 1_000_000, 1),
+                vol.Required(CONF_PRESERVE_SYSTEM): BooleanSelector(),
+                vol.Required(CONF_PREFER_LOCAL_INTENTS): BooleanSelector(),
+            }
+        )
+        return vol.Schema(schema)
+
+    async def _async_agent_form(
+        self, step_id: str, user_input: dict[str, Any] | None, current: Mapping[str, Any]
+    ) -> SubentryFlowResult:
+        errors: dict[str, str] = {}
+        if user_input is not None:
+            data = {key: _whole(value) for key, value in user_input.items()}
+            data[CONF_LLM_HASS_API] = llm_api_option(data.get(CONF_LLM_HASS_API))
+            title = data.pop(CONF_NAME, None)
+            errors = await self._async_check_agent(data)
+            if not errors:
+                if step_id == "user":
+                    return self.async_create_entry(title=title or DEFAULT_AGENT_NAME, data=data)
+                return self.async_update_and_abort(
+                    self._get_entry(), self._get_reconfigure_subentry(), data=data
+                )
+        suggested = dict(user_input or current)
+        suggested[CONF_LLM_HASS_API] = llm_api_option(llm_api_ids(suggested.get(CONF_LLM_HASS_API)))
+        return self.async_show_form(
+            step_id=step_id,
+            data_schema=self.add_suggested_values_to_schema(self._schema(), suggested),
+            errors=errors,
+            description_placeholders={"responses_version": RESPONSES_MIN_API_VERSION},
+        )
+
+    async def _async_check_agent(self, data: dict[str, Any]) -> dict[str, str]:
+        """Check the options, then prove the deployment answers."""
+        entry = self._get_entry()
+        if data[CONF_EARLY_TIMEOUT] >= data[CONF_REQUEST_TIMEOUT]:
+            return {CONF_EARLY_TIMEOUT: "early_timeout_too_long"}
+        settings = settings_from_entry_data(dict(entry.data))
+        if (
+            data[CONF_API_MODE] == API_MODE_RESPONSES
+            and settings.api_style == API_STYLE_DEPLOYMENT
+            and settings.api_version[:10] < RESPONSES_MIN_API_VERSION[:10]
+        ):
+            return {CONF_API_MODE: "responses_needs_api_version"}
+        client = await async_create_client(self.hass, settings)
+        try:
+            await async_check_deployment(
+                client,
+                data[CONF_DEPLOYMENT],
+                data[CONF_API_MODE],
+                data[CONF_REASONING_EFFORT],
+            )
+        except API_ERRORS as err:
+            kind = classify_error(err)
+            if kind is ErrorKind.NOT_FOUND:
+                return {CONF_DEPLOYMENT: "deployment_not_found"}
+            if kind in _FLOW_ERRORS:
+                return {"base": _FLOW_ERRORS[kind]}
+            if kind is ErrorKind.BAD_REQUEST:
+                return {"base": "deployment_rejected"}
+            _LOGGER.warning("Unexpected answer while checking the deployment: %s", kind)
+            return {"base": "unknown"}
+        return {}

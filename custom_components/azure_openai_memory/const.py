@@ -1,0 +1,86 @@
+"""Constants and every default of Azure OpenAI Memory, in one place."""
+
+import logging
+from typing import Final
+
+DOMAIN: Final = "azure_openai_memory"
+LOGGER = logging.getLogger(__package__)
+
+# Config entry data: one Azure OpenAI resource.
+CONF_ENDPOINT: Final = "endpoint"
+CONF_API_STYLE: Final = "api_style"
+CONF_API_VERSION: Final = "api_version"
+
+API_STYLE_V1: Final = "v1"
+API_STYLE_DEPLOYMENT: Final = "deployment"
+API_STYLES: Final = [API_STYLE_V1, API_STYLE_DEPLOYMENT]
+
+RECOMMENDED_API_STYLE: Final = API_STYLE_V1
+# Latest dated GA version (AZURE_WIRE.md section 1).
+RECOMMENDED_API_VERSION: Final = "2024-10-21"
+# The Responses API exists on dated versions from this preview on.
+RESPONSES_MIN_API_VERSION: Final = "2025-03-01-preview"
+
+# Agent subentries: one conversation agent each.
+SUBENTRY_AGENT: Final = "agent"
+CONF_DEPLOYMENT: Final = "deployment"
+CONF_PROMPT: Final = "prompt"
+CONF_API_MODE: Final = "api_mode"
+CONF_TEMPERATURE: Final = "temperature"
+CONF_TOP_P: Final = "top_p"
+CONF_MAX_TOKENS: Final = "max_tokens"
+CONF_REASONING_EFFORT: Final = "reasoning_effort"
+CONF_REQUEST_TIMEOUT: Final = "request_timeout"
+CONF_EARLY_TIMEOUT: Final = "early_timeout"
+CONF_SLIDING_WINDOW_MAX_TOKENS: Final = "sliding_window_max_tokens"
+CONF_PRESERVE_SYSTEM: Final = "preserve_system_messages"
+CONF_PREFER_LOCAL_INTENTS: Final = "prefer_local_intents"
+
+API_MODE_CHAT: Final = "chat_completions"
+API_MODE_RESPONSES: Final = "responses"
+API_MODES: Final = [API_MODE_CHAT, API_MODE_RESPONSES]
+
+# "off" means a classic model (temperature, top_p, max_tokens); any other value
+# marks a reasoning model, which gets reasoning_effort and max_completion_tokens.
+REASONING_EFFORT_OFF: Final = "off"
+REASONING_EFFORTS: Final = [REASONING_EFFORT_OFF, "none", "minimal", "low", "medium", "high"]
+
+DEFAULT_AGENT_NAME: Final = "Azure OpenAI agent"
+RECOMMENDED_DEPLOYMENT: Final = "gpt-4o-mini"
+RECOMMENDED_API_MODE: Final = API_MODE_CHAT
+RECOMMENDED_TEMPERATURE: Final = 1.0
+RECOMMENDED_TOP_P: Final = 1.0
+RECOMMENDED_MAX_TOKENS: Final = 1500
+RECOMMENDED_REASONING_EFFORT: Final = REASONING_EFFORT_OFF
+RECOMMENDED_REQUEST_TIMEOUT: Final = 30.0
+RECOMMENDED_EARLY_TIMEOUT: Final = 10.0
+RECOMMENDED_SLIDING_WINDOW_MAX_TOKENS: Final = 4000
+RECOMMENDED_PRESERVE_SYSTEM: Final = True
+RECOMMENDED_PREFER_LOCAL_INTENTS: Final = True
+
+# Entry options: memory features and retention.
+CONF_CONVERSATION_IDLE_MINUTES: Final = "conversation_idle_minutes"
+CONF_MAX_CONVERSATIONS: Final = "max_conversations"
+CONF_CONTINUATION_MINUTES: Final = "continuation_minutes"
+CONF_TIMESERIES_CONTEXT: Final = "timeseries_context"
+CONF_TIMESERIES_MAX_ENTRIES: Final = "timeseries_max_entries"
+CONF_TIMESERIES_KEEP_DAYS: Final = "timeseries_keep_days"
+
+RECOMMENDED_CONVERSATION_IDLE_MINUTES: Final = 24 * 60
+RECOMMENDED_MAX_CONVERSATIONS: Final = 100
+RECOMMENDED_CONTINUATION_MINUTES: Final = 30
+RECOMMENDED_TIMESERIES_CONTEXT: Final = True
+RECOMMENDED_TIMESERIES_MAX_ENTRIES: Final = 10_000
+RECOMMENDED_TIMESERIES_KEEP_DAYS: Final = 90
+
+RECOMMENDED_OPTIONS: Final = {
+    CONF_CONVERSATION_IDLE_MINUTES: RECOMMENDED_CONVERSATION_IDLE_MINUTES,
+    CONF_MAX_CONVERSATIONS: RECOMMENDED_MAX_CONVERSATIONS,
+    CONF_CONTINUATION_MINUTES: RECOMMENDED_CONTINUATION_MINUTES,
+    CONF_TIMESERIES_CONTEXT: RECOMMENDED_TIMESERIES_CONTEXT,
+    CONF_TIMESERIES_MAX_ENTRIES: RECOMMENDED_TIMESERIES_MAX_ENTRIES,
+    CONF_TIMESERIES_KEEP_DAYS: RECOMMENDED_TIMESERIES_KEEP_DAYS,
+}
+
+# How long the config flow waits for its one proving request.
+VALIDATION_TIMEOUT: Final = 10.0

@@ -1,0 +1,38 @@
+"""Diagnostics download, with the key and the endpoint's host redacted."""
+
+from typing import Any
+from urllib.parse import urlsplit, urlunsplit
+
+from homeassistant.components.diagnostics import REDACTED, async_redact_data
+from homeassistant.const import CONF_API_KEY
+from homeassistant.core import HomeAssistant
+
+from . import AzureOpenAIMemoryConfigEntry
+from .const import CONF_ENDPOINT
+from .llm.client import SDK_TAKES_HTTPX
+
+
+def _redact_endpoint(endpoint: str) -> str:
+    """Keep scheme and path (they tell the API style); hide the resource name."""
+    parts = urlsplit(endpoint)
+    return urlunsplit((parts.scheme, REDACTED, parts.path, "", ""))
+
+
+async def async_get_config_entry_diagnostics(
+    hass: HomeAssistant, entry: AzureOpenAIMemoryConfigEntry
+) -> dict[str, Any]:
+    """Return what helps a bug report, nothing that identifies the resource."""
+    data = async_redact_data(dict(entry.data), {CONF_API_KEY})
+    if CONF_ENDPOINT in data:
+        data[CONF_ENDPOINT] = _redact_endpoint(data[CONF_ENDPOINT])
+    return {
+        "title": REDACTED,
+        "data": data,
+        "options": dict(entry.options),
+        "agents": {
+            subentry.subentry_id: {"title": subentry.title, "data": dict(subentry.data)}
+            for subentry in entry.subentries.values()
+        },
+        "sdk_uses_ha_http_client": SDK_TAKES_HTTPX,
+        "state": entry.state.value,
+    }

@@ -1,0 +1,1 @@
+"""Everything that speaks to Azure OpenAI; the only package that imports openai."""

@@ -1,0 +1,53 @@
+"""Turn openai SDK errors into one small vocabulary the rest of the integration speaks."""
+
+from enum import StrEnum
+
+import httpx
+import openai
+
+
+class ErrorKind(StrEnum):
+    """What went wrong, in the words of the config flow and the spoken answers."""
+
+    INVALID_AUTH = "invalid_auth"
+    NOT_FOUND = "not_found"
+    RATE_LIMITED = "rate_limited"
+    TIMEOUT = "timeout"
+    CANNOT_CONNECT = "cannot_connect"
+    CONTENT_FILTER = "content_filter"
+    SERVER_ERROR = "server_error"
+    BAD_REQUEST = "bad_request"
+    STREAM_INTERRUPTED = "stream_interrupted"
+    UNKNOWN = "unknown"
+
+
+_CONTENT_FILTER_CODES = {"content_filter", "content_policy_violation"}
+
+
+def classify_error(err: BaseException) -> ErrorKind:
+    """Return the kind of an error raised while talking to the API."""
+    if isinstance(err, openai.APITimeoutError):
+        return ErrorKind.TIMEOUT
+    if isinstance(err, openai.APIConnectionError):
+        return ErrorKind.CANNOT_CONNECT
+    if isinstance(err, openai.AuthenticationError | openai.PermissionDeniedError):
+        return ErrorKind.INVALID_AUTH
+    if isinstance(err, openai.NotFoundError):
+        return ErrorKind.NOT_FOUND
+    if isinstance(err, openai.RateLimitError):
+        return ErrorKind.RATE_LIMITED
+    if isinstance(err, openai.InternalServerError):
+        return ErrorKind.SERVER_ERROR
+    if isinstance(err, openai.APIError) and str(err.code) in _CONTENT_FILTER_CODES:
+        return ErrorKind.CONTENT_FILTER
+    if isinstance(err, openai.BadRequestError):
+        return ErrorKind.BAD_REQUEST
+    if isinstance(err, httpx.TimeoutException):
+        return ErrorKind.TIMEOUT
+    if isinstance(err, httpx.TransportError):
+        # Raised while iterating a stream whose connection dropped mid-way.
+        return ErrorKind.STREAM_INTERRUPTED
+    return ErrorKind.UNKNOWN
+
+
+API_ERRORS: tuple[type[BaseException], ...] = (openai.OpenAIError, httpx.HTTPError)

@@ -1,0 +1,1 @@
+"""Tests of Azure OpenAI Memory."""

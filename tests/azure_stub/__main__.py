@@ -1,0 +1,15 @@
+"""Run the stand-in: python -m tests.azure_stub [--port 8124] [--key KEY]."""
+
+import argparse
+import asyncio
+import contextlib
+
+from .server import DEFAULT_KEY, serve_forever
+
+parser = argparse.ArgumentParser(description=__doc__)
+parser.add_argument("--host", default="127.0.0.1")
+parser.add_argument("--port", type=int, default=8124)
+parser.add_argument("--key", default=DEFAULT_KEY)
+args = parser.parse_args()
+with contextlib.suppress(KeyboardInterrupt):
+    asyncio.run(serve_forever(args.host, args.port, args.key))

@@ -1,0 +1,388 @@
+"""Config flow, reauth, reconfigure, options and agent subentries, against the stand-in."""
+
+from typing import Any
+
+from homeassistant import config_entries
+from homeassistant.const import CONF_API_KEY, CONF_LLM_HASS_API, CONF_NAME
+from homeassistant.core import HomeAssistant
+from homeassistant.data_entry_flow import FlowResultType
+import pytest
+from pytest_homeassistant_custom_component.common import MockConfigEntry
+
+from custom_components.azure_openai_memory.compat import llm_api_option
+from custom_components.azure_openai_memory.config_flow import RECOMMENDED_AGENT
+from custom_components.azure_openai_memory.const import (
+    API_MODE_CHAT,
+    API_MODE_RESPONSES,
+    API_STYLE_DEPLOYMENT,
+    API_STYLE_V1,
+    CONF_API_MODE,
+    CONF_API_STYLE,
+    CONF_API_VERSION,
+    CONF_CONTINUATION_MINUTES,
+    CONF_DEPLOYMENT,
+    CONF_EARLY_TIMEOUT,
+    CONF_ENDPOINT,
+    CONF_MAX_CONVERSATIONS,
+    CONF_REASONING_EFFORT,
+    CONF_REQUEST_TIMEOUT,
+    DOMAIN,
+    RECOMMENDED_OPTIONS,
+    SUBENTRY_AGENT,
+)
+
+from .azure_stub import DEFAULT_KEY, AzureStub, Reply
+
+
+def _user_input(stub: AzureStub, **overrides: Any) -> dict[str, Any]:
+    return {
+        CONF_ENDPOINT: stub.endpoint + "/",
+        CONF_API_KEY: DEFAULT_KEY,
+        CONF_API_STYLE: API_STYLE_V1,
+        CONF_DEPLOYMENT: "gpt-4o-mini",
+        **overrides,
+    }
+
+
+async def _start_user_flow(hass: HomeAssistant) -> dict[str, Any]:
+    result = await hass.config_entries.flow.async_init(
+        DOMAIN, context={"source": config_entries.SOURCE_USER}
+    )
+    assert result["type"] is FlowResultType.FORM
+    assert result["step_id"] == "user"
+    return result
+
+
+async def test_user_flow_v1_creates_entry_and_first_agent(
+    hass: HomeAssistant, azure: AzureStub
+) -> None:
+    """The v1 style proves the key with GET /openai/v1/models and creates one agent."""
+    result = await _start_user_flow(hass)
+    result = await hass.config_entries.flow.async_configure(result["flow_id"], _user_input(azure))
+    assert result["type"] is FlowResultType.CREATE_ENTRY
+    assert result["title"] == "127.0.0.1"
+    assert result["data"] == {
+        CONF_ENDPOINT: azure.endpoint,
+        CONF_API_KEY: DEFAULT_KEY,
+        CONF_API_STYLE: API_STYLE_V1,
+    }
+    assert result["options"] == RECOMMENDED_OPTIONS
+    entry = hass.config_entries.async_entries(DOMAIN)[0]
+    assert entry.unique_id == azure.endpoint
+    (agent,) = entry.subentries.values()
+    assert agent.subentry_type == SUBENTRY_AGENT
+    assert agent.data[CONF_DEPLOYMENT] == "gpt-4o-mini"
+    assert agent.data[CONF_REQUEST_TIMEOUT] == 30.0
+    models_call = azure.requests[0]
+    assert (models_call.method, models_call.path) == ("GET", "/openai/v1/models")
+    assert models_call.query == {}
+    assert models_call.headers["authorization"] == f"Bearer {DEFAULT_KEY}"
+
+
+async def test_user_flow_deployment_style_sends_api_version(
+    hass: HomeAssistant, azure: AzureStub
+) -> None:
+    """Deployment URLs carry the api-version on the proving request."""
+    result = await _start_user_flow(hass)
+    result = await hass.config_entries.flow.async_configure(
+        result["flow_id"],
+        _user_input(
+            azure, **{CONF_API_STYLE: API_STYLE_DEPLOYMENT, CONF_API_VERSION: "2024-10-21"}
+        ),
+    )
+    assert result["type"] is FlowResultType.CREATE_ENTRY
+    assert result["data"][CONF_API_VERSION] == "2024-10-21"
+    call = azure.requests[0]
+    assert call.path == "/openai/models"
+    assert call.query == {"api-version": "2024-10-21"}
+    assert call.headers["api-key"] == DEFAULT_KEY
+
+
+@pytest.mark.parametrize(
+    ("overrides", "errors"),
+    [
+        ({CONF_API_KEY: "wrong"}, {"base": "invalid_auth"}),
+        ({CONF_ENDPOINT: "not a url"}, {CONF_ENDPOINT: "invalid_url"}),
+        ({CONF_ENDPOINT: "ftp://example.com"}, {CONF_ENDPOINT: "invalid_url"}),
+        ({CONF_ENDPOINT: "http://127.0.0.1:1"}, {"base": "cannot_connect"}),
+        (
+            {CONF_API_STYLE: API_STYLE_DEPLOYMENT, CONF_API_VERSION: "latest"},
+            {"base": "unknown"},
+        ),
+        ({CONF_ENDPOINT: "{endpoint}/elsewhere"}, {"base": "endpoint_not_found"}),
+    ],
+    ids=["wrong_key", "malformed", "wrong_scheme", "unreachable", "bad_version", "wrong_path"],
+)
+async def test_user_flow_errors_then_recovers(
+    hass: HomeAssistant, azure: AzureStub, overrides: dict[str, Any], errors: dict[str, str]
+) -> None:
+    """Each failure has its own message, and fixing the input creates the entry."""
+    if CONF_ENDPOINT in overrides:
+        overrides[CONF_ENDPOINT] = overrides[CONF_ENDPOINT].format(endpoint=azure.endpoint)
+    result = await _start_user_flow(hass)
+    result = await hass.config_entries.flow.async_configure(
+        result["flow_id"], _user_input(azure, **overrides)
+    )
+    assert result["type"] is FlowResultType.FORM
+    assert result["errors"] == errors
+    assert hass.config_entries.async_entries(DOMAIN) == []
+
+    result = await hass.config_entries.flow.async_configure(result["flow_id"], _user_input(azure))
+    assert result["type"] is FlowResultType.CREATE_ENTRY
+
+
+async def test_user_flow_timeout(
+    hass: HomeAssistant, azure: AzureStub, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An endpoint that does not answer in time gets its own message."""
+    monkeypatch.setattr("custom_components.azure_openai_memory.llm.client.VALIDATION_TIMEOUT", 0.2)
+    azure.models_delay = 1.0
+    result = await _start_user_flow(hass)
+    result = await hass.config_entries.flow.async_configure(result["flow_id"], _user_input(azure))
+    assert result["errors"] == {"base": "timeout_connect"}
+
+
+async def test_same_endpoint_cannot_be_added_twice(
+    hass: HomeAssistant, config_entry: MockConfigEntry, azure: AzureStub
+) -> None:
+    """The endpoint is the unique id, however it is spelled."""
+    result = await _start_user_flow(hass)
+    result = await hass.config_entries.flow.async_configure(
+        result["flow_id"],
+        _user_input(azure, **{CONF_ENDPOINT: azure.endpoint.upper().replace("HTTP", "http") + "/"}),
+    )
+    assert result["type"] is FlowResultType.ABORT
+    assert result["reason"] == "already_configured"
+    assert azure.requests == []
+
+
+async def test_reauth_flow(
+    hass: HomeAssistant, loaded_entry: MockConfigEntry, azure: AzureStub
+) -> None:
+    """A wrong new key is refused; the right one is stored and the entry reloads."""
+    result = await loaded_entry.start_reauth_flow(hass)
+    assert result["step_id"] == "reauth_confirm"
+    result = await hass.config_entries.flow.async_configure(
+        result["flow_id"], {CONF_API_KEY: "still-wrong"}
+    )
+    assert result["errors"] == {"base": "invalid_auth"}
+
+    azure.api_key = "new-key"
+    result = await hass.config_entries.flow.async_configure(
+        result["flow_id"], {CONF_API_KEY: "new-key"}
+    )
+    assert result["type"] is FlowResultType.ABORT
+    assert result["reason"] == "reauth_successful"
+    assert loaded_entry.data[CONF_API_KEY] == "new-key"
+    await hass.async_block_till_done()
+    assert loaded_entry.state is config_entries.ConfigEntryState.LOADED
+
+
+async def test_reconfigure_changes_style_and_keeps_agents(
+    hass: HomeAssistant, loaded_entry: MockConfigEntry, azure: AzureStub
+) -> None:
+    """Reconfigure switches to deployment URLs without touching the agents."""
+    agents = dict(loaded_entry.subentries)
+    result = await loaded_entry.start_reconfigure_flow(hass)
+    assert result["step_id"] == "reconfigure"
+    result = await hass.config_entries.flow.async_configure(
+        result["flow_id"],
+        {
+            CONF_ENDPOINT: azure.endpoint,
+            CONF_API_STYLE: API_STYLE_DEPLOYMENT,
+            CONF_API_VERSION: "2025-04-01-preview",
+        },
+    )
+    assert result["type"] is FlowResultType.ABORT
+    assert result["reason"] == "reconfigure_successful"
+    assert loaded_entry.data[CONF_API_STYLE] == API_STYLE_DEPLOYMENT
+    assert loaded_entry.data[CONF_API_KEY] == DEFAULT_KEY
+    assert dict(loaded_entry.subentries) == agents
+    await hass.async_block_till_done()
+    assert azure.requests[-1].query == {"api-version": "2025-04-01-preview"}
+
+
+async def test_reconfigure_errors_and_duplicate(
+    hass: HomeAssistant, loaded_entry: MockConfigEntry, azure: AzureStub
+) -> None:
+    """A bad URL is reported; another entry's endpoint is refused before any request."""
+    elsewhere = azure.endpoint.replace("127.0.0.1", "localhost")
+    MockConfigEntry(domain=DOMAIN, unique_id=elsewhere, data={}).add_to_hass(hass)
+    result = await loaded_entry.start_reconfigure_flow(hass)
+    result = await hass.config_entries.flow.async_configure(
+        result["flow_id"], {CONF_ENDPOINT: "nope", CONF_API_STYLE: API_STYLE_V1}
+    )
+    assert result["errors"] == {CONF_ENDPOINT: "invalid_url"}
+    requests_before = len(azure.requests)
+    result = await hass.config_entries.flow.async_configure(
+        result["flow_id"], {CONF_ENDPOINT: elsewhere + "/", CONF_API_STYLE: API_STYLE_V1}
+    )
+    assert result["type"] is FlowResultType.ABORT
+    assert result["reason"] == "already_configured"
+    assert len(azure.requests) == requests_before
+    assert loaded_entry.data[CONF_ENDPOINT] == azure.endpoint
+
+
+async def test_options_flow(
+    hass: HomeAssistant, loaded_entry: MockConfigEntry, azure: AzureStub
+) -> None:
+    """Memory options are saved as whole numbers and reload the entry."""
+    result = await hass.config_entries.options.async_init(loaded_entry.entry_id)
+    assert result["type"] is FlowResultType.FORM
+    before = len(azure.calls("/models"))
+    result = await hass.config_entries.options.async_configure(
+        result["flow_id"],
+        {**RECOMMENDED_OPTIONS, CONF_MAX_CONVERSATIONS: 12.0, CONF_CONTINUATION_MINUTES: 5.0},
+    )
+    assert result["type"] is FlowResultType.CREATE_ENTRY
+    await hass.async_block_till_done()
+    assert loaded_entry.options[CONF_MAX_CONVERSATIONS] == 12
+    assert isinstance(loaded_entry.options[CONF_MAX_CONVERSATIONS], int)
+    assert len(azure.calls("/models")) == before + 1  # reloaded
+
+
+def _agent_input(**overrides: Any) -> dict[str, Any]:
+    data = {**RECOMMENDED_AGENT, CONF_LLM_HASS_API: llm_api_option("assist")}
+    data.update(overrides)
+    return {k: v for k, v in data.items() if v is not None}
+
+
+async def test_add_agent_subentry(
+    hass: HomeAssistant, loaded_entry: MockConfigEntry, azure: AzureStub
+) -> None:
+    """A new agent is proven with one tiny request to its deployment."""
+    result = await hass.config_entries.subentries.async_init(
+        (loaded_entry.entry_id, SUBENTRY_AGENT), context={"source": config_entries.SOURCE_USER}
+    )
+    assert result["type"] is FlowResultType.FORM
+    result = await hass.config_entries.subentries.async_configure(
+        result["flow_id"],
+        {
+            CONF_NAME: "Reasoner",
+            **_agent_input(**{CONF_DEPLOYMENT: "o4-mini", CONF_REASONING_EFFORT: "low"}),
+        },
+    )
+    assert result["type"] is FlowResultType.CREATE_ENTRY
+    titles = sorted(s.title for s in loaded_entry.subentries.values())
+    assert titles == ["Azure OpenAI agent", "Reasoner"]
+    probe = azure.calls("/chat/completions")[-1]
+    assert probe.body is not None
+    assert probe.body["model"] == "o4-mini"
+    assert probe.body["max_completion_tokens"] == 16
+    assert "max_tokens" not in probe.body
+    assert "temperature" not in probe.body
+
+
+async def test_add_agent_responses_mode_probe(
+    hass: HomeAssistant, loaded_entry: MockConfigEntry, azure: AzureStub
+) -> None:
+    """A Responses-mode agent is proven through /responses."""
+    result = await hass.config_entries.subentries.async_init(
+        (loaded_entry.entry_id, SUBENTRY_AGENT), context={"source": config_entries.SOURCE_USER}
+    )
+    result = await hass.config_entries.subentries.async_configure(
+        result["flow_id"],
+        {CONF_NAME: "Responder", **_agent_input(**{CONF_API_MODE: API_MODE_RESPONSES})},
+    )
+    assert result["type"] is FlowResultType.CREATE_ENTRY
+    assert azure.calls("/openai/v1/responses")[-1].body["model"] == "gpt-4o-mini"  # type: ignore[index]
+
+
+@pytest.mark.parametrize(
+    ("reply", "overrides", "errors"),
+    [
+        (None, {CONF_DEPLOYMENT: "missing"}, {CONF_DEPLOYMENT: "deployment_not_found"}),
+        (
+            Reply.failure(400, "unsupported_parameter", "Unsupported parameter: 'max_tokens'"),
+            {},
+            {"base": "deployment_rejected"},
+        ),
+        (Reply.failure(401, "401", "Access denied"), {}, {"base": "invalid_auth"}),
+        (Reply.failure(500, "500", "boom"), {}, {"base": "unknown"}),
+        (
+            None,
+            {CONF_EARLY_TIMEOUT: 40, CONF_REQUEST_TIMEOUT: 30},
+            {CONF_EARLY_TIMEOUT: "early_timeout_too_long"},
+        ),
+    ],
+    ids=["unknown_deployment", "rejected", "auth", "server_error", "early_timeout"],
+)
+async def test_reconfigure_agent_errors(
+    hass: HomeAssistant,
+    loaded_entry: MockConfigEntry,
+    azure: AzureStub,
+    reply: Reply | None,
+    overrides: dict[str, Any],
+    errors: dict[str, str],
+) -> None:
+    """Reconfigure reports what is wrong with the deployment and saves nothing."""
+    (subentry,) = loaded_entry.subentries.values()
+    result = await hass.config_entries.subentries.async_init(
+        (loaded_entry.entry_id, SUBENTRY_AGENT),
+        context={"source": config_entries.SOURCE_RECONFIGURE, "subentry_id": subentry.subentry_id},
+    )
+    assert result["step_id"] == "reconfigure"
+    if reply is not None:
+        azure.queue(reply)
+    result = await hass.config_entries.subentries.async_configure(
+        result["flow_id"], _agent_input(**overrides)
+    )
+    assert result["type"] is FlowResultType.FORM
+    assert result["errors"] == errors
+    assert loaded_entry.subentries[subentry.subentry_id].data == subentry.data
+
+
+async def test_reconfigure_agent_saves_and_reloads(
+    hass: HomeAssistant, loaded_entry: MockConfigEntry, azure: AzureStub
+) -> None:
+    """A good change is saved and the entry reloads with it."""
+    (subentry,) = loaded_entry.subentries.values()
+    result = await hass.config_entries.subentries.async_init(
+        (loaded_entry.entry_id, SUBENTRY_AGENT),
+        context={"source": config_entries.SOURCE_RECONFIGURE, "subentry_id": subentry.subentry_id},
+    )
+    result = await hass.config_entries.subentries.async_configure(
+        result["flow_id"],
+        _agent_input(
+            **{CONF_DEPLOYMENT: "o4-mini", CONF_REASONING_EFFORT: "high", CONF_LLM_HASS_API: None}
+        ),
+    )
+    assert result["type"] is FlowResultType.ABORT
+    assert result["reason"] == "reconfigure_successful"
+    await hass.async_block_till_done()
+    data = loaded_entry.subentries[subentry.subentry_id].data
+    assert data[CONF_DEPLOYMENT] == "o4-mini"
+    assert data[CONF_LLM_HASS_API] is None
+    assert loaded_entry.state is config_entries.ConfigEntryState.LOADED
+
+
+@pytest.mark.parametrize("api_style", [API_STYLE_DEPLOYMENT])
+async def test_responses_mode_needs_new_api_version(
+    hass: HomeAssistant, setup_ha: None, azure: AzureStub, api_style: str
+) -> None:
+    """Deployment URLs on an old api-version cannot use the Responses API."""
+    entry = MockConfigEntry(
+        domain=DOMAIN,
+        unique_id=azure.endpoint,
+        data={
+            CONF_ENDPOINT: azure.endpoint,
+            CONF_API_KEY: DEFAULT_KEY,
+            CONF_API_STYLE: api_style,
+            CONF_API_VERSION: "2024-10-21",
+        },
+    )
+    entry.add_to_hass(hass)
+    result = await hass.config_entries.subentries.async_init(
+        (entry.entry_id, SUBENTRY_AGENT), context={"source": config_entries.SOURCE_USER}
+    )
+    result = await hass.config_entries.subentries.async_configure(
+        result["flow_id"], {CONF_NAME: "R", **_agent_input(**{CONF_API_MODE: API_MODE_RESPONSES})}
+    )
+    assert result["errors"] == {CONF_API_MODE: "responses_needs_api_version"}
+    result = await hass.config_entries.subentries.async_configure(
+        result["flow_id"], {CONF_NAME: "R", **_agent_input(**{CONF_API_MODE: API_MODE_CHAT})}
+    )
+    assert result["type"] is FlowResultType.CREATE_ENTRY
+    call = azure.calls("/chat/completions")[-1]
+    assert call.path == "/openai/deployments/gpt-4o-mini/chat/completions"
+    assert call.query == {"api-version": "2024-10-21"}
