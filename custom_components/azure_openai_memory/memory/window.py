@@ -1,0 +1,434 @@
+"""Per-conversation memory limited in tokens: the ConversationMemoryManager.
+
+Eviction is first in, first out over *groups*: a message alone, or an assistant tool
+call together with its tool results (the API rejects a tool result whose call is gone).
+Groups live in three queues, so `ephemeral` ones go first and `important` ones last, and
+every add costs O(1) amortized however long the conversation has run.
+"""
+
+from collections import Counter, OrderedDict, deque
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+import json
+import time
+from typing import Any
+
+from .tokens import TokenCounter
+
+IMPORTANT = "important"
+EPHEMERAL = "ephemeral"
+# Chat formats spend a few tokens per message on role and separators.
+MESSAGE_OVERHEAD_TOKENS = 4
+
+_EPHEMERAL_TIER, _NORMAL_TIER, _IMPORTANT_TIER = 0, 1, 2
+
+
+def _tier(tags: frozenset[str]) -> int:
+    if EPHEMERAL in tags:
+        return _EPHEMERAL_TIER
+    if IMPORTANT in tags:
+        return _IMPORTANT_TIER
+    return _NORMAL_TIER
+
+
+@dataclass(slots=True)
+class ToolCallEntry:
+    """One function call an assistant message made."""
+
+    id: str
+    name: str
+    arguments: dict[str, Any]
+
+
+@dataclass(slots=True)
+class MessageEntry:
+    """One message of a conversation, its cost in tokens counted once."""
+
+    role: str
+    content: str
+    timestamp: float
+    token_count: int
+    tags: frozenset[str] = frozenset()
+    tool_calls: tuple[ToolCallEntry, ...] = ()
+    tool_call_id: str | None = None
+
+    def to_api_message(self) -> dict[str, Any]:
+        """The Chat Completions form of this message."""
+        message: dict[str, Any] = {"role": self.role, "content": self.content}
+        if self.tool_calls:
+            message["tool_calls"] = [
+                {
+                    "id": call.id,
+                    "type": "function",
+                    "function": {"name": call.name, "arguments": json.dumps(call.arguments)},
+                }
+                for call in self.tool_calls
+            ]
+        if self.tool_call_id is not None:
+            message["tool_call_id"] = self.tool_call_id
+        return message
+
+    def to_langgraph_message(self) -> dict[str, Any]:
+        """The dict LangGraph's message state takes (LangChain message fields)."""
+        message: dict[str, Any] = {"role": self.role, "content": self.content}
+        if self.tool_calls:
+            message["tool_calls"] = [
+                {"id": call.id, "name": call.name, "args": call.arguments, "type": "tool_call"}
+                for call in self.tool_calls
+            ]
+        if self.tool_call_id is not None:
+            message["tool_call_id"] = self.tool_call_id
+        return message
+
+    def as_dict(self) -> dict[str, Any]:
+        """A JSON-ready form for storage."""
+        data: dict[str, Any] = {
+            "role": self.role,
+            "content": self.content,
+            "timestamp": self.timestamp,
+            "token_count": self.token_count,
+        }
+        if self.tags:
+            data["tags"] = sorted(self.tags)
+        if self.tool_calls:
+            data["tool_calls"] = [
+                {"id": c.id, "name": c.name, "arguments": c.arguments} for c in self.tool_calls
+            ]
+        if self.tool_call_id is not None:
+            data["tool_call_id"] = self.tool_call_id
+        return data
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> "MessageEntry":
+        """Read what as_dict wrote."""
+        return cls(
+            role=data["role"],
+            content=data["content"],
+            timestamp=data["timestamp"],
+            token_count=data["token_count"],
+            tags=frozenset(data.get("tags", ())),
+            tool_calls=tuple(ToolCallEntry(**c) for c in data.get("tool_calls", ())),
+            tool_call_id=data.get("tool_call_id"),
+        )
+
+
+class ConversationWindow:
+    """The messages of one conversation that fit in max_tokens."""
+
+    def __init__(self, conversation_id: str, max_tokens: int, preserve_system: bool = True) -> None:
+        self.conversation_id = conversation_id
+        self.max_tokens = max_tokens
+        self.preserve_system = preserve_system
+        self.system: MessageEntry | None = None
+        self.current_tokens = 0
+        self.evicted_count = 0
+        self.last_activity = 0.0
+        self.tag_counts: Counter[str] = Counter()
+        self._messages: dict[int, MessageEntry] = {}
+        self._groups: dict[int, list[int]] = {}
+        self._queues: tuple[deque[int], deque[int], deque[int]] = (deque(), deque(), deque())
+        self._group_of_call: dict[str, int] = {}
+        self._next_seq = 0
+
+    def __len__(self) -> int:
+        return len(self._messages) + (self.system is not None)
+
+    @property
+    def utilization(self) -> float:
+        """Percent of the budget in use."""
+        return round(100.0 * self.current_tokens / self.max_tokens, 2) if self.max_tokens else 0.0
+
+    def messages(self) -> list[MessageEntry]:
+        """Every message, system first, in order."""
+        if self.system is None:
+            return list(self._messages.values())
+        return [self.system, *self._messages.values()]
+
+    def groups(self) -> list[list[MessageEntry]]:
+        """The eviction groups, in order (what storage keeps)."""
+        return [[self._messages[seq] for seq in seqs] for seqs in self._groups.values()]
+
+    def add(self, entry: MessageEntry, counter: TokenCounter | None = None) -> None:
+        """Add a message, truncating one that alone exceeds the budget, then evict."""
+        budget = self.max_tokens - (
+            self.system.token_count if self.system and entry.role != "system" else 0
+        )
+        if entry.token_count > budget and counter is not None:
+            entry.content = counter.truncate(
+                entry.content, max(budget - MESSAGE_OVERHEAD_TOKENS, 0)
+            )
+            entry.token_count = counter.count(entry.content) + MESSAGE_OVERHEAD_TOKENS
+        self.last_activity = max(self.last_activity, entry.timestamp)
+        if entry.role == "system":
+            self._set_system(entry)
+        else:
+            self._insert(entry, self._group_of_call.get(entry.tool_call_id or ""))
+        self._evict()
+
+    def _set_system(self, entry: MessageEntry) -> None:
+        """One system prompt per conversation: a new one replaces the old."""
+        if self.system is not None:
+            self._forget(self.system)
+        self.system = entry
+        self.current_tokens += entry.token_count
+        self.tag_counts.update(entry.tags)
+
+    def _insert(self, entry: MessageEntry, group: int | None) -> int:
+        seq = self._next_seq
+        self._next_seq += 1
+        self._messages[seq] = entry
+        self.current_tokens += entry.token_count
+        if entry.tags:
+            self.tag_counts.update(entry.tags)
+        if group is None or group not in self._groups:
+            group = seq
+            self._groups[seq] = [seq]
+            self._queues[_tier(entry.tags)].append(seq)
+        else:
+            self._groups[group].append(seq)
+        for call in entry.tool_calls:
+            self._group_of_call[call.id] = group
+        return group
+
+    def _forget(self, entry: MessageEntry) -> None:
+        self.current_tokens -= entry.token_count
+        if entry.tags:
+            self.tag_counts.subtract(entry.tags)
+            for tag in entry.tags:
+                if self.tag_counts[tag] <= 0:
+                    del self.tag_counts[tag]
+
+    def _evict(self) -> None:
+        """Drop the oldest groups, lowest tier first, until the window fits.
+
+        The newest group is never dropped, so the message just added always stays.
+        """
+        newest = next(reversed(self._groups), None)
+        while self.current_tokens > self.max_tokens:
+            if self.system is not None and not self.preserve_system:
+                self._forget(self.system)
+                self.system = None
+                self.evicted_count += 1
+                continue
+            queue = next((q for q in self._queues if q and q[0] != newest), None)
+            if queue is None:
+                return
+            for seq in self._groups.pop(queue.popleft()):
+                entry = self._messages.pop(seq)
+                self._forget(entry)
+                for call in entry.tool_calls:
+                    self._group_of_call.pop(call.id, None)
+                self.evicted_count += 1
+
+    def stats(self) -> dict[str, Any]:
+        """The seed's statistics, plus evictions."""
+        return {
+            "message_count": len(self),
+            "current_tokens": self.current_tokens,
+            "max_tokens": self.max_tokens,
+            "utilization": self.utilization,
+            "tag_distribution": dict(self.tag_counts),
+            "evicted_count": self.evicted_count,
+        }
+
+    def as_dict(self) -> dict[str, Any]:
+        """A JSON-ready form for storage."""
+        return {
+            "max_tokens": self.max_tokens,
+            "preserve_system": self.preserve_system,
+            "last_activity": self.last_activity,
+            "evicted_count": self.evicted_count,
+            "system": self.system.as_dict() if self.system else None,
+            "groups": [[m.as_dict() for m in group] for group in self.groups()],
+        }
+
+    @classmethod
+    def from_dict(cls, conversation_id: str, data: dict[str, Any]) -> "ConversationWindow":
+        """Rebuild a window exactly as stored (no recounting, no eviction)."""
+        window = cls(conversation_id, data["max_tokens"], data["preserve_system"])
+        window.last_activity = data["last_activity"]
+        window.evicted_count = data["evicted_count"]
+        if data.get("system"):
+            window._set_system(MessageEntry.from_dict(data["system"]))
+        for group in data["groups"]:
+            group_id: int | None = None
+            for raw in group:
+                group_id = window._insert(MessageEntry.from_dict(raw), group_id)
+        return window
+
+
+@dataclass
+class MemorySettings:
+    """How windows behave; one set per agent."""
+
+    max_tokens: int = 4000
+    preserve_system: bool = True
+    max_conversations: int = 100
+    idle_seconds: float = 24 * 3600
+    continuation_seconds: float = 30 * 60
+
+
+@dataclass
+class ConversationMemoryManager:
+    """All conversation windows of one agent."""
+
+    counter: TokenCounter
+    settings: MemorySettings = field(default_factory=MemorySettings)
+    clock: Callable[[], float] = time.time
+    windows: OrderedDict[str, ConversationWindow] = field(default_factory=OrderedDict)
+    dropped_conversations: int = 0
+    _last_by_source: dict[str, tuple[str, float]] = field(default_factory=dict)
+
+    def _window(self, conversation_id: str) -> ConversationWindow:
+        window = self.windows.get(conversation_id)
+        if window is None:
+            window = ConversationWindow(
+                conversation_id, self.settings.max_tokens, self.settings.preserve_system
+            )
+            self.windows[conversation_id] = window
+            while len(self.windows) > self.settings.max_conversations:
+                self.windows.popitem(last=False)
+                self.dropped_conversations += 1
+        else:
+            self.windows.move_to_end(conversation_id)
+        return window
+
+    def count_tokens(self, content: str, tool_calls: Iterable[ToolCallEntry] = ()) -> int:
+        """What a message costs in the window."""
+        tokens = self.counter.count(content) + MESSAGE_OVERHEAD_TOKENS
+        for call in tool_calls:
+            tokens += self.counter.count(call.name) + self.counter.count(json.dumps(call.arguments))
+        return tokens
+
+    def add_message(
+        self,
+        conversation_id: str,
+        role: str,
+        content: str,
+        tags: Iterable[str] | None = None,
+        *,
+        tool_calls: Iterable[ToolCallEntry] = (),
+        tool_call_id: str | None = None,
+    ) -> MessageEntry:
+        """Add a message to a conversation, evicting what no longer fits."""
+        calls = tuple(tool_calls)
+        entry = MessageEntry(
+            role,
+            content,
+            self.clock(),
+            self.count_tokens(content, calls),
+            frozenset(tags) if tags else frozenset(),
+            calls,
+            tool_call_id,
+        )
+        self._window(conversation_id).add(entry, self.counter)
+        return entry
+
+    def get_messages(
+        self, conversation_id: str, tag_filter: Iterable[str] | None = None
+    ) -> list[MessageEntry]:
+        """The conversation's messages; with a filter, those carrying any of its tags."""
+        window = self.windows.get(conversation_id)
+        if window is None:
+            return []
+        if tag_filter is None:
+            return window.messages()
+        wanted = frozenset(tag_filter)
+        return [m for m in window.messages() if not m.tags.isdisjoint(wanted)]
+
+    def continue_conversation(self, conversation_id: str, source: str | None) -> str:
+        """Pick up the source's recent window under a new conversation id.
+
+        Home Assistant starts a new conversation id after a few idle minutes; a follow-up
+        from the same device (or user) within the continuation time still means the same
+        conversation to the person speaking.
+        """
+        now = self.clock()
+        if source is not None:
+            previous = self._last_by_source.get(source)
+            if (
+                conversation_id not in self.windows
+                and previous is not None
+                and previous[0] in self.windows
+                and now - previous[1] <= self.settings.continuation_seconds
+            ):
+                window = self.windows.pop(previous[0])
+                window.conversation_id = conversation_id
+                self.windows[conversation_id] = window
+            self._last_by_source[source] = (conversation_id, now)
+        return conversation_id
+
+    def reset(self, conversation_id: str | None = None) -> int:
+        """Forget one conversation, or all; returns how many were forgotten."""
+        if conversation_id is None:
+            count = len(self.windows)
+            self.windows.clear()
+            self._last_by_source.clear()
+            return count
+        return 1 if self.windows.pop(conversation_id, None) is not None else 0
+
+    def get_stats(self, conversation_id: str) -> dict[str, Any] | None:
+        """One conversation's statistics, or None when unknown."""
+        window = self.windows.get(conversation_id)
+        if window is None:
+            return None
+        return {**window.stats(), "tokens_estimated": self.counter.estimated}
+
+    def get_all_conversations(self) -> list[str]:
+        """Ids of the live conversations, least recently used first."""
+        return list(self.windows)
+
+    def expire_idle(self) -> int:
+        """Drop conversations idle longer than the idle time; returns how many."""
+        cutoff = self.clock() - self.settings.idle_seconds
+        stale = [cid for cid, w in self.windows.items() if w.last_activity < cutoff]
+        for cid in stale:
+            del self.windows[cid]
+        return len(stale)
+
+    def health(self) -> list[str]:
+        """Warnings worth a log line: too many conversations, windows nearly full."""
+        warnings = []
+        if len(self.windows) >= self.settings.max_conversations:
+            warnings.append(
+                f"{len(self.windows)} live conversations reached the cap of "
+                f"{self.settings.max_conversations}; the least recently used are dropped"
+            )
+        warnings.extend(
+            f"conversation {cid} is {w.utilization:.0f}% full; oldest messages are evicted"
+            for cid, w in self.windows.items()
+            if w.utilization > 95
+        )
+        return warnings
+
+    def totals(self) -> dict[str, Any]:
+        """Figures across all conversations, for sensors and diagnostics."""
+        return {
+            "conversations": len(self.windows),
+            "messages": sum(len(w) for w in self.windows.values()),
+            "tokens": sum(w.current_tokens for w in self.windows.values()),
+            "evicted_messages": sum(w.evicted_count for w in self.windows.values()),
+            "dropped_conversations": self.dropped_conversations,
+            "encoding": self.counter.name,
+            "tokens_estimated": self.counter.estimated,
+        }
+
+    def as_dict(self) -> dict[str, Any]:
+        """Everything worth keeping across restarts."""
+        return {
+            "conversations": {cid: w.as_dict() for cid, w in self.windows.items()},
+            "sources": {k: list(v) for k, v in self._last_by_source.items()},
+            "dropped_conversations": self.dropped_conversations,
+        }
+
+    def load(self, data: dict[str, Any]) -> None:
+        """Restore what as_dict wrote; the current settings apply from the next add."""
+        self.windows = OrderedDict(
+            (cid, ConversationWindow.from_dict(cid, raw))
+            for cid, raw in data.get("conversations", {}).items()
+        )
+        for window in self.windows.values():
+            window.max_tokens = self.settings.max_tokens
+            window.preserve_system = self.settings.preserve_system
+        self._last_by_source = {k: (v[0], v[1]) for k, v in data.get("sources", {}).items()}
+        self.dropped_conversations = data.get("dropped_conversations", 0)

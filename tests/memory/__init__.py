@@ -1,0 +1,1 @@
+"""Unit tests of memory/: plain Python, no Home Assistant."""

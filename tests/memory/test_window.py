@@ -1,0 +1,262 @@
+"""The ConversationMemoryManager: windows, eviction, tags, stats, continuation, storage."""
+
+import json
+
+import pytest
+
+from custom_components.azure_openai_memory.memory.tokens import TokenCounter
+from custom_components.azure_openai_memory.memory.window import (
+    MESSAGE_OVERHEAD_TOKENS,
+    ConversationMemoryManager,
+    MemorySettings,
+    ToolCallEntry,
+)
+
+
+class Clock:
+    """A clock the test moves."""
+
+    def __init__(self) -> None:
+        self.now = 1_000_000.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+@pytest.fixture
+def clock() -> Clock:
+    return Clock()
+
+
+def make(counter: TokenCounter, clock: Clock, **settings: object) -> ConversationMemoryManager:
+    return ConversationMemoryManager(counter, MemorySettings(**settings), clock)  # type: ignore[arg-type]
+
+
+def words(n: int) -> str:
+    """A text of exactly n cl100k tokens (' a' is one token)."""
+    return "a" + " a" * (n - 1)
+
+
+def test_add_message_creates_window(counter: TokenCounter, clock: Clock) -> None:
+    memory = make(counter, clock)
+    entry = memory.add_message("c1", "user", "Turn on the lights", {"input"})
+    assert entry.token_count == 4 + MESSAGE_OVERHEAD_TOKENS
+    assert memory.get_all_conversations() == ["c1"]
+    assert [m.content for m in memory.get_messages("c1")] == ["Turn on the lights"]
+    assert memory.get_messages("unknown") == []
+
+
+def test_fifo_eviction(counter: TokenCounter, clock: Clock) -> None:
+    """Oldest messages go first; the total never exceeds the budget."""
+    memory = make(counter, clock, max_tokens=100)
+    for i in range(10):
+        memory.add_message("c", "user" if i % 2 == 0 else "assistant", f"m{i} " + words(16))
+        assert memory.get_stats("c")["current_tokens"] <= 100  # type: ignore[index]
+    contents = [m.content.split()[0] for m in memory.get_messages("c")]
+    assert contents == ["m6", "m7", "m8", "m9"]  # 22 tokens each: four fit in 100
+    assert memory.get_stats("c")["evicted_count"] == 6  # type: ignore[index]
+
+
+def test_preserve_system_messages(counter: TokenCounter, clock: Clock) -> None:
+    """The system prompt stays first and is never evicted; a new one replaces it."""
+    memory = make(counter, clock, max_tokens=60)
+    memory.add_message("c", "system", "You are helpful")
+    for i in range(6):
+        memory.add_message("c", "user", f"q{i} " + words(10))
+    messages = memory.get_messages("c")
+    assert messages[0].role == "system"
+    assert messages[-1].content.startswith("q5")
+    memory.add_message("c", "system", "You are terse")
+    messages = memory.get_messages("c")
+    assert [m.content for m in messages if m.role == "system"] == ["You are terse"]
+    assert messages[0].role == "system"
+
+
+def test_system_evicted_when_not_preserved(counter: TokenCounter, clock: Clock) -> None:
+    memory = make(counter, clock, max_tokens=40, preserve_system=False)
+    memory.add_message("c", "system", words(10))
+    memory.add_message("c", "user", words(10))
+    memory.add_message("c", "user", words(10))
+    assert all(m.role != "system" for m in memory.get_messages("c"))
+
+
+def test_important_last_ephemeral_first(counter: TokenCounter, clock: Clock) -> None:
+    memory = make(counter, clock, max_tokens=50)  # 14 tokens a message: three fit
+    memory.add_message("c", "user", "keep " + words(9), {"important"})
+    memory.add_message("c", "user", "plain " + words(9))
+    memory.add_message("c", "tool", "search " + words(9), {"ephemeral"})
+    memory.add_message("c", "user", "new " + words(9))
+    firsts = [m.content.split()[0] for m in memory.get_messages("c")]
+    assert firsts == ["keep", "plain", "new"]  # ephemeral went first although newer
+    memory.add_message("c", "user", "newer " + words(9))
+    firsts = [m.content.split()[0] for m in memory.get_messages("c")]
+    assert firsts == ["keep", "new", "newer"]  # then plain, oldest first; important stays
+
+
+def test_tool_call_and_results_leave_together(counter: TokenCounter, clock: Clock) -> None:
+    """An orphaned tool result would be rejected by the API."""
+    memory = make(counter, clock, max_tokens=60)
+
+    def assert_no_orphans() -> None:
+        messages = memory.get_messages("c")
+        calls = {c.id for m in messages for c in m.tool_calls}
+        results = {m.tool_call_id for m in messages if m.role == "tool"}
+        assert calls == results
+
+    memory.add_message("c", "user", "turn on the kitchen")
+    memory.add_message(
+        "c",
+        "assistant",
+        "",
+        tool_calls=[ToolCallEntry("call_1", "HassTurnOn", {"name": "kitchen"})],
+    )
+    memory.add_message("c", "tool", '{"success": true}', tool_call_id="call_1")
+    memory.add_message("c", "assistant", "Done")
+    assert [m.role for m in memory.get_messages("c")] == ["user", "assistant", "tool", "assistant"]
+    seen_partial = False
+    for i in range(6):
+        memory.add_message("c", "user", f"next{i} " + words(8))
+        assert_no_orphans()
+        roles = [m.role for m in memory.get_messages("c")]
+        seen_partial |= roles[0] == "assistant" and "tool" in roles
+    assert seen_partial  # the user message went first, the pair stayed together
+    assert "tool" not in [m.role for m in memory.get_messages("c")]
+
+
+def test_oversized_message_truncated_not_emptying(counter: TokenCounter, clock: Clock) -> None:
+    memory = make(counter, clock, max_tokens=50)
+    memory.add_message("c", "system", words(10))
+    memory.add_message("c", "user", "hello")
+    memory.add_message("c", "user", words(500))
+    messages = memory.get_messages("c")
+    assert messages[0].role == "system"
+    assert messages[-1].token_count <= 50 - messages[0].token_count
+    assert memory.get_stats("c")["current_tokens"] <= 50  # type: ignore[index]
+    assert len(messages[-1].content) > 0
+
+
+def test_tag_filtering_and_distribution(counter: TokenCounter, clock: Clock) -> None:
+    memory = make(counter, clock)
+    memory.add_message("c", "user", "lights on", {"input", "context:lights"})
+    memory.add_message("c", "assistant", "done", {"output", "context:lights"})
+    memory.add_message("c", "user", "weather?", {"input", "context:weather"})
+    memory.add_message("c", "assistant", "sunny", {"output", "context:weather"})
+    lights = memory.get_messages("c", tag_filter={"context:lights"})
+    assert [m.content for m in lights] == ["lights on", "done"]
+    stats = memory.get_stats("c")
+    assert stats is not None
+    assert stats["tag_distribution"] == {
+        "input": 2,
+        "output": 2,
+        "context:lights": 2,
+        "context:weather": 2,
+    }
+    assert stats["message_count"] == 4
+    assert stats["max_tokens"] == 4000
+    assert stats["utilization"] == round(100 * stats["current_tokens"] / 4000, 2)
+    assert stats["tokens_estimated"] is False
+
+
+def test_tag_distribution_drops_evicted(counter: TokenCounter, clock: Clock) -> None:
+    memory = make(counter, clock, max_tokens=30)
+    memory.add_message("c", "user", words(10), {"context:a"})
+    memory.add_message("c", "user", words(10), {"context:b"})
+    memory.add_message("c", "user", words(10), {"context:b"})
+    assert memory.get_stats("c")["tag_distribution"] == {"context:b": 2}  # type: ignore[index]
+
+
+def test_reset_and_multiple_conversations(counter: TokenCounter, clock: Clock) -> None:
+    memory = make(counter, clock)
+    memory.add_message("a", "user", "one")
+    memory.add_message("b", "user", "two")
+    assert memory.get_messages("a")[0].content == "one"
+    assert memory.get_messages("b")[0].content == "two"
+    assert memory.reset("a") == 1
+    assert memory.reset("a") == 0
+    assert memory.get_all_conversations() == ["b"]
+    assert memory.reset() == 1
+    assert memory.get_all_conversations() == []
+
+
+def test_cap_drops_least_recently_used(counter: TokenCounter, clock: Clock) -> None:
+    memory = make(counter, clock, max_conversations=2)
+    memory.add_message("a", "user", "1")
+    memory.add_message("b", "user", "2")
+    memory.add_message("a", "user", "3")
+    memory.add_message("c", "user", "4")
+    assert memory.get_all_conversations() == ["a", "c"]
+    assert memory.totals()["dropped_conversations"] == 1
+    assert any("reached the cap" in w for w in memory.health())
+
+
+def test_idle_expiry(counter: TokenCounter, clock: Clock) -> None:
+    memory = make(counter, clock, idle_seconds=60)
+    memory.add_message("old", "user", "1")
+    clock.now += 50
+    memory.add_message("new", "user", "2")
+    clock.now += 20
+    assert memory.expire_idle() == 1
+    assert memory.get_all_conversations() == ["new"]
+
+
+def test_health_warns_when_nearly_full(counter: TokenCounter, clock: Clock) -> None:
+    memory = make(counter, clock, max_tokens=20)
+    memory.add_message("c", "user", words(16))
+    assert any("full" in w for w in memory.health())
+
+
+def test_continuation_from_same_source(counter: TokenCounter, clock: Clock) -> None:
+    """A new id from the same device within the continuation time keeps the window."""
+    memory = make(counter, clock, continuation_seconds=1800)
+    memory.continue_conversation("c1", "satellite.kitchen")
+    memory.add_message("c1", "user", "what is 2+2?")
+    clock.now += 600
+    assert memory.continue_conversation("c2", "satellite.kitchen") == "c2"
+    assert [m.content for m in memory.get_messages("c2")] == ["what is 2+2?"]
+    assert "c1" not in memory.get_all_conversations()
+    # Another device starts fresh; so does the same device after the continuation time.
+    memory.continue_conversation("c3", "satellite.office")
+    assert memory.get_messages("c3") == []
+    clock.now += 3600
+    memory.continue_conversation("c4", "satellite.kitchen")
+    assert memory.get_messages("c4") == []
+
+
+def test_persistence_round_trip(counter: TokenCounter, clock: Clock) -> None:
+    memory = make(counter, clock, max_tokens=200)
+    memory.add_message("c", "system", "sys")
+    memory.add_message("c", "user", "hi", {"input", "important"})
+    memory.add_message("c", "assistant", "", tool_calls=[ToolCallEntry("x", "Hass", {"a": 1})])
+    memory.add_message("c", "tool", "{}", tool_call_id="x")
+    memory.continue_conversation("c", "user:1")
+    stored = json.loads(json.dumps(memory.as_dict()))
+    restored = make(counter, clock, max_tokens=200)
+    restored.load(stored)
+    assert [m.as_dict() for m in restored.get_messages("c")] == [
+        m.as_dict() for m in memory.get_messages("c")
+    ]
+    assert restored.get_stats("c") == memory.get_stats("c")
+    assert restored.windows["c"].groups() == memory.windows["c"].groups()
+
+
+def test_langgraph_shapes(counter: TokenCounter, clock: Clock) -> None:
+    memory = make(counter, clock)
+    memory.add_message("c", "user", "lights")
+    memory.add_message(
+        "c",
+        "assistant",
+        "",
+        tool_calls=[ToolCallEntry("call_9", "HassTurnOn", {"area": "kitchen"})],
+    )
+    memory.add_message("c", "tool", '{"ok": true}', tool_call_id="call_9")
+    user, assistant, tool = (m.to_langgraph_message() for m in memory.get_messages("c"))
+    assert user == {"role": "user", "content": "lights"}
+    assert assistant["tool_calls"] == [
+        {"id": "call_9", "name": "HassTurnOn", "args": {"area": "kitchen"}, "type": "tool_call"}
+    ]
+    assert tool == {"role": "tool", "content": '{"ok": true}', "tool_call_id": "call_9"}
+    api = memory.get_messages("c")[1].to_api_message()
+    assert api["tool_calls"][0]["function"] == {
+        "name": "HassTurnOn",
+        "arguments": '{"area": "kitchen"}',
+    }
