@@ -5,8 +5,11 @@ import os
 from typing import Any
 
 from homeassistant import block_async_io
+from homeassistant.components import conversation
+from homeassistant.components.conversation import ConversationResult
 from homeassistant.const import CONF_API_KEY
-from homeassistant.core import HomeAssistant
+from homeassistant.core import Context, HomeAssistant
+from homeassistant.helpers import entity_registry as er
 from homeassistant.setup import async_setup_component
 import pytest
 from pytest_homeassistant_custom_component.common import MockConfigEntry
@@ -122,3 +125,32 @@ async def loaded_entry(
     assert await hass.config_entries.async_setup(config_entry.entry_id)
     await hass.async_block_till_done()
     return config_entry
+
+
+def agent_entity_id(hass: HomeAssistant, entry: MockConfigEntry) -> str:
+    """The conversation entity of the entry's first agent."""
+    (subentry_id,) = [
+        s for s in entry.subentries if entry.subentries[s].subentry_type == SUBENTRY_AGENT
+    ][:1]
+    entity_id = er.async_get(hass).async_get_entity_id("conversation", DOMAIN, subentry_id)
+    assert entity_id is not None
+    return entity_id
+
+
+async def converse(
+    hass: HomeAssistant,
+    entry: MockConfigEntry,
+    text: str,
+    conversation_id: str | None = None,
+    device_id: str | None = None,
+) -> ConversationResult:
+    """One turn through Home Assistant's conversation API, as Assist makes it."""
+    return await conversation.async_converse(
+        hass,
+        text,
+        conversation_id,
+        Context(),
+        language="en",
+        agent_id=agent_entity_id(hass, entry),
+        device_id=device_id,
+    )

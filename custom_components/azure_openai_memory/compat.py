@@ -3,7 +3,9 @@
 import inspect
 from typing import Any
 
-from homeassistant.helpers import llm
+from homeassistant.components import conversation
+from homeassistant.core import HomeAssistant
+from homeassistant.helpers import intent, llm
 
 # 2025.4 takes one LLM API id; later versions take a list of them.
 LLM_API_ACCEPTS_LIST: bool = "list" in str(
@@ -26,3 +28,54 @@ def llm_api_ids(value: Any) -> list[str]:
     if not value:
         return []
     return [value] if isinstance(value, str) else list(value)
+
+
+# 2025.4 fills the chat log with async_update_llm_data; later versions with
+# async_provide_llm_data and an LLMContext built by the caller.
+HAS_PROVIDE_LLM_DATA: bool = hasattr(conversation.ChatLog, "async_provide_llm_data")
+# 2026.x passes the chat log to the default agent's intent handling.
+HANDLE_INTENTS_TAKES_CHAT_LOG: bool = (
+    "chat_log" in inspect.signature(conversation.async_handle_intents).parameters
+)
+
+
+async def async_provide_llm_data(
+    chat_log: conversation.ChatLog,
+    user_input: conversation.ConversationInput,
+    domain: str,
+    llm_api: str | list[str] | None,
+    prompt: str | None,
+) -> None:
+    """Render the system prompt and pick the LLM API into the chat log."""
+    api = llm_api_option(llm_api_ids(llm_api))
+    if HAS_PROVIDE_LLM_DATA:
+        await chat_log.async_provide_llm_data(  # type: ignore[attr-defined]
+            user_input.as_llm_context(domain),  # type: ignore[attr-defined]
+            api,
+            prompt,
+            user_input.extra_system_prompt,
+        )
+    else:
+        await chat_log.async_update_llm_data(domain, user_input, api, prompt)  # type: ignore[arg-type]
+
+
+async def async_handle_intents(
+    hass: HomeAssistant,
+    user_input: conversation.ConversationInput,
+    chat_log: conversation.ChatLog,
+) -> intent.IntentResponse | None:
+    """Let Home Assistant's own intents answer; None when none matched."""
+    if HANDLE_INTENTS_TAKES_CHAT_LOG:
+        return await conversation.async_handle_intents(hass, user_input, chat_log)  # type: ignore[misc,arg-type]
+    return await conversation.async_handle_intents(hass, user_input)
+
+
+def conversation_source(user_input: conversation.ConversationInput) -> str | None:
+    """Who is speaking, for continuing a conversation: satellite, device, else user."""
+    if satellite_id := getattr(user_input, "satellite_id", None):
+        return f"satellite:{satellite_id}"
+    if user_input.device_id:
+        return f"device:{user_input.device_id}"
+    if user_input.context and user_input.context.user_id:
+        return f"user:{user_input.context.user_id}"
+    return None

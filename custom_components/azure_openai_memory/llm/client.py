@@ -1,10 +1,13 @@
 """Build the openai SDK client for one Azure OpenAI resource and prove it works."""
 
+from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
-from typing import Any
+import json
+from typing import Any, Protocol
 from urllib.parse import urlsplit
 
 from homeassistant.core import HomeAssistant
+from homeassistant.helpers import llm
 from homeassistant.helpers.httpx_client import get_async_client
 import openai
 
@@ -14,6 +17,8 @@ from ..const import (
     REASONING_EFFORT_OFF,
     VALIDATION_TIMEOUT,
 )
+from .errors import ContentFiltered, MalformedToolArguments, ResponseFailed
+from .tools import chat_tool, responses_tool
 
 type SDKClient = openai.AsyncOpenAI
 
@@ -113,3 +118,219 @@ async def async_check_deployment(
             messages=[{"role": "user", "content": "ping"}],
             max_completion_tokens=16,
         )
+
+
+@dataclass
+class Usage:
+    """Tokens the API reported for one request."""
+
+    input_tokens: int = 0
+    output_tokens: int = 0
+
+
+@dataclass(frozen=True)
+class RequestOptions:
+    """What one agent sends with every request."""
+
+    deployment: str
+    api_mode: str
+    temperature: float
+    top_p: float
+    max_tokens: int
+    reasoning_effort: str
+    timeout: float
+    include_stream_usage: bool = True
+
+    @property
+    def is_reasoning(self) -> bool:
+        """Reasoning models refuse temperature, top_p and max_tokens (AZURE_WIRE.md 6)."""
+        return self.reasoning_effort != REASONING_EFFORT_OFF
+
+
+type Delta = dict[str, Any]
+
+
+class ILLMClient(Protocol):
+    """One round trip to the model, streamed as Home Assistant delta dicts."""
+
+    def stream(
+        self, messages: list[dict[str, Any]], tools: list[dict[str, Any]], usage: Usage
+    ) -> AsyncIterator[Delta]:
+        """Yield {'role'}, {'content'} and {'tool_calls'} deltas; fill usage at the end."""
+        ...
+
+
+def _tool_input(call_id: str, name: str, arguments: str) -> llm.ToolInput:
+    try:
+        args = json.loads(arguments or "{}")
+    except json.JSONDecodeError as err:
+        raise MalformedToolArguments(name) from err
+    if not isinstance(args, dict):
+        raise MalformedToolArguments(name)
+    return llm.ToolInput(id=call_id, tool_name=name, tool_args=args)
+
+
+class ChatCompletionsClient:
+    """Chat Completions, streamed, tolerant of Azure's chunk quirks (AZURE_WIRE.md 5)."""
+
+    def __init__(self, sdk: SDKClient, options: RequestOptions) -> None:
+        self._sdk = sdk.with_options(timeout=options.timeout)
+        self._options = options
+
+    def _arguments(
+        self, messages: list[dict[str, Any]], tools: list[dict[str, Any]]
+    ) -> dict[str, Any]:
+        options = self._options
+        args: dict[str, Any] = {
+            "model": options.deployment,
+            "messages": messages,
+            "stream": True,
+        }
+        if options.include_stream_usage:
+            args["stream_options"] = {"include_usage": True}
+        if options.is_reasoning:
+            args["max_completion_tokens"] = options.max_tokens
+            args["reasoning_effort"] = options.reasoning_effort
+        else:
+            args["max_tokens"] = options.max_tokens
+            args["temperature"] = options.temperature
+            args["top_p"] = options.top_p
+        if tools:
+            args["tools"] = [chat_tool(spec) for spec in tools]
+        return args
+
+    async def stream(
+        self, messages: list[dict[str, Any]], tools: list[dict[str, Any]], usage: Usage
+    ) -> AsyncIterator[Delta]:
+        """One request; tool calls are assembled from their deltas and yielded at the end."""
+        result = await self._sdk.chat.completions.create(**self._arguments(messages, tools))
+        calls: dict[int, dict[str, str]] = {}
+        yield {"role": "assistant"}
+        async for chunk in result:
+            if chunk.usage is not None:
+                usage.input_tokens += chunk.usage.prompt_tokens
+                usage.output_tokens += chunk.usage.completion_tokens
+            # The first chunk has no choices; annotation-only choices have no delta.
+            for choice in chunk.choices:
+                if choice.finish_reason == "content_filter":
+                    raise ContentFiltered
+                delta = choice.delta
+                if delta is None:
+                    continue
+                if delta.content:
+                    yield {"content": delta.content}
+                for tool_call in delta.tool_calls or ():
+                    call = calls.setdefault(tool_call.index, {"id": "", "name": "", "args": ""})
+                    if tool_call.id:
+                        call["id"] = tool_call.id
+                    if tool_call.function is not None:
+                        call["name"] += tool_call.function.name or ""
+                        call["args"] += tool_call.function.arguments or ""
+        if calls:
+            yield {
+                "tool_calls": [
+                    _tool_input(c["id"], c["name"], c["args"]) for _, c in sorted(calls.items())
+                ]
+            }
+
+
+def _responses_input(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Chat-format messages as Responses API input items."""
+    items: list[dict[str, Any]] = []
+    for message in messages:
+        role = message["role"]
+        if role == "tool":
+            items.append(
+                {
+                    "type": "function_call_output",
+                    "call_id": message["tool_call_id"],
+                    "output": message["content"],
+                }
+            )
+            continue
+        if message.get("content"):
+            items.append(
+                {
+                    "type": "message",
+                    "role": "developer" if role == "system" else role,
+                    "content": message["content"],
+                }
+            )
+        items.extend(
+            {
+                "type": "function_call",
+                "call_id": call["id"],
+                "name": call["function"]["name"],
+                "arguments": call["function"]["arguments"],
+            }
+            for call in message.get("tool_calls", ())
+        )
+    return items
+
+
+class ResponsesClient:
+    """The Responses API, streamed; nothing stored on the service side."""
+
+    def __init__(self, sdk: SDKClient, options: RequestOptions) -> None:
+        self._sdk = sdk.with_options(timeout=options.timeout)
+        self._options = options
+
+    def _arguments(
+        self, messages: list[dict[str, Any]], tools: list[dict[str, Any]]
+    ) -> dict[str, Any]:
+        options = self._options
+        args: dict[str, Any] = {
+            "model": options.deployment,
+            "input": _responses_input(messages),
+            "max_output_tokens": options.max_tokens,
+            "store": False,
+            "stream": True,
+        }
+        if options.is_reasoning:
+            args["reasoning"] = {"effort": options.reasoning_effort}
+        else:
+            args["temperature"] = options.temperature
+            args["top_p"] = options.top_p
+        if tools:
+            args["tools"] = [responses_tool(spec) for spec in tools]
+        return args
+
+    async def stream(
+        self, messages: list[dict[str, Any]], tools: list[dict[str, Any]], usage: Usage
+    ) -> AsyncIterator[Delta]:
+        """One request; events are matched by type name, which every SDK version shares."""
+        result = await self._sdk.responses.create(**self._arguments(messages, tools))
+        names: dict[str, tuple[str, str]] = {}
+        calls: list[llm.ToolInput] = []
+        yield {"role": "assistant"}
+        async for event in result:
+            kind = event.type
+            if kind == "response.output_text.delta":
+                yield {"content": event.delta}
+            elif kind == "response.output_item.added" and event.item.type == "function_call":
+                names[event.item.id or ""] = (event.item.call_id, event.item.name)
+            elif kind == "response.function_call_arguments.done":
+                call_id, name = names[event.item_id]
+                calls.append(_tool_input(call_id, name, event.arguments))
+            elif kind in ("response.completed", "response.incomplete", "response.failed"):
+                if event.response.usage is not None:
+                    usage.input_tokens += event.response.usage.input_tokens
+                    usage.output_tokens += event.response.usage.output_tokens
+                if kind == "response.incomplete":
+                    details = event.response.incomplete_details
+                    if details is not None and details.reason == "content_filter":
+                        raise ContentFiltered
+                    raise ResponseFailed(details.reason if details else "incomplete")
+                if kind == "response.failed":
+                    raise ResponseFailed("failed")
+            elif kind == "error":
+                raise ResponseFailed(getattr(event, "code", None) or "error")
+        if calls:
+            yield {"tool_calls": calls}
+
+
+def create_llm_client(sdk: SDKClient, options: RequestOptions) -> ILLMClient:
+    """The client for the agent's API mode."""
+    if options.api_mode == API_MODE_RESPONSES:
+        return ResponsesClient(sdk, options)
+    return ChatCompletionsClient(sdk, options)

@@ -18,7 +18,20 @@ class ErrorKind(StrEnum):
     SERVER_ERROR = "server_error"
     BAD_REQUEST = "bad_request"
     STREAM_INTERRUPTED = "stream_interrupted"
+    MALFORMED_TOOL_ARGUMENTS = "malformed_tool_arguments"
     UNKNOWN = "unknown"
+
+
+class ContentFiltered(Exception):
+    """Azure's content filter stopped the answer mid-way (finish_reason content_filter)."""
+
+
+class MalformedToolArguments(Exception):
+    """The model called a tool with arguments that are not a JSON object."""
+
+
+class ResponseFailed(Exception):
+    """The Responses API reported a failed or incomplete response."""
 
 
 _CONTENT_FILTER_CODES = {"content_filter", "content_policy_violation"}
@@ -26,6 +39,12 @@ _CONTENT_FILTER_CODES = {"content_filter", "content_policy_violation"}
 
 def classify_error(err: BaseException) -> ErrorKind:
     """Return the kind of an error raised while talking to the API."""
+    if isinstance(err, ContentFiltered):
+        return ErrorKind.CONTENT_FILTER
+    if isinstance(err, MalformedToolArguments):
+        return ErrorKind.MALFORMED_TOOL_ARGUMENTS
+    if isinstance(err, ResponseFailed):
+        return ErrorKind.SERVER_ERROR
     if isinstance(err, openai.APITimeoutError):
         return ErrorKind.TIMEOUT
     if isinstance(err, openai.APIConnectionError):
@@ -50,4 +69,10 @@ def classify_error(err: BaseException) -> ErrorKind:
     return ErrorKind.UNKNOWN
 
 
-API_ERRORS: tuple[type[BaseException], ...] = (openai.OpenAIError, httpx.HTTPError)
+API_ERRORS: tuple[type[BaseException], ...] = (
+    openai.OpenAIError,
+    httpx.HTTPError,
+    ContentFiltered,
+    MalformedToolArguments,
+    ResponseFailed,
+)

@@ -150,10 +150,8 @@ class ConversationWindow:
 
     def add(self, entry: MessageEntry, counter: TokenCounter | None = None) -> None:
         """Add a message, truncating one that alone exceeds the budget, then evict."""
-        budget = self.max_tokens - (
-            self.system.token_count if self.system and entry.role != "system" else 0
-        )
-        if entry.token_count > budget and counter is not None:
+        budget = self.max_tokens - (self.system.token_count if self.system else 0)
+        if entry.role != "system" and entry.token_count > budget and counter is not None:
             entry.content = counter.truncate(
                 entry.content, max(budget - MESSAGE_OVERHEAD_TOKENS, 0)
             )
@@ -323,6 +321,12 @@ class ConversationMemoryManager:
         )
         self._window(conversation_id).add(entry, self.counter)
         return entry
+
+    def set_system_prompt(self, conversation_id: str, prompt: str) -> None:
+        """Store this turn's system prompt, counting it only when it changed."""
+        window = self.windows.get(conversation_id)
+        if window is None or window.system is None or window.system.content != prompt:
+            self.add_message(conversation_id, "system", prompt)
 
     def get_messages(
         self, conversation_id: str, tag_filter: Iterable[str] | None = None

@@ -1,0 +1,404 @@
+"""The conversation agent: local intents first, then Azure OpenAI with the memory window."""
+
+import asyncio
+from dataclasses import dataclass, field
+import json
+import time
+from typing import Any, Literal
+
+from homeassistant.components import conversation, persistent_notification
+from homeassistant.config_entries import ConfigSubentry
+from homeassistant.const import CONF_LLM_HASS_API, MATCH_ALL
+from homeassistant.core import HomeAssistant
+from homeassistant.exceptions import HomeAssistantError
+from homeassistant.helpers import device_registry as dr, intent, translation
+from homeassistant.helpers.entity_platform import AddEntitiesCallback
+
+from . import AzureOpenAIMemoryConfigEntry, Runtime
+from .compat import (
+    async_handle_intents,
+    async_provide_llm_data,
+    conversation_source,
+    llm_api_ids,
+)
+from .const import (
+    API_STYLE_DEPLOYMENT,
+    CONF_API_MODE,
+    CONF_DEPLOYMENT,
+    CONF_EARLY_TIMEOUT,
+    CONF_MAX_TOKENS,
+    CONF_PREFER_LOCAL_INTENTS,
+    CONF_PROMPT,
+    CONF_REASONING_EFFORT,
+    CONF_REQUEST_TIMEOUT,
+    CONF_TEMPERATURE,
+    CONF_TOP_P,
+    DOMAIN,
+    LOGGER,
+    RECOMMENDED_API_MODE,
+    RECOMMENDED_EARLY_TIMEOUT,
+    RECOMMENDED_MAX_TOKENS,
+    RECOMMENDED_PREFER_LOCAL_INTENTS,
+    RECOMMENDED_REASONING_EFFORT,
+    RECOMMENDED_REQUEST_TIMEOUT,
+    RECOMMENDED_TEMPERATURE,
+    RECOMMENDED_TOP_P,
+    SUBENTRY_AGENT,
+)
+from .llm.client import RequestOptions, Usage, create_llm_client
+from .llm.errors import API_ERRORS, ErrorKind, classify_error
+from .llm.tools import tool_spec
+from .memory.window import ConversationMemoryManager, ToolCallEntry
+from .stats import ROUTE_LLM, ROUTE_LOCAL
+
+# Max number of back and forth with the LLM to generate a response
+MAX_TOOL_ITERATIONS = 10
+# stream_options.include_usage exists from this dated api-version on (AZURE_WIRE.md 1).
+STREAM_USAGE_MIN_API_VERSION = "2024-09-01"
+
+TAG_INPUT = "input"
+TAG_OUTPUT = "output"
+TAG_TOOL_CALL = "tool_call"
+
+
+async def async_setup_entry(
+    hass: HomeAssistant,
+    entry: AzureOpenAIMemoryConfigEntry,
+    async_add_entities: AddEntitiesCallback,
+) -> None:
+    """One conversation entity per agent subentry."""
+    for subentry in entry.subentries.values():
+        if subentry.subentry_type == SUBENTRY_AGENT:
+            async_add_entities(
+                [AzureOpenAIMemoryAgent(entry, subentry)],
+                config_subentry_id=subentry.subentry_id,  # type: ignore[call-arg]
+            )
+
+
+class TurnFailed(Exception):
+    """A turn could not be answered; kind says why."""
+
+    def __init__(self, kind: ErrorKind) -> None:
+        super().__init__(kind.value)
+        self.kind = kind
+
+
+@dataclass
+class PendingMessage:
+    """A message of the running turn, recorded in the window only if the turn succeeds."""
+
+    role: str
+    content: str
+    tags: frozenset[str]
+    tool_calls: tuple[ToolCallEntry, ...] = ()
+    tool_call_id: str | None = None
+
+    def to_api_message(self) -> dict[str, Any]:
+        """Chat Completions form, as the window's messages."""
+        message: dict[str, Any] = {"role": self.role, "content": self.content}
+        if self.tool_calls:
+            message["tool_calls"] = [
+                {
+                    "id": c.id,
+                    "type": "function",
+                    "function": {"name": c.name, "arguments": json.dumps(c.arguments)},
+                }
+                for c in self.tool_calls
+            ]
+        if self.tool_call_id is not None:
+            message["tool_call_id"] = self.tool_call_id
+        return message
+
+
+@dataclass
+class Turn:
+    """What one LLM turn needs and produces."""
+
+    conversation_id: str
+    system_prompt: str
+    user_text: str
+    tools: list[dict[str, Any]]
+    pending: list[PendingMessage] = field(default_factory=list)
+    answer: str = ""
+
+
+def _pending_from_content(content: conversation.Content) -> PendingMessage:
+    if isinstance(content, conversation.ToolResultContent):
+        return PendingMessage(
+            "tool",
+            json.dumps(content.tool_result),
+            frozenset({TAG_TOOL_CALL}),
+            tool_call_id=content.tool_call_id,
+        )
+    calls = tuple(
+        ToolCallEntry(call.id, call.tool_name, call.tool_args)
+        for call in getattr(content, "tool_calls", None) or ()
+    )
+    tags = frozenset({TAG_TOOL_CALL}) if calls else frozenset({TAG_OUTPUT})
+    return PendingMessage("assistant", content.content or "", tags, calls)
+
+
+class AzureOpenAIMemoryAgent(
+    conversation.ConversationEntity,
+    conversation.AbstractConversationAgent,  # type: ignore[name-defined]
+):
+    """An Assist agent backed by one Azure OpenAI deployment, with memory."""
+
+    _attr_has_entity_name = True
+    _attr_name = None
+    _attr_supports_streaming = True
+
+    def __init__(self, entry: AzureOpenAIMemoryConfigEntry, subentry: ConfigSubentry) -> None:
+        """One agent per subentry."""
+        self.entry = entry
+        self.subentry = subentry
+        self.options: dict[str, Any] = dict(subentry.data)
+        self._attr_unique_id = subentry.subentry_id
+        self._attr_device_info = dr.DeviceInfo(
+            identifiers={(DOMAIN, subentry.subentry_id)},
+            name=subentry.title,
+            manufacturer="Microsoft",
+            model=self.options.get(CONF_DEPLOYMENT),
+            entry_type=dr.DeviceEntryType.SERVICE,
+        )
+        if llm_api_ids(self.options.get(CONF_LLM_HASS_API)):
+            self._attr_supported_features = conversation.ConversationEntityFeature.CONTROL
+        self._background: set[asyncio.Task[None]] = set()
+
+    @property
+    def supported_languages(self) -> list[str] | Literal["*"]:
+        """Any language the model speaks."""
+        return MATCH_ALL
+
+    @property
+    def runtime(self) -> Runtime:
+        """The entry's runtime."""
+        return self.entry.runtime_data
+
+    @property
+    def memory(self) -> ConversationMemoryManager:
+        """This agent's conversation windows."""
+        return self.runtime.memories[self.subentry.subentry_id]
+
+    def _option(self, key: str, default: Any) -> Any:
+        return self.options.get(key, default)
+
+    async def _async_handle_message(
+        self,
+        user_input: conversation.ConversationInput,
+        chat_log: conversation.ChatLog,
+    ) -> conversation.ConversationResult:
+        """Answer one turn: locally when Home Assistant understands it, else with the LLM."""
+        started = time.perf_counter()
+        conversation_id = self.memory.continue_conversation(
+            chat_log.conversation_id, conversation_source(user_input)
+        )
+        if self._option(CONF_PREFER_LOCAL_INTENTS, RECOMMENDED_PREFER_LOCAL_INTENTS):
+            response = await async_handle_intents(self.hass, user_input, chat_log)
+            if response is not None:
+                self._remember_local_turn(conversation_id, user_input.text, response)
+                self.runtime.stats.record_turn(ROUTE_LOCAL, _ms_since(started))
+                return conversation.ConversationResult(
+                    response=response, conversation_id=chat_log.conversation_id
+                )
+
+        try:
+            await async_provide_llm_data(
+                chat_log,
+                user_input,
+                DOMAIN,
+                self.options.get(CONF_LLM_HASS_API),
+                self.options.get(CONF_PROMPT),
+            )
+        except conversation.ConverseError as err:
+            return err.as_conversation_result()
+
+        tools = []
+        if chat_log.llm_api is not None:
+            tools = [
+                tool_spec(tool, chat_log.llm_api.custom_serializer)
+                for tool in chat_log.llm_api.tools
+            ]
+        system_prompt = getattr(chat_log.content[0], "content", None) or ""
+        turn = Turn(conversation_id, system_prompt, user_input.text, tools)
+        task = self.hass.async_create_background_task(
+            self._async_run_turn(turn, chat_log, user_input.agent_id),
+            f"{DOMAIN} turn {conversation_id}",
+        )
+        early = float(self._option(CONF_EARLY_TIMEOUT, RECOMMENDED_EARLY_TIMEOUT))
+        if early > 0:
+            done, _ = await asyncio.wait({task}, timeout=early)
+            if not done:
+                self.runtime.stats.record_early_timeout()
+                self.runtime.stats.record_turn(ROUTE_LLM, _ms_since(started))
+                watcher = self.hass.async_create_background_task(
+                    self._async_deliver_late(task, turn, user_input.language),
+                    f"{DOMAIN} late answer {conversation_id}",
+                )
+                self._background.add(watcher)
+                watcher.add_done_callback(self._background.discard)
+                return await self._async_spoken(user_input, chat_log, "still_working", error=False)
+        try:
+            await task
+        except TurnFailed as err:
+            return await self._async_spoken(user_input, chat_log, f"api_{err.kind.value}")
+        self.runtime.stats.record_turn(ROUTE_LLM, _ms_since(started))
+        response = intent.IntentResponse(language=user_input.language)
+        response.async_set_speech(turn.answer)
+        return conversation.ConversationResult(
+            response=response,
+            conversation_id=chat_log.conversation_id,
+            continue_conversation=chat_log.continue_conversation,
+        )
+
+    async def _async_run_turn(
+        self, turn: Turn, chat_log: conversation.ChatLog, agent_id: str | None
+    ) -> None:
+        """Talk to the model (with tool rounds) and record the turn only if it completes."""
+        options = self._request_options()
+        client = create_llm_client(self.runtime.client, options)
+        history = [
+            m.to_api_message()
+            for m in self.memory.get_messages(turn.conversation_id)
+            if m.role != "system"
+        ]
+        user = PendingMessage("user", turn.user_text, frozenset({TAG_INPUT}))
+        turn.pending.append(user)
+        messages = [{"role": "system", "content": turn.system_prompt}, *history]
+        messages.append(user.to_api_message())
+        usage = Usage()
+        try:
+            async with asyncio.timeout(options.timeout):
+                for _round in range(MAX_TOOL_ITERATIONS):
+                    async for content in chat_log.async_add_delta_content_stream(
+                        agent_id or self.entity_id,
+                        client.stream(messages, turn.tools, usage),  # type: ignore[arg-type]
+                    ):
+                        pending = _pending_from_content(content)
+                        turn.pending.append(pending)
+                        messages.append(pending.to_api_message())
+                    if not chat_log.unresponded_tool_results:
+                        break
+        except (TimeoutError, HomeAssistantError, *API_ERRORS) as err:  # type: ignore[misc]
+            kind = ErrorKind.TIMEOUT if isinstance(err, TimeoutError) else classify_error(err)
+            self._report_failure(kind, err)
+            raise TurnFailed(kind) from err
+        finally:
+            self.runtime.stats.record_usage(usage.input_tokens, usage.output_tokens)
+        final = turn.pending[-1]
+        turn.answer = final.content if final.role == "assistant" else ""
+        self._commit(turn)
+
+    def _request_options(self) -> RequestOptions:
+        settings = self.runtime.settings
+        return RequestOptions(
+            deployment=self.options[CONF_DEPLOYMENT],
+            api_mode=self._option(CONF_API_MODE, RECOMMENDED_API_MODE),
+            temperature=float(self._option(CONF_TEMPERATURE, RECOMMENDED_TEMPERATURE)),
+            top_p=float(self._option(CONF_TOP_P, RECOMMENDED_TOP_P)),
+            max_tokens=int(self._option(CONF_MAX_TOKENS, RECOMMENDED_MAX_TOKENS)),
+            reasoning_effort=self._option(CONF_REASONING_EFFORT, RECOMMENDED_REASONING_EFFORT),
+            timeout=float(self._option(CONF_REQUEST_TIMEOUT, RECOMMENDED_REQUEST_TIMEOUT)),
+            include_stream_usage=settings.api_style != API_STYLE_DEPLOYMENT
+            or settings.api_version[:10] >= STREAM_USAGE_MIN_API_VERSION,
+        )
+
+    def _report_failure(self, kind: ErrorKind, err: BaseException) -> None:
+        """Count it, log it without secrets, and ask for a new key when it was refused."""
+        self.runtime.stats.record_error(kind.value)
+        LOGGER.error(
+            "Azure OpenAI request for %s failed (%s): %s",
+            self.entity_id,
+            kind.value,
+            type(err).__name__,
+        )
+        if kind is ErrorKind.INVALID_AUTH:
+            self.entry.async_start_reauth(self.hass)
+
+    def _commit(self, turn: Turn) -> None:
+        """Record a completed turn in the window, in order, and save later."""
+        memory = self.memory
+        memory.set_system_prompt(turn.conversation_id, turn.system_prompt)
+        for message in turn.pending:
+            memory.add_message(
+                turn.conversation_id,
+                message.role,
+                message.content,
+                message.tags,
+                tool_calls=message.tool_calls,
+                tool_call_id=message.tool_call_id,
+            )
+        self.runtime.windows_store.async_schedule_save()
+        stats = memory.get_stats(turn.conversation_id) or {}
+        LOGGER.debug(
+            "Window: conv=%s, msgs=%s, tokens=%s/%s (%s%%)",
+            turn.conversation_id,
+            stats.get("message_count"),
+            stats.get("current_tokens"),
+            stats.get("max_tokens"),
+            stats.get("utilization"),
+        )
+
+    def _remember_local_turn(
+        self, conversation_id: str, text: str, response: intent.IntentResponse
+    ) -> None:
+        speech = response.speech.get("plain", {}).get("speech", "")
+        self.memory.add_message(conversation_id, "user", text, {TAG_INPUT, ROUTE_LOCAL})
+        self.memory.add_message(conversation_id, "assistant", speech, {TAG_OUTPUT, ROUTE_LOCAL})
+        self.runtime.windows_store.async_schedule_save()
+
+    async def _async_deliver_late(
+        self, task: asyncio.Task[None], turn: Turn, language: str
+    ) -> None:
+        """The answer came after the early reply: it is in the window; show it too."""
+        try:
+            await task
+        except TurnFailed:
+            return
+        self.runtime.stats.record_late_answer()
+        title = await self._async_text(language, "late_answer_title", {"question": turn.user_text})
+        persistent_notification.async_create(
+            self.hass,
+            turn.answer,
+            title=title,
+            notification_id=f"{DOMAIN}_{turn.conversation_id}",
+        )
+
+    async def _async_text(
+        self, language: str, key: str, placeholders: dict[str, str] | None = None
+    ) -> str:
+        """A translated message from strings.json 'exceptions', English as fallback."""
+        full_key = f"component.{DOMAIN}.exceptions.{key}.message"
+        for lang in (language, "en"):
+            texts = await translation.async_get_translations(
+                self.hass, lang, "exceptions", [DOMAIN]
+            )
+            if full_key in texts:
+                text = texts[full_key]
+                for name, value in (placeholders or {}).items():
+                    text = text.replace(f"{{{name}}}", value)
+                return text
+        return key
+
+    async def _async_spoken(
+        self,
+        user_input: conversation.ConversationInput,
+        chat_log: conversation.ChatLog,
+        key: str,
+        *,
+        error: bool = True,
+    ) -> conversation.ConversationResult:
+        """A friendly, translated answer instead of a traceback."""
+        text = await self._async_text(user_input.language, key)
+        response = intent.IntentResponse(language=user_input.language)
+        if error:
+            response.async_set_error(intent.IntentResponseErrorCode.UNKNOWN, text)
+        else:
+            response.async_set_speech(text)
+        return conversation.ConversationResult(
+            response=response, conversation_id=chat_log.conversation_id
+        )
+
+
+def _ms_since(started: float) -> float:
+    return (time.perf_counter() - started) * 1000

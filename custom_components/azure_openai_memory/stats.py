@@ -1,0 +1,87 @@
+"""Statistics of every turn an entry's agents served."""
+
+from collections import Counter, deque
+from collections.abc import Callable
+from dataclasses import dataclass, field
+import statistics
+from typing import Any
+
+ROUTE_LOCAL = "local"
+ROUTE_LLM = "llm"
+LATENCY_SAMPLES = 1000
+
+
+@dataclass
+class TurnStatistics:
+    """Counters per entry; listeners (the sensors) hear about every change."""
+
+    turns: int = 0
+    local_turns: int = 0
+    llm_turns: int = 0
+    errors: Counter[str] = field(default_factory=Counter)
+    early_timeouts: int = 0
+    late_answers: int = 0
+    tokens_in: int = 0
+    tokens_out: int = 0
+    latencies_ms: deque[float] = field(default_factory=lambda: deque(maxlen=LATENCY_SAMPLES))
+    listeners: list[Callable[[], None]] = field(default_factory=list, repr=False)
+
+    def _changed(self) -> None:
+        for listener in self.listeners:
+            listener()
+
+    def record_turn(self, route: str, latency_ms: float) -> None:
+        """A turn was answered (locally or by the LLM, in time or with an early answer)."""
+        self.turns += 1
+        if route == ROUTE_LOCAL:
+            self.local_turns += 1
+        else:
+            self.llm_turns += 1
+        self.latencies_ms.append(latency_ms)
+        self._changed()
+
+    def record_usage(self, tokens_in: int, tokens_out: int) -> None:
+        """Tokens the API reported."""
+        self.tokens_in += tokens_in
+        self.tokens_out += tokens_out
+        self._changed()
+
+    def record_error(self, kind: str) -> None:
+        """A request failed; kind is an ErrorKind value."""
+        self.errors[kind] += 1
+        self._changed()
+
+    def record_early_timeout(self) -> None:
+        """The user heard 'still working on it'."""
+        self.early_timeouts += 1
+        self._changed()
+
+    def record_late_answer(self) -> None:
+        """An answer arrived after the early timeout."""
+        self.late_answers += 1
+        self._changed()
+
+    def latency_percentile(self, percent: int) -> float | None:
+        """p50/p95 of recent turns, in milliseconds."""
+        if not self.latencies_ms:
+            return None
+        if len(self.latencies_ms) == 1:
+            return round(self.latencies_ms[0], 1)
+        cuts = statistics.quantiles(self.latencies_ms, n=100, method="inclusive")
+        return round(cuts[percent - 1], 1)
+
+    def as_dict(self) -> dict[str, Any]:
+        """For services, sensors and diagnostics."""
+        return {
+            "turns": self.turns,
+            "local_turns": self.local_turns,
+            "llm_turns": self.llm_turns,
+            "errors": dict(self.errors),
+            "error_count": sum(self.errors.values()),
+            "early_timeouts": self.early_timeouts,
+            "late_answers": self.late_answers,
+            "tokens_in": self.tokens_in,
+            "tokens_out": self.tokens_out,
+            "latency_p50_ms": self.latency_percentile(50),
+            "latency_p95_ms": self.latency_percentile(95),
+        }

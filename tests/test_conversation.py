@@ -1,0 +1,350 @@
+"""The agent end to end: Assist -> our entity -> openai SDK -> HTTP -> the stand-in."""
+
+import asyncio
+import logging
+from typing import Any
+
+from homeassistant.components import persistent_notification
+from homeassistant.config_entries import SOURCE_REAUTH
+from homeassistant.const import CONF_LLM_HASS_API
+from homeassistant.core import HomeAssistant
+from homeassistant.helpers import intent
+import pytest
+from pytest_homeassistant_custom_component.common import MockConfigEntry, async_mock_service
+
+from custom_components.azure_openai_memory.config_flow import RECOMMENDED_AGENT
+from custom_components.azure_openai_memory.const import (
+    API_MODE_RESPONSES,
+    API_STYLE_DEPLOYMENT,
+    API_STYLE_V1,
+    CONF_API_MODE,
+    CONF_EARLY_TIMEOUT,
+    CONF_PREFER_LOCAL_INTENTS,
+    CONF_REASONING_EFFORT,
+    CONF_REQUEST_TIMEOUT,
+    CONF_SLIDING_WINDOW_MAX_TOKENS,
+    DOMAIN,
+)
+
+from .azure_stub import DEFAULT_KEY, AzureStub, Reply, ToolCall
+from .conftest import converse
+
+NO_TOOLS = {**RECOMMENDED_AGENT, CONF_LLM_HASS_API: None, CONF_EARLY_TIMEOUT: 0}
+LLM_ONLY = {**RECOMMENDED_AGENT, CONF_PREFER_LOCAL_INTENTS: False, CONF_EARLY_TIMEOUT: 0}
+
+
+def memory_of(entry: MockConfigEntry) -> Any:
+    (memory,) = entry.runtime_data.memories.values()
+    return memory
+
+
+def speech(result: Any) -> str:
+    return str(result.response.speech["plain"]["speech"])
+
+
+def chat_calls(azure: AzureStub) -> list[Any]:
+    return azure.calls("/chat/completions")
+
+
+@pytest.fixture
+def kitchen_light(hass: HomeAssistant) -> list[Any]:
+    """An exposed light and the service calls made to it."""
+    hass.states.async_set("light.kitchen", "off", {"friendly_name": "Kitchen"})
+    return async_mock_service(hass, "light", "turn_on")
+
+
+@pytest.mark.parametrize("agent_options", [NO_TOOLS])
+@pytest.mark.parametrize("api_style", [API_STYLE_V1, API_STYLE_DEPLOYMENT])
+async def test_llm_turn_streams_and_is_remembered(
+    hass: HomeAssistant, loaded_entry: MockConfigEntry, azure: AzureStub, api_style: str
+) -> None:
+    """A sentence HA does not understand goes to Azure; the turn lands in the window."""
+    result = await converse(hass, loaded_entry, "What rhymes with orange?", "conv-1")
+    assert speech(result) == "You said: What rhymes with orange?"
+    (call,) = chat_calls(azure)
+    if api_style == API_STYLE_V1:
+        assert call.path == "/openai/v1/chat/completions"
+    else:
+        assert call.path == "/openai/deployments/gpt-4o-mini/chat/completions"
+        assert call.query == {"api-version": "2025-04-01-preview"}
+    body = call.body
+    assert body["stream"] is True
+    assert body["stream_options"] == {"include_usage": True}
+    assert body["max_tokens"] == 1500
+    assert body["temperature"] == 1.0
+    assert "tools" not in body
+    assert body["messages"][0]["role"] == "system"
+    assert body["messages"][-1] == {"role": "user", "content": "What rhymes with orange?"}
+
+    messages = memory_of(loaded_entry).get_messages("conv-1")
+    assert [(m.role, m.content) for m in messages[1:]] == [
+        ("user", "What rhymes with orange?"),
+        ("assistant", "You said: What rhymes with orange?"),
+    ]
+    assert messages[0].role == "system"
+    stats = loaded_entry.runtime_data.stats
+    # Usage comes in the last chunk, after a delta-less content-filter annotation.
+    assert (stats.tokens_in, stats.tokens_out) == (12, 7)
+    assert (stats.turns, stats.llm_turns, stats.local_turns) == (1, 1, 0)
+
+
+@pytest.mark.parametrize("agent_options", [NO_TOOLS])
+async def test_window_is_what_the_model_sees(
+    hass: HomeAssistant, loaded_entry: MockConfigEntry, azure: AzureStub
+) -> None:
+    """The second turn carries the first, from our window rather than HA's chat log."""
+    await converse(hass, loaded_entry, "My name is Ada", "c")
+    await converse(hass, loaded_entry, "What is my name?", "c")
+    second = chat_calls(azure)[1].body["messages"]
+    assert [m["role"] for m in second] == ["system", "user", "assistant", "user"]
+    assert second[1]["content"] == "My name is Ada"
+
+
+@pytest.mark.parametrize("agent_options", [NO_TOOLS])
+async def test_new_conversation_id_from_same_device_continues(
+    hass: HomeAssistant, loaded_entry: MockConfigEntry, azure: AzureStub
+) -> None:
+    """HA drops its chat log after idle minutes; a follow-up still knows what was asked."""
+    await converse(hass, loaded_entry, "What is 6 times 7?", "first", device_id="sat-1")
+    await converse(hass, loaded_entry, "What did I just ask?", "second", device_id="sat-1")
+    second = chat_calls(azure)[1].body["messages"]
+    assert second[1] == {"role": "user", "content": "What is 6 times 7?"}
+    await converse(hass, loaded_entry, "Tell me a joke", "third", device_id="sat-2")
+    third = chat_calls(azure)[2].body["messages"]
+    assert [m["role"] for m in third] == ["system", "user"]
+
+
+async def test_local_intent_costs_no_request(
+    hass: HomeAssistant, loaded_entry: MockConfigEntry, azure: AzureStub, kitchen_light: list[Any]
+) -> None:
+    """'Turn on the kitchen' is HA's own business: answered with zero HTTP requests."""
+    requests_before = len(azure.requests)
+    result = await converse(hass, loaded_entry, "turn on the kitchen", "c")
+    assert result.response.response_type is intent.IntentResponseType.ACTION_DONE
+    assert len(kitchen_light) == 1
+    assert len(azure.requests) == requests_before
+    stats = loaded_entry.runtime_data.stats
+    assert (stats.local_turns, stats.llm_turns) == (1, 0)
+    roles = [(m.role, "local" in m.tags) for m in memory_of(loaded_entry).get_messages("c")]
+    assert roles == [("user", True), ("assistant", True)]
+
+
+@pytest.mark.parametrize("agent_options", [LLM_ONLY])
+async def test_tool_round_trip(
+    hass: HomeAssistant, loaded_entry: MockConfigEntry, azure: AzureStub, kitchen_light: list[Any]
+) -> None:
+    """The model calls HA's tool; the call and its result go back and into the window."""
+    azure.queue(
+        Reply(tool_calls=[ToolCall("HassTurnOn", {"name": "Kitchen"})]),
+        Reply(text="The kitchen light is on."),
+    )
+    result = await converse(hass, loaded_entry, "It is dark in the kitchen", "c")
+    assert speech(result) == "The kitchen light is on."
+    assert len(kitchen_light) == 1
+    first, second = chat_calls(azure)
+    assert any(t["function"]["name"] == "HassTurnOn" for t in first.body["tools"])
+    sent = second.body["messages"]
+    assert sent[-2]["tool_calls"][0]["function"]["name"] == "HassTurnOn"
+    assert sent[-1]["role"] == "tool"
+    assert sent[-1]["tool_call_id"] == "call_0"
+    roles = [m.role for m in memory_of(loaded_entry).get_messages("c")]
+    assert roles == ["system", "user", "assistant", "tool", "assistant"]
+
+
+@pytest.mark.parametrize(
+    "agent_options", [{**NO_TOOLS, CONF_API_MODE: API_MODE_RESPONSES, CONF_LLM_HASS_API: "assist"}]
+)
+async def test_responses_api_with_tools(
+    hass: HomeAssistant, loaded_entry: MockConfigEntry, azure: AzureStub, kitchen_light: list[Any]
+) -> None:
+    """The Responses API streams text and function calls the same way."""
+    azure.queue(
+        Reply(tool_calls=[ToolCall("HassTurnOn", {"name": "Kitchen"})]),
+        Reply(text="Done, it is on."),
+    )
+    result = await converse(hass, loaded_entry, "Brighten the kitchen please", "c")
+    assert speech(result) == "Done, it is on."
+    first, second = azure.calls("/openai/v1/responses")
+    assert first.body["store"] is False
+    assert first.body["input"][0]["role"] == "developer"
+    assert first.body["tools"][0]["type"] == "function"
+    items = second.body["input"]
+    assert items[-2]["type"] == "function_call"
+    assert items[-1] == {
+        "type": "function_call_output",
+        "call_id": "call_0",
+        "output": items[-1]["output"],
+    }
+    assert len(kitchen_light) == 1
+    assert loaded_entry.runtime_data.stats.tokens_in == 24
+
+
+@pytest.mark.parametrize("agent_options", [{**NO_TOOLS, CONF_REASONING_EFFORT: "low"}])
+async def test_reasoning_model_gets_only_what_it_accepts(
+    hass: HomeAssistant, loaded_entry: MockConfigEntry, azure: AzureStub
+) -> None:
+    """No temperature, top_p or max_tokens; max_completion_tokens and reasoning_effort."""
+    await converse(hass, loaded_entry, "Think hard", "c")
+    body = chat_calls(azure)[0].body
+    assert body["max_completion_tokens"] == 1500
+    assert body["reasoning_effort"] == "low"
+    for refused in ("temperature", "top_p", "max_tokens"):
+        assert refused not in body
+
+
+ERROR_CASES = [
+    pytest.param(
+        [Reply.failure(401, "401", "Access denied due to invalid subscription key")],
+        "invalid_auth",
+        id="401",
+    ),
+    pytest.param(
+        [Reply.failure(404, "DeploymentNotFound", "The API deployment does not exist")],
+        "not_found",
+        id="404",
+    ),
+    pytest.param(
+        [Reply.failure(429, "429", "Rate limited", headers={"retry-after-ms": "5"})] * 3,
+        "rate_limited",
+        id="429",
+    ),
+    pytest.param(
+        [Reply.failure(500, "500", "Internal error", headers={"retry-after-ms": "5"})] * 3,
+        "server_error",
+        id="500",
+    ),
+    pytest.param([Reply.prompt_filtered()], "content_filter", id="content_filter"),
+    pytest.param(
+        [Reply(text="partial", finish_reason="content_filter")],
+        "content_filter",
+        id="filtered_completion",
+    ),
+    pytest.param(
+        [Reply(tool_calls=[ToolCall("HassTurnOn", '{"name": "Kit')])],
+        "malformed_tool_arguments",
+        id="malformed_tool_args",
+    ),
+    pytest.param(
+        [Reply(text="one two three four five six", cut_after_chunks=4)],
+        "stream_interrupted",
+        id="stream_cut",
+    ),
+]
+
+
+@pytest.mark.parametrize("agent_options", [LLM_ONLY])
+@pytest.mark.parametrize(("replies", "kind"), ERROR_CASES)
+async def test_failures_are_spoken_and_leave_window_unchanged(
+    hass: HomeAssistant,
+    loaded_entry: MockConfigEntry,
+    azure: AzureStub,
+    caplog: pytest.LogCaptureFixture,
+    replies: list[Reply],
+    kind: str,
+) -> None:
+    """Each failure: a friendly answer, counted by kind, no key in the log, nothing recorded."""
+    await converse(hass, loaded_entry, "Remember this first turn", "c")
+    before = [m.as_dict() for m in memory_of(loaded_entry).get_messages("c")]
+    azure.queue(*replies)
+    with caplog.at_level(logging.DEBUG):
+        result = await converse(hass, loaded_entry, "And now this?", "c")
+    assert result.response.response_type is intent.IntentResponseType.ERROR
+    assert "Traceback" not in speech(result)
+    assert len(speech(result)) > 10
+    assert [m.as_dict() for m in memory_of(loaded_entry).get_messages("c")] == before
+    assert loaded_entry.runtime_data.stats.errors == {kind: 1}
+    assert DEFAULT_KEY not in caplog.text
+    assert f"failed ({kind})" in caplog.text
+    if kind == "invalid_auth":
+        await hass.async_block_till_done()
+        flows = hass.config_entries.flow.async_progress_by_handler(DOMAIN)
+        assert [f["context"]["source"] for f in flows] == [SOURCE_REAUTH]
+
+
+@pytest.mark.parametrize("agent_options", [LLM_ONLY])
+async def test_unreachable_azure_is_spoken(
+    hass: HomeAssistant, loaded_entry: MockConfigEntry, azure: AzureStub
+) -> None:
+    """Azure going away mid-session gives a spoken 'can't reach' answer."""
+    loaded_entry.runtime_data.client = loaded_entry.runtime_data.client.with_options(max_retries=0)
+    await azure.stop()
+    result = await converse(hass, loaded_entry, "Anyone there?", "c")
+    assert "can't reach" in speech(result)
+    assert loaded_entry.runtime_data.stats.errors == {"cannot_connect": 1}
+    assert memory_of(loaded_entry).get_messages("c") == []
+
+
+@pytest.mark.parametrize(
+    "agent_options", [{**LLM_ONLY, CONF_EARLY_TIMEOUT: 0, CONF_REQUEST_TIMEOUT: 0.3}]
+)
+async def test_request_timeout(
+    hass: HomeAssistant, loaded_entry: MockConfigEntry, azure: AzureStub
+) -> None:
+    """An answer later than the request timeout is given up; nothing half recorded."""
+    azure.queue(Reply(text="too late", delay=1.0), Reply(text="too late", delay=1.0))
+    result = await converse(hass, loaded_entry, "Slow question", "c")
+    assert "took too long" in speech(result)
+    assert loaded_entry.runtime_data.stats.errors == {"timeout": 1}
+    assert memory_of(loaded_entry).get_messages("c") == []
+
+
+@pytest.mark.parametrize(
+    "agent_options", [{**LLM_ONLY, CONF_EARLY_TIMEOUT: 0.2, CONF_REQUEST_TIMEOUT: 5}]
+)
+async def test_early_timeout_then_late_answer(
+    hass: HomeAssistant, loaded_entry: MockConfigEntry, azure: AzureStub
+) -> None:
+    """The user hears 'still working' at once; the late answer is remembered and posted."""
+    azure.queue(Reply(text="The answer is 42.", delay=0.6))
+    result = await converse(hass, loaded_entry, "What is the answer?", "c")
+    assert "still working" in speech(result)
+    assert result.response.response_type is intent.IntentResponseType.ACTION_DONE
+    stats = loaded_entry.runtime_data.stats
+    assert stats.early_timeouts == 1
+    assert memory_of(loaded_entry).get_messages("c") == []
+
+    await asyncio.sleep(0.7)
+    await hass.async_block_till_done()
+    contents = [m.content for m in memory_of(loaded_entry).get_messages("c")]
+    assert contents[-1] == "The answer is 42."
+    assert stats.late_answers == 1
+    notifications = persistent_notification._async_get_or_create_notifications(hass)
+    (note,) = notifications.values()
+    assert note["message"] == "The answer is 42."
+    assert note["title"] == "Answer to: What is the answer?"
+
+    await converse(hass, loaded_entry, "What was the answer?", "c")
+    sent = chat_calls(azure)[-1].body["messages"]
+    assert {"role": "assistant", "content": "The answer is 42."} in sent
+
+
+@pytest.mark.parametrize("agent_options", [{**NO_TOOLS, CONF_SLIDING_WINDOW_MAX_TOKENS: 120}])
+async def test_window_evicts_oldest_turns(
+    hass: HomeAssistant, loaded_entry: MockConfigEntry, azure: AzureStub
+) -> None:
+    """A small window keeps the newest turns and counts what it forgot."""
+    for i in range(8):
+        await converse(hass, loaded_entry, f"Question number {i} about the garden", "c")
+    stats = memory_of(loaded_entry).get_stats("c")
+    assert stats["current_tokens"] <= 120 or stats["message_count"] <= 2
+    assert stats["evicted_count"] > 0
+    sent = chat_calls(azure)[-1].body["messages"]
+    assert "Question number 0" not in str(sent)
+    assert sent[-1]["content"] == "Question number 7 about the garden"
+
+
+@pytest.mark.parametrize("agent_options", [NO_TOOLS])
+async def test_windows_survive_reload(
+    hass: HomeAssistant,
+    loaded_entry: MockConfigEntry,
+    azure: AzureStub,
+    hass_storage: dict[str, Any],
+) -> None:
+    """Unload writes the windows; set-up reads them back."""
+    await converse(hass, loaded_entry, "Keep this in mind", "c")
+    assert await hass.config_entries.async_reload(loaded_entry.entry_id)
+    await hass.async_block_till_done()
+    key = f"{DOMAIN}.windows.{loaded_entry.entry_id}"
+    assert key in hass_storage
+    contents = [m.content for m in memory_of(loaded_entry).get_messages("c")]
+    assert contents[1:] == ["Keep this in mind", "You said: Keep this in mind"]
