@@ -181,10 +181,14 @@ class ChatCompletionsClient:
         self, messages: list[dict[str, Any]], tools: list[dict[str, Any]]
     ) -> dict[str, Any]:
         options = self._options
+        # The SDK re-validates every message against its TypedDicts on each request
+        # (tens of ms for a long window). Ours are plain JSON already, so they travel
+        # as extra_body, which the SDK sends as given.
         args: dict[str, Any] = {
             "model": options.deployment,
-            "messages": messages,
+            "messages": [],
             "stream": True,
+            "extra_body": {"messages": messages},
         }
         if options.include_stream_usage:
             args["stream_options"] = {"include_usage": True}
@@ -196,7 +200,7 @@ class ChatCompletionsClient:
             args["temperature"] = options.temperature
             args["top_p"] = options.top_p
         if tools:
-            args["tools"] = [chat_tool(spec) for spec in tools]
+            args["extra_body"]["tools"] = [chat_tool(spec) for spec in tools]
         return args
 
     async def stream(
@@ -281,10 +285,11 @@ class ResponsesClient:
         options = self._options
         args: dict[str, Any] = {
             "model": options.deployment,
-            "input": _responses_input(messages),
+            "input": [],
             "max_output_tokens": options.max_tokens,
             "store": False,
             "stream": True,
+            "extra_body": {"input": _responses_input(messages)},
         }
         if options.is_reasoning:
             args["reasoning"] = {"effort": options.reasoning_effort}
@@ -292,7 +297,7 @@ class ResponsesClient:
             args["temperature"] = options.temperature
             args["top_p"] = options.top_p
         if tools:
-            args["tools"] = [responses_tool(spec) for spec in tools]
+            args["extra_body"]["tools"] = [responses_tool(spec) for spec in tools]
         return args
 
     async def stream(

@@ -5,7 +5,8 @@ blocking and belongs in an executor. Downloads are cached in a directory the cal
 chooses (Home Assistant's config directory), so an offline restart still counts exactly.
 """
 
-from dataclasses import dataclass
+from collections.abc import Callable
+from dataclasses import dataclass, field
 import logging
 import os
 from pathlib import Path
@@ -46,6 +47,10 @@ class TokenCounter:
     encoding: tiktoken.Encoding | None
     wanted: str
     estimated: bool = False
+    _encode: Callable[[str], list[int]] | None = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        self._encode = self.encoding.encode_ordinary if self.encoding is not None else None
 
     @property
     def name(self) -> str:
@@ -54,9 +59,9 @@ class TokenCounter:
 
     def count(self, text: str) -> int:
         """Tokens in text."""
-        if self.encoding is None:
-            return max(1, -(-len(text) // CHARS_PER_TOKEN_ESTIMATE)) if text else 0
-        return len(self.encoding.encode_ordinary(text))
+        if self._encode is None:
+            return -(-len(text) // CHARS_PER_TOKEN_ESTIMATE)
+        return len(self._encode(text))
 
     def truncate(self, text: str, max_tokens: int) -> str:
         """The longest prefix of text that fits in max_tokens."""

@@ -6,7 +6,7 @@ Groups live in three queues, so `ephemeral` ones go first and `important` ones l
 every add costs O(1) amortized however long the conversation has run.
 """
 
-from collections import Counter, OrderedDict, deque
+from collections import OrderedDict, deque
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 import json
@@ -123,7 +123,7 @@ class ConversationWindow:
         self.current_tokens = 0
         self.evicted_count = 0
         self.last_activity = 0.0
-        self.tag_counts: Counter[str] = Counter()
+        self.tag_counts: dict[str, int] = {}
         self._messages: dict[int, MessageEntry] = {}
         self._groups: dict[int, list[int]] = {}
         self._queues: tuple[deque[int], deque[int], deque[int]] = (deque(), deque(), deque())
@@ -169,7 +169,7 @@ class ConversationWindow:
             self._forget(self.system)
         self.system = entry
         self.current_tokens += entry.token_count
-        self.tag_counts.update(entry.tags)
+        self._count_tags(entry.tags)
 
     def _insert(self, entry: MessageEntry, group: int | None) -> int:
         seq = self._next_seq
@@ -177,7 +177,7 @@ class ConversationWindow:
         self._messages[seq] = entry
         self.current_tokens += entry.token_count
         if entry.tags:
-            self.tag_counts.update(entry.tags)
+            self._count_tags(entry.tags)
         if group is None or group not in self._groups:
             group = seq
             self._groups[seq] = [seq]
@@ -188,31 +188,41 @@ class ConversationWindow:
             self._group_of_call[call.id] = group
         return group
 
+    def _count_tags(self, tags: frozenset[str]) -> None:
+        counts = self.tag_counts
+        for tag in tags:
+            counts[tag] = counts.get(tag, 0) + 1
+
     def _forget(self, entry: MessageEntry) -> None:
         self.current_tokens -= entry.token_count
-        if entry.tags:
-            self.tag_counts.subtract(entry.tags)
-            for tag in entry.tags:
-                if self.tag_counts[tag] <= 0:
-                    del self.tag_counts[tag]
+        counts = self.tag_counts
+        for tag in entry.tags:
+            if counts[tag] == 1:
+                del counts[tag]
+            else:
+                counts[tag] -= 1
 
     def _evict(self) -> None:
         """Drop the oldest groups, lowest tier first, until the window fits.
 
         The newest group is never dropped, so the message just added always stays.
         """
+        if self.current_tokens <= self.max_tokens:
+            return
+        if self.system is not None and not self.preserve_system:
+            self._forget(self.system)
+            self.system = None
+            self.evicted_count += 1
         newest = next(reversed(self._groups), None)
+        messages, groups = self._messages, self._groups
         while self.current_tokens > self.max_tokens:
-            if self.system is not None and not self.preserve_system:
-                self._forget(self.system)
-                self.system = None
-                self.evicted_count += 1
-                continue
-            queue = next((q for q in self._queues if q and q[0] != newest), None)
-            if queue is None:
+            for queue in self._queues:
+                if queue and queue[0] != newest:
+                    break
+            else:
                 return
-            for seq in self._groups.pop(queue.popleft()):
-                entry = self._messages.pop(seq)
+            for seq in groups.pop(queue.popleft()):
+                entry = messages.pop(seq)
                 self._forget(entry)
                 for call in entry.tool_calls:
                     self._group_of_call.pop(call.id, None)
@@ -291,7 +301,7 @@ class ConversationMemoryManager:
             self.windows.move_to_end(conversation_id)
         return window
 
-    def count_tokens(self, content: str, tool_calls: Iterable[ToolCallEntry] = ()) -> int:
+    def count_tokens(self, content: str, tool_calls: tuple[ToolCallEntry, ...] = ()) -> int:
         """What a message costs in the window."""
         tokens = self.counter.count(content) + MESSAGE_OVERHEAD_TOKENS
         for call in tool_calls:
@@ -309,7 +319,7 @@ class ConversationMemoryManager:
         tool_call_id: str | None = None,
     ) -> MessageEntry:
         """Add a message to a conversation, evicting what no longer fits."""
-        calls = tuple(tool_calls)
+        calls = tool_calls if isinstance(tool_calls, tuple) else tuple(tool_calls)
         entry = MessageEntry(
             role,
             content,

@@ -1,0 +1,3 @@
+"""Benchmarks that need a real hass reuse the test fixtures."""
+
+from tests.conftest import *  # noqa: F403
