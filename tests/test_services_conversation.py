@@ -1,0 +1,124 @@
+"""conversation_stats and conversation_reset, through the real service registry."""
+
+from typing import Any
+
+from homeassistant.const import CONF_LLM_HASS_API
+from homeassistant.core import Context, HomeAssistant
+from homeassistant.exceptions import ServiceValidationError, Unauthorized
+import pytest
+from pytest_homeassistant_custom_component.common import MockConfigEntry, MockUser
+
+from custom_components.azure_openai_memory.config_flow import RECOMMENDED_AGENT
+from custom_components.azure_openai_memory.const import CONF_EARLY_TIMEOUT, DOMAIN
+
+from .azure_stub import AzureStub
+from .conftest import converse
+
+NO_TOOLS = {**RECOMMENDED_AGENT, CONF_LLM_HASS_API: None, CONF_EARLY_TIMEOUT: 0}
+
+
+@pytest.mark.parametrize("agent_options", [NO_TOOLS])
+async def test_stats_and_reset(
+    hass: HomeAssistant, loaded_entry: MockConfigEntry, azure: AzureStub
+) -> None:
+    """Stats report turns and windows; reset forgets one conversation, then all."""
+    await converse(hass, loaded_entry, "Tell me about bees", "a")
+    await converse(hass, loaded_entry, "Tell me about ants", "b")
+    response = await hass.services.async_call(
+        DOMAIN,
+        "conversation_stats",
+        {"config_entry_id": loaded_entry.entry_id},
+        blocking=True,
+        return_response=True,
+    )
+    assert response is not None
+    assert response["statistics"]["turns"] == 2
+    assert response["statistics"]["tokens_in"] == 24
+    (agent,) = response["agents"].values()
+    assert set(agent["conversations"]) == {"a", "b"}
+    assert agent["conversations"]["a"]["message_count"] == 3
+    assert agent["memory"]["conversations"] == 2
+
+    one = await hass.services.async_call(
+        DOMAIN,
+        "conversation_stats",
+        {"config_entry_id": loaded_entry.entry_id, "conversation_id": "b"},
+        blocking=True,
+        return_response=True,
+    )
+    assert set(next(iter(one["agents"].values()))["conversations"]) == {"b"}  # type: ignore[union-attr,call-overload]
+
+    reset = await hass.services.async_call(
+        DOMAIN,
+        "conversation_reset",
+        {"config_entry_id": loaded_entry.entry_id, "conversation_id": "a"},
+        blocking=True,
+        return_response=True,
+    )
+    assert reset == {"reset": 1}
+    memory = next(iter(loaded_entry.runtime_data.memories.values()))
+    assert memory.get_all_conversations() == ["b"]
+    reset = await hass.services.async_call(
+        DOMAIN,
+        "conversation_reset",
+        {"config_entry_id": loaded_entry.entry_id},
+        blocking=True,
+        return_response=True,
+    )
+    assert reset == {"reset": 1}
+    assert memory.get_all_conversations() == []
+
+
+async def test_reset_is_admin_only(
+    hass: HomeAssistant, loaded_entry: MockConfigEntry, hass_read_only_user: MockUser
+) -> None:
+    """A non-admin caller is refused and nothing is forgotten."""
+    memory = next(iter(loaded_entry.runtime_data.memories.values()))
+    memory.add_message("keep", "user", "precious")
+    with pytest.raises(Unauthorized):
+        await hass.services.async_call(
+            DOMAIN,
+            "conversation_reset",
+            {"config_entry_id": loaded_entry.entry_id},
+            blocking=True,
+            context=Context(user_id=hass_read_only_user.id),
+        )
+    assert memory.get_all_conversations() == ["keep"]
+
+
+async def test_bad_entry_is_a_validation_error(
+    hass: HomeAssistant, loaded_entry: MockConfigEntry
+) -> None:
+    """Unknown or unloaded entries are named in a translated error."""
+    for entry_id, key in (("nope", "unknown_entry"), (loaded_entry.entry_id, "entry_not_loaded")):
+        if key == "entry_not_loaded":
+            assert await hass.config_entries.async_unload(loaded_entry.entry_id)
+        with pytest.raises(ServiceValidationError) as err:
+            await hass.services.async_call(
+                DOMAIN,
+                "conversation_stats",
+                {"config_entry_id": entry_id},
+                blocking=True,
+                return_response=True,
+            )
+        assert err.value.translation_key == key
+
+
+@pytest.mark.parametrize("agent_options", [NO_TOOLS])
+async def test_sensors_follow_turns(
+    hass: HomeAssistant, loaded_entry: MockConfigEntry, azure: AzureStub
+) -> None:
+    """The diagnostic sensors show turns, tokens and latency."""
+    await converse(hass, loaded_entry, "Tell me about bees", "a")
+    await hass.async_block_till_done()
+    states: dict[str, Any] = {
+        s.entity_id.removeprefix("sensor.127_0_0_1_"): s.state
+        for s in hass.states.async_all("sensor")
+    }
+    assert states["turns"] == "1"
+    assert states["turns_answered_by_the_llm"] == "1"
+    assert states["turns_answered_locally"] == "0"
+    assert states["tokens_in"] == "12"
+    assert states["tokens_out"] == "7"
+    assert states["live_conversations"] == "1"
+    assert float(states["latency_median"]) > 0

@@ -1,0 +1,135 @@
+"""Windows on disk: bounded delayed saves, flush on stop, corrupt files, idle expiry."""
+
+import asyncio
+from datetime import timedelta
+import logging
+from pathlib import Path
+from typing import Any
+
+from homeassistant.const import CONF_LLM_HASS_API, EVENT_HOMEASSISTANT_FINAL_WRITE
+from homeassistant.core import HomeAssistant
+from homeassistant.helpers import issue_registry as ir
+from homeassistant.util import dt as dt_util
+import pytest
+from pytest_homeassistant_custom_component.common import MockConfigEntry, async_fire_time_changed
+
+from custom_components.azure_openai_memory import async_maintain
+from custom_components.azure_openai_memory.config_flow import RECOMMENDED_AGENT
+from custom_components.azure_openai_memory.const import (
+    CONF_CONVERSATION_IDLE_MINUTES,
+    CONF_EARLY_TIMEOUT,
+    CONF_MAX_CONVERSATIONS,
+    DOMAIN,
+)
+from custom_components.azure_openai_memory.storage import DebouncedStore
+
+from .azure_stub import AzureStub
+from .conftest import converse
+
+NO_TOOLS = {**RECOMMENDED_AGENT, CONF_LLM_HASS_API: None, CONF_EARLY_TIMEOUT: 0}
+
+
+async def test_steady_changes_still_write_within_max_wait(
+    hass: HomeAssistant, hass_storage: dict[str, Any]
+) -> None:
+    """A change every 30 ms never lets a 50 ms debounce settle; max_wait still writes."""
+    snapshots = 0
+
+    def snapshot() -> dict[str, Any]:
+        nonlocal snapshots
+        snapshots += 1
+        return {"n": snapshots}
+
+    store = DebouncedStore(hass, f"{DOMAIN}.test", snapshot, delay=0.05, max_wait=0.2)
+    await store.async_load()
+    for _ in range(20):
+        store.async_schedule_save()
+        await asyncio.sleep(0.03)
+    assert snapshots >= 2
+    await store.async_close()
+    assert hass_storage[f"{DOMAIN}.test"]["data"] == {"n": snapshots}
+
+
+async def test_final_write_flushes(hass: HomeAssistant, hass_storage: dict[str, Any]) -> None:
+    """HA stopping writes what is pending, however long the delay."""
+    store = DebouncedStore(hass, f"{DOMAIN}.test", lambda: {"kept": True}, delay=3600)
+    await store.async_load()
+    store.async_schedule_save()
+    assert f"{DOMAIN}.test" not in hass_storage
+    hass.bus.async_fire(EVENT_HOMEASSISTANT_FINAL_WRITE)
+    await hass.async_block_till_done()
+    assert hass_storage[f"{DOMAIN}.test"]["data"] == {"kept": True}
+
+
+class TestRealFiles:
+    """Store on disk, not the in-memory stand-in of the test plugin."""
+
+    @pytest.fixture
+    def hass_storage(self) -> dict[str, Any]:
+        """Real files instead of mocked storage."""
+        return {}
+
+    @pytest.fixture
+    def config_dir(self, hass: HomeAssistant, tmp_path: Path) -> Path:
+        hass.config.config_dir = str(tmp_path)
+        (tmp_path / ".storage").mkdir()
+        return tmp_path
+
+    @pytest.mark.parametrize("agent_options", [NO_TOOLS])
+    async def test_corrupt_windows_file_is_kept_aside(
+        self,
+        hass: HomeAssistant,
+        config_dir: Path,
+        config_entry: MockConfigEntry,
+        azure: AzureStub,
+    ) -> None:
+        """A corrupt file is renamed, a repair raised, and the agent works from empty."""
+        path = config_dir / ".storage" / f"{DOMAIN}.windows.{config_entry.entry_id}"
+        path.write_text("{not json")
+        assert await hass.config_entries.async_setup(config_entry.entry_id)
+        await hass.async_block_till_done()
+        assert list(config_dir.joinpath(".storage").glob("*.corrupt.*"))
+        issues = ir.async_get(hass).issues
+        assert any("storage_corruption" in issue_id for _, issue_id in issues)
+        result = await converse(hass, config_entry, "Still there?", "c")
+        assert result.response.speech["plain"]["speech"] == "You said: Still there?"
+
+        await hass.config_entries.async_unload(config_entry.entry_id)
+        await hass.async_block_till_done()
+        assert "Still there?" in path.read_text()
+        assert await hass.config_entries.async_setup(config_entry.entry_id)
+        memory = next(iter(config_entry.runtime_data.memories.values()))
+        assert [m.content for m in memory.get_messages("c")][1] == "Still there?"
+
+
+@pytest.mark.parametrize("agent_options", [NO_TOOLS])
+async def test_idle_conversations_expire_and_health_warns_once(
+    hass: HomeAssistant,
+    setup_ha: None,
+    azure: AzureStub,
+    config_entry: MockConfigEntry,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """The periodic check forgets idle conversations and warns once per new problem."""
+    hass.config_entries.async_update_entry(
+        config_entry,
+        options={
+            **config_entry.options,
+            CONF_CONVERSATION_IDLE_MINUTES: 0.002,
+            CONF_MAX_CONVERSATIONS: 2,
+        },
+    )
+    assert await hass.config_entries.async_setup(config_entry.entry_id)
+    await converse(hass, config_entry, "First conversation", "old")
+    await asyncio.sleep(0.2)
+    await converse(hass, config_entry, "Second conversation", "new")
+    async_fire_time_changed(hass, dt_util.utcnow() + timedelta(minutes=11))
+    await hass.async_block_till_done()
+    memory = next(iter(config_entry.runtime_data.memories.values()))
+    assert memory.get_all_conversations() == ["new"]
+
+    memory.add_message("third", "user", "fills the cap")
+    with caplog.at_level(logging.WARNING):
+        async_maintain(config_entry.runtime_data)
+        async_maintain(config_entry.runtime_data)
+    assert caplog.text.count("reached the cap of 2") == 1
