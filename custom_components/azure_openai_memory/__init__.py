@@ -40,9 +40,9 @@ from .llm.client import (
 from .llm.errors import API_ERRORS, ErrorKind, classify_error
 from .memory.tokens import load_counter
 from .memory.window import ConversationMemoryManager, MemorySettings
-from .services import async_register_services
+from .services import DATA_TIMESERIES, async_register_services
 from .stats import TurnStatistics
-from .storage import DebouncedStore
+from .storage import DebouncedStore, TimeseriesStore
 
 PLATFORMS: list[Platform] = [Platform.CONVERSATION, Platform.SENSOR]
 CONFIG_SCHEMA = cv.config_entry_only_config_schema(DOMAIN)
@@ -75,8 +75,11 @@ def settings_from_entry_data(data: dict) -> ResourceSettings:  # type: ignore[ty
 
 
 async def async_setup(hass: HomeAssistant, config: ConfigType) -> bool:
-    """Register the services (they act on loaded entries)."""
-    async_register_services(hass)
+    """Load the time series index and register the services."""
+    timeseries = TimeseriesStore(hass, f"{DOMAIN}.timeseries")
+    await timeseries.async_load()
+    hass.data[DATA_TIMESERIES] = timeseries
+    async_register_services(hass, timeseries)
     return True
 
 

@@ -7,20 +7,64 @@ from homeassistant.config_entries import ConfigEntryState
 from homeassistant.core import HomeAssistant, ServiceCall, ServiceResponse, SupportsResponse
 from homeassistant.exceptions import ServiceValidationError, Unauthorized
 from homeassistant.helpers import config_validation as cv, entity_registry as er
+from homeassistant.util import dt as dt_util
+from homeassistant.util.hass_dict import HassKey
 import voluptuous as vol
 
-from .const import DOMAIN
+from .const import CONF_TIMESERIES_KEEP_DAYS, DOMAIN, RECOMMENDED_TIMESERIES_KEEP_DAYS
+from .memory.timeseries import (
+    TimeseriesError,
+    format_time,
+    parse_last,
+    parse_time,
+    validate_key,
+)
+from .storage import TimeseriesStore
+
+# Time series belong to the installation, not to one Azure resource: automations
+# call these services without naming an entry.
+DATA_TIMESERIES: HassKey[TimeseriesStore] = HassKey(f"{DOMAIN}_timeseries")
 
 ATTR_CONFIG_ENTRY = "config_entry_id"
 ATTR_CONVERSATION_ID = "conversation_id"
 
 SERVICE_CONVERSATION_STATS = "conversation_stats"
 SERVICE_CONVERSATION_RESET = "conversation_reset"
+SERVICE_TIMESERIES_MERGE = "timeseries_merge"
+SERVICE_TIMESERIES_QUERY = "timeseries_query"
+SERVICE_TIMESERIES_CLEANUP = "timeseries_cleanup"
+SERVICE_TIMESERIES_LIST = "timeseries_list"
 
 CONVERSATION_SCHEMA = vol.Schema(
     {
         vol.Required(ATTR_CONFIG_ENTRY): cv.string,
         vol.Optional(ATTR_CONVERSATION_ID): cv.string,
+    }
+)
+
+TIMESERIES_MERGE_SCHEMA = vol.Schema(
+    {
+        vol.Required("key"): cv.string,
+        vol.Required("entries"): object,
+        vol.Optional("id_field", default="id"): cv.string,
+        vol.Optional("timestamp_field", default="timestamp"): cv.string,
+        vol.Optional("window_start"): object,
+        vol.Optional("window_end"): object,
+        vol.Optional("max_entries"): vol.All(vol.Coerce(int), vol.Range(min=1, max=1_000_000)),
+    }
+)
+TIMESERIES_QUERY_SCHEMA = vol.Schema(
+    {
+        vol.Required("key"): cv.string,
+        vol.Optional("start_time"): object,
+        vol.Optional("end_time"): object,
+        vol.Optional("last"): cv.string,
+    }
+)
+TIMESERIES_CLEANUP_SCHEMA = vol.Schema(
+    {
+        vol.Required("key"): cv.string,
+        vol.Optional("keep_days"): vol.All(vol.Coerce(float), vol.Range(min=0, min_included=False)),
     }
 )
 
@@ -95,8 +139,141 @@ async def _async_conversation_reset(hass: HomeAssistant, call: ServiceCall) -> S
     return {"reset": removed}
 
 
-def async_register_services(hass: HomeAssistant) -> None:
+def _invalid(err: TimeseriesError) -> ServiceValidationError:
+    return ServiceValidationError(
+        translation_domain=DOMAIN,
+        translation_key=err.key,
+        translation_placeholders=err.placeholders,
+    )
+
+
+def _window(data: dict[str, Any]) -> tuple[float, float] | None:
+    """The fetched window a merge names, if any; both ends or none."""
+    if "window_start" not in data and "window_end" not in data:
+        return None
+    if "window_start" not in data or "window_end" not in data:
+        raise TimeseriesError("window_incomplete")
+    tz = dt_util.get_default_time_zone()
+    start = parse_time(data["window_start"], tz, "window_start")
+    end = parse_time(data["window_end"], tz, "window_end")
+    if start > end:
+        raise TimeseriesError("start_after_end")
+    return start, end
+
+
+def _query_range(data: dict[str, Any], now: float) -> tuple[float, float]:
+    """start_time/end_time, or last; end defaults to now."""
+    tz = dt_util.get_default_time_zone()
+    if "last" in data:
+        if "start_time" in data:
+            raise TimeseriesError("range_conflict")
+        end = parse_time(data["end_time"], tz, "end_time") if "end_time" in data else now
+        return end - parse_last(data["last"]), end
+    if "start_time" not in data:
+        raise TimeseriesError("range_required")
+    start = parse_time(data["start_time"], tz, "start_time")
+    end = parse_time(data["end_time"], tz, "end_time") if "end_time" in data else now
+    return start, end
+
+
+async def _async_timeseries_merge(store: TimeseriesStore, call: ServiceCall) -> ServiceResponse:
+    data = call.data
+    try:
+        key = validate_key(data["key"])
+        window = _window(dict(data))
+        async with store.lock(key):
+            series = await store.async_get(key, create=True)
+            assert series is not None
+            now = format_time(dt_util.utcnow().timestamp())
+            fields = (data["id_field"], data["timestamp_field"])
+            prepared = series.prepare(
+                data["entries"], *fields, dt_util.get_default_time_zone(), now
+            )
+            if "max_entries" in data:
+                series.max_entries = data["max_entries"]
+            result = series.merge(prepared, now, window, fields)
+            store.async_changed(key)
+    except TimeseriesError as err:
+        raise _invalid(err) from err
+    return {"success": True, **result}
+
+
+async def _async_series(store: TimeseriesStore, key: str) -> Any:
+    validate_key(key)
+    async with store.lock(key):
+        series = await store.async_get(key)
+    if series is None:
+        raise TimeseriesError("unknown_series", key=key)
+    return series
+
+
+async def _async_timeseries_query(store: TimeseriesStore, call: ServiceCall) -> ServiceResponse:
+    try:
+        series = await _async_series(store, call.data["key"])
+        start, end = _query_range(dict(call.data), dt_util.utcnow().timestamp())
+        result = series.query(start, end)
+    except TimeseriesError as err:
+        raise _invalid(err) from err
+    return {"success": True, **result}
+
+
+async def _async_timeseries_cleanup(
+    hass: HomeAssistant, store: TimeseriesStore, call: ServiceCall
+) -> ServiceResponse:
+    keep_days: Any = call.data.get("keep_days")
+    if keep_days is None:
+        entries = hass.config_entries.async_loaded_entries(DOMAIN)
+        options = entries[0].options if entries else {}
+        keep_days = options.get(CONF_TIMESERIES_KEEP_DAYS, RECOMMENDED_TIMESERIES_KEEP_DAYS)
+    try:
+        series = await _async_series(store, call.data["key"])
+    except TimeseriesError as err:
+        raise _invalid(err) from err
+    result = series.cleanup(float(keep_days), dt_util.utcnow().timestamp())
+    if result["removed"]:
+        store.async_changed(series.key)
+    return {"success": True, **result}
+
+
+async def _async_timeseries_list(store: TimeseriesStore) -> ServiceResponse:
+    summaries: list[Any] = []
+    for key in store.known_keys():
+        async with store.lock(key):
+            series = await store.async_get(key)
+        if series is not None:
+            summaries.append(series.summary())
+    return {"keys": summaries}
+
+
+def async_register_services(hass: HomeAssistant, timeseries: TimeseriesStore) -> None:
     """Register every service of the integration."""
+
+    async def ts_merge(call: ServiceCall) -> ServiceResponse:
+        return await _async_timeseries_merge(timeseries, call)
+
+    async def ts_query(call: ServiceCall) -> ServiceResponse:
+        return await _async_timeseries_query(timeseries, call)
+
+    async def ts_cleanup(call: ServiceCall) -> ServiceResponse:
+        return await _async_timeseries_cleanup(hass, timeseries, call)
+
+    async def ts_list(call: ServiceCall) -> ServiceResponse:
+        return await _async_timeseries_list(timeseries)
+
+    for name, handler, schema, support in (
+        (SERVICE_TIMESERIES_MERGE, ts_merge, TIMESERIES_MERGE_SCHEMA, SupportsResponse.OPTIONAL),
+        (SERVICE_TIMESERIES_QUERY, ts_query, TIMESERIES_QUERY_SCHEMA, SupportsResponse.ONLY),
+        (
+            SERVICE_TIMESERIES_CLEANUP,
+            admin_only(hass, ts_cleanup),
+            TIMESERIES_CLEANUP_SCHEMA,
+            SupportsResponse.OPTIONAL,
+        ),
+        (SERVICE_TIMESERIES_LIST, ts_list, vol.Schema({}), SupportsResponse.ONLY),
+    ):
+        hass.services.async_register(
+            DOMAIN, name, handler, schema=schema, supports_response=support
+        )
 
     async def stats(call: ServiceCall) -> ServiceResponse:
         return await _async_conversation_stats(hass, call)

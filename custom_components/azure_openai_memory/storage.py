@@ -7,6 +7,7 @@ finished dict. A corrupt file is renamed by Store (`<key>.corrupt.<time>`, with 
 Repairs issue) and that part starts empty.
 """
 
+import asyncio
 from collections.abc import Callable
 import logging
 import time
@@ -16,6 +17,8 @@ from homeassistant.const import EVENT_HOMEASSISTANT_FINAL_WRITE
 from homeassistant.core import CALLBACK_TYPE, Event, HomeAssistant, callback
 from homeassistant.helpers.event import async_call_later
 from homeassistant.helpers.storage import Store
+
+from .memory.timeseries import TimeSeries
 
 _LOGGER = logging.getLogger(__name__)
 
@@ -119,3 +122,60 @@ class DebouncedStore:
         """Delete the file (entry removal)."""
         await self.async_close()
         await self._store.async_remove()
+
+
+class TimeseriesStore:
+    """Every time series: one Store file per key, an index of keys, a lock per key."""
+
+    def __init__(self, hass: HomeAssistant, prefix: str) -> None:
+        self.hass = hass
+        self._prefix = prefix
+        self._keys: set[str] = set()
+        self._series: dict[str, TimeSeries] = {}
+        self._stores: dict[str, DebouncedStore] = {}
+        self._locks: dict[str, asyncio.Lock] = {}
+        self._index = DebouncedStore(hass, prefix, lambda: {"keys": sorted(self._keys)})
+
+    async def async_load(self) -> None:
+        """Read the index; series themselves load on first use."""
+        self._keys = set((await self._index.async_load()).get("keys", []))
+
+    def known_keys(self) -> list[str]:
+        """Every known key, sorted."""
+        return sorted(self._keys)
+
+    def lock(self, key: str) -> asyncio.Lock:
+        """Merges into one key run one at a time; none is lost."""
+        return self._locks.setdefault(key, asyncio.Lock())
+
+    def _store(self, key: str) -> DebouncedStore:
+        if (store := self._stores.get(key)) is None:
+            series = self._series
+            store = self._stores[key] = DebouncedStore(
+                self.hass, f"{self._prefix}.{key}", lambda: series[key].as_dict()
+            )
+        return store
+
+    async def async_get(self, key: str, create: bool = False) -> TimeSeries | None:
+        """The series of a key, loaded from disk in the executor; call under its lock."""
+        if (series := self._series.get(key)) is not None:
+            return series
+        if key not in self._keys and not create:
+            return None
+        data = await self._store(key).async_load()
+        series = await self.hass.async_add_executor_job(TimeSeries.from_dict, key, data)
+        self._series[key] = series
+        return series
+
+    @callback
+    def async_changed(self, key: str) -> None:
+        """A series changed: save it (and the index, for a new key) soon."""
+        if key not in self._keys:
+            self._keys.add(key)
+            self._index.async_schedule_save()
+        self._store(key).async_schedule_save()
+
+    async def async_close(self) -> None:
+        """Write everything pending."""
+        for store in (*self._stores.values(), self._index):
+            await store.async_close()

@@ -1,0 +1,431 @@
+"""Time-series accumulation (seed 000): merge with deduplication, exact coverage, gaps.
+
+The seed judges coverage by the oldest entry alone, which calls a range "full" when the
+store has a hole in the middle. Here the windows a caller actually fetched are kept as
+merged intervals, and a query answers from them: coverage, and the exact gaps to fetch.
+
+Entries are kept as compact JSON text (one string each) with a sorted (time, id) index:
+a parsed dict per entry would cost more than three times the file's size, while a
+query parses only the entries it returns.
+"""
+
+from bisect import bisect_left, bisect_right, insort
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta, tzinfo
+import math
+import re
+from typing import Any
+
+import orjson
+
+MAX_ENTRIES_PER_CALL = 10_000
+DEFAULT_MAX_ENTRIES = 10_000
+KEY_PATTERN = re.compile(r"^[a-z0-9](?:[a-z0-9_]{0,126}[a-z0-9])?$")
+_LAST_PATTERN = re.compile(r"^\s*(\d+(?:\.\d+)?)?\s*([a-z]+)\s*$")
+_UNITS = {
+    "s": 1, "sec": 1, "secs": 1, "second": 1, "seconds": 1,
+    "m": 60, "min": 60, "mins": 60, "minute": 60, "minutes": 60,
+    "h": 3600, "hr": 3600, "hrs": 3600, "hour": 3600, "hours": 3600,
+    "d": 86400, "day": 86400, "days": 86400,
+    "w": 604800, "week": 604800, "weeks": 604800,
+}  # fmt: skip
+_FIRST_BULK = 16
+
+
+class TimeseriesError(ValueError):
+    """Bad input; `key` is the translation key, `placeholders` name field and index."""
+
+    def __init__(self, translation_key: str, **placeholders: Any) -> None:
+        super().__init__(translation_key, placeholders)
+        self.key = translation_key
+        self.placeholders = {name: str(value) for name, value in placeholders.items()}
+
+
+def validate_key(key: str) -> str:
+    """A series key is a slug: it becomes part of a file name."""
+    if not isinstance(key, str) or not KEY_PATTERN.match(key):
+        raise TimeseriesError("invalid_key", key=key)
+    return key
+
+
+def parse_time(value: Any, default_tz: tzinfo, what: str = "time") -> float:
+    """ISO 8601 (offset or Z; naive means default_tz) or epoch seconds -> epoch seconds."""
+    if isinstance(value, bool):
+        raise TimeseriesError("invalid_time", field=what, value=value)
+    if isinstance(value, int | float):
+        if not math.isfinite(value):
+            raise TimeseriesError("invalid_time", field=what, value=value)
+        return float(value)
+    if isinstance(value, datetime):
+        moment = value
+    elif isinstance(value, str):
+        text = value.strip()
+        try:
+            return float(text)
+        except ValueError:
+            pass
+        try:
+            moment = datetime.fromisoformat(text)
+        except ValueError as err:
+            raise TimeseriesError("invalid_time", field=what, value=value) from err
+    else:
+        raise TimeseriesError("invalid_time", field=what, value=value)
+    if moment.tzinfo is None:
+        moment = moment.replace(tzinfo=default_tz)
+    return moment.timestamp()
+
+
+def format_time(epoch: float) -> str:
+    """Epoch seconds as UTC ISO 8601 with Z, as the seed writes them."""
+    text = datetime.fromtimestamp(epoch, UTC).isoformat()
+    return text.replace("+00:00", "Z")
+
+
+def parse_last(text: str) -> float:
+    """'24h', '2 days', '1 week', 'week' -> seconds."""
+    match = _LAST_PATTERN.match(text.lower()) if isinstance(text, str) else None
+    if match is None or match.group(2) not in _UNITS:
+        raise TimeseriesError("invalid_last", value=text)
+    amount = float(match.group(1) or 1)
+    if amount <= 0:
+        raise TimeseriesError("invalid_last", value=text)
+    return amount * _UNITS[match.group(2)]
+
+
+def _add_interval(intervals: list[list[float]], start: float, end: float) -> None:
+    """Insert [start, end] into sorted, disjoint intervals, merging what touches."""
+    merged: list[list[float]] = []
+    placed = False
+    for lo, hi in intervals:
+        if hi < start:
+            merged.append([lo, hi])
+        elif lo > end:
+            if not placed:
+                merged.append([start, end])
+                placed = True
+            merged.append([lo, hi])
+        else:
+            start, end = min(lo, start), max(hi, end)
+    if not placed:
+        merged.append([start, end])
+    intervals[:] = merged
+
+
+def _gaps(
+    intervals: Sequence[Sequence[float]], start: float, end: float
+) -> list[tuple[float, float]]:
+    """The parts of [start, end] no interval covers."""
+    gaps: list[tuple[float, float]] = []
+    cursor = start
+    for lo, hi in intervals:
+        if hi < cursor:
+            continue
+        if lo > end:
+            break
+        if lo > cursor:
+            gaps.append((cursor, lo))
+        cursor = max(cursor, hi)
+        if cursor >= end:
+            break
+    if cursor < end:
+        gaps.append((cursor, end))
+    return gaps
+
+
+@dataclass
+class PreparedEntry:
+    """A validated entry, ready to merge."""
+
+    entry_id: str
+    time: float
+    entry: dict[str, Any]
+
+
+@dataclass
+class TimeSeries:
+    """One accumulating series (a key such as kudos_givers_timeseries)."""
+
+    key: str
+    id_field: str = "id"
+    timestamp_field: str = "timestamp"
+    max_entries: int = DEFAULT_MAX_ENTRIES
+    accumulated_since: str | None = None
+    last_updated: str | None = None
+    total_api_calls: int = 0
+    total_fetched: int = 0
+    duplicates_avoided: int = 0
+    covered: list[list[float]] = field(default_factory=list)
+    _blobs: dict[str, str] = field(default_factory=dict, repr=False)
+    _order: list[tuple[float, str]] = field(default_factory=list, repr=False)
+
+    @property
+    def entity(self) -> str:
+        """The seed's entity: the key without its _timeseries suffix."""
+        return self.key.removesuffix("_timeseries")
+
+    def __len__(self) -> int:
+        return len(self._order)
+
+    def prepare(
+        self,
+        entries: Any,
+        id_field: str,
+        timestamp_field: str,
+        default_tz: tzinfo,
+        first_seen: str,
+    ) -> list[PreparedEntry]:
+        """Validate every entry before anything is written; raise naming the first bad one."""
+        if not isinstance(entries, list):
+            raise TimeseriesError("entries_not_list")
+        if len(entries) > MAX_ENTRIES_PER_CALL:
+            raise TimeseriesError(
+                "too_many_entries", count=len(entries), limit=MAX_ENTRIES_PER_CALL
+            )
+        if len(self) and (id_field, timestamp_field) != (self.id_field, self.timestamp_field):
+            raise TimeseriesError(
+                "field_mismatch", id_field=self.id_field, timestamp_field=self.timestamp_field
+            )
+        prepared = []
+        for index, raw in enumerate(entries):
+            if not isinstance(raw, dict):
+                raise TimeseriesError("entry_not_object", index=index)
+            for name in (id_field, timestamp_field):
+                if raw.get(name) in (None, ""):
+                    raise TimeseriesError("entry_missing_field", index=index, field=name)
+            entry_id = raw[id_field]
+            if not isinstance(entry_id, str | int) or isinstance(entry_id, bool):
+                raise TimeseriesError("entry_bad_id", index=index, field=id_field)
+            try:
+                moment = parse_time(raw[timestamp_field], default_tz, timestamp_field)
+            except TimeseriesError as err:
+                raise TimeseriesError(
+                    "entry_bad_timestamp", index=index, field=timestamp_field
+                ) from err
+            entry = {**raw, timestamp_field: format_time(moment), "first_seen": first_seen}
+            try:
+                orjson.dumps(entry)
+            except TypeError as err:
+                raise TimeseriesError("entry_not_serializable", index=index) from err
+            prepared.append(PreparedEntry(str(entry_id), moment, entry))
+        return prepared
+
+    def merge(
+        self,
+        prepared: list[PreparedEntry],
+        now: str,
+        window: tuple[float, float] | None = None,
+        fields: tuple[str, str] = ("id", "timestamp"),
+    ) -> dict[str, int]:
+        """Deduplicate by id keeping the newest version; record what was fetched."""
+        if not self._order:
+            self.id_field, self.timestamp_field = fields
+        added = duplicates = updated = 0
+        newest: dict[str, PreparedEntry] = {}
+        for item in prepared:
+            seen = newest.get(item.entry_id)
+            if seen is not None:
+                duplicates += 1
+                if item.time <= seen.time:
+                    continue
+            newest[item.entry_id] = item
+        new_keys: list[tuple[float, str]] = []
+        for entry_id, item in newest.items():
+            old = self._blobs.get(entry_id)
+            if old is None:
+                self._blobs[entry_id] = orjson.dumps(item.entry).decode()
+                new_keys.append((item.time, entry_id))
+                added += 1
+                continue
+            duplicates += 1
+            old_entry = orjson.loads(old)
+            old_time = parse_time(old_entry[self.timestamp_field], UTC)
+            if item.time > old_time:
+                item.entry["first_seen"] = old_entry.get("first_seen", item.entry["first_seen"])
+                self._blobs[entry_id] = orjson.dumps(item.entry).decode()
+                self._remove_key((old_time, entry_id))
+                new_keys.append((item.time, entry_id))
+                updated += 1
+        self._insert_keys(new_keys)
+
+        if window is None and prepared:
+            times = [item.time for item in prepared]
+            window = (min(times), max(times))
+        if window is not None:
+            _add_interval(self.covered, *window)
+        evicted = self._enforce_cap()
+
+        self.accumulated_since = self.accumulated_since or now
+        self.last_updated = now
+        self.total_api_calls += 1
+        self.total_fetched += len(prepared)
+        self.duplicates_avoided += duplicates
+        return {
+            "added": added,
+            "duplicates": duplicates,
+            "updated": updated,
+            "total_count": len(self),
+            "evicted": evicted,
+        }
+
+    def _insert_keys(self, keys: list[tuple[float, str]]) -> None:
+        if len(keys) <= _FIRST_BULK:
+            for key in keys:
+                insort(self._order, key)
+        else:
+            # Two sorted runs: timsort merges them in linear time.
+            keys.sort()
+            self._order.extend(keys)
+            self._order.sort()
+
+    def _remove_key(self, key: tuple[float, str]) -> None:
+        index = bisect_left(self._order, key)
+        if index < len(self._order) and self._order[index] == key:
+            del self._order[index]
+
+    def _drop_oldest(self, count: int) -> None:
+        """Forget the oldest entries; coverage up to and including their time goes too."""
+        if count <= 0:
+            return
+        boundary = self._order[count - 1][0]
+        for _, entry_id in self._order[:count]:
+            del self._blobs[entry_id]
+        del self._order[:count]
+        self._trim_coverage(math.nextafter(boundary, math.inf))
+
+    def _trim_coverage(self, start: float) -> None:
+        """Nothing before start is covered any more."""
+        self.covered = [[max(lo, start), hi] for lo, hi in self.covered if hi >= start]
+
+    def _enforce_cap(self) -> int:
+        excess = len(self) - self.max_entries
+        self._drop_oldest(excess)
+        return max(excess, 0)
+
+    def query(self, start: float, end: float) -> dict[str, Any]:
+        """Entries in [start, end] (newest first), coverage, gaps, and the state's range."""
+        if start > end:
+            raise TimeseriesError("start_after_end")
+        lo = bisect_left(self._order, (start,))
+        hi = bisect_right(self._order, end, key=lambda k: k[0])
+        entries = [
+            orjson.loads(self._blobs[entry_id]) for _, entry_id in reversed(self._order[lo:hi])
+        ]
+        gaps = _gaps(self.covered, start, end)
+        if not self._order:
+            coverage, reason = "none", "No data in state"
+        elif not gaps:
+            coverage, reason = "full", "Complete coverage from state"
+        elif gaps == [(start, end)]:
+            coverage, reason = "none", "Nothing in the requested range was ever fetched"
+        else:
+            coverage = "partial"
+            reason = "Fetched windows leave gaps: " + ", ".join(
+                f"{format_time(a)} to {format_time(b)}" for a, b in gaps
+            )
+        return {
+            "entries": entries,
+            "count": len(entries),
+            "coverage": coverage,
+            "needs_api_call": coverage != "full",
+            "reason": reason,
+            "gaps": [{"start": format_time(a), "end": format_time(b)} for a, b in gaps],
+            "state_range": self.state_range(),
+        }
+
+    def state_range(self) -> dict[str, str | None]:
+        """Oldest and newest entry times."""
+        if not self._order:
+            return {"oldest": None, "newest": None}
+        return {"oldest": format_time(self._order[0][0]), "newest": format_time(self._order[-1][0])}
+
+    def cleanup(self, keep_days: float, now: float) -> dict[str, Any]:
+        """Forget entries older than keep_days (the seed's cleanup)."""
+        cutoff = now - timedelta(days=keep_days).total_seconds()
+        old_count = len(self)
+        removed = bisect_left(self._order, (cutoff,))
+        for _, entry_id in self._order[:removed]:
+            del self._blobs[entry_id]
+        del self._order[:removed]
+        self._trim_coverage(cutoff)
+        return {
+            "removed": old_count - len(self),
+            "kept": len(self),
+            "cutoff_date": format_time(cutoff),
+        }
+
+    def summary(self) -> dict[str, Any]:
+        """What timeseries_list shows of a key."""
+        return {"key": self.key, "count": len(self), **self.state_range()}
+
+    def as_dict(self) -> dict[str, Any]:
+        """The seed's state shape; entries newest first, each kept as its JSON text."""
+        return {
+            "entity": self.entity,
+            "accumulated_since": self.accumulated_since,
+            "last_updated": self.last_updated,
+            "count": len(self),
+            "id_field": self.id_field,
+            "timestamp_field": self.timestamp_field,
+            "max_entries": self.max_entries,
+            "covered": [[format_time(lo), format_time(hi)] for lo, hi in self.covered],
+            "metadata": {
+                "total_api_calls": self.total_api_calls,
+                "total_fetched": self.total_fetched,
+                "duplicates_avoided": self.duplicates_avoided,
+            },
+            "entries": [self._blobs[entry_id] for _, entry_id in reversed(self._order)],
+        }
+
+    @classmethod
+    def from_dict(cls, key: str, data: dict[str, Any]) -> "TimeSeries":
+        """Rebuild from as_dict's output; blocking for big series, run it in an executor."""
+        metadata = data.get("metadata", {})
+        series = cls(
+            key,
+            id_field=data.get("id_field", "id"),
+            timestamp_field=data.get("timestamp_field", "timestamp"),
+            max_entries=data.get("max_entries", DEFAULT_MAX_ENTRIES),
+            accumulated_since=data.get("accumulated_since"),
+            last_updated=data.get("last_updated"),
+            total_api_calls=metadata.get("total_api_calls", 0),
+            total_fetched=metadata.get("total_fetched", 0),
+            duplicates_avoided=metadata.get("duplicates_avoided", 0),
+            covered=[
+                [parse_time(lo, UTC), parse_time(hi, UTC)] for lo, hi in data.get("covered", [])
+            ],
+        )
+        order = []
+        for blob in data.get("entries", []):
+            entry = orjson.loads(blob)
+            entry_id = str(entry[series.id_field])
+            series._blobs[entry_id] = blob
+            order.append((parse_time(entry[series.timestamp_field], UTC), entry_id))
+        order.sort()
+        series._order = order
+        return series
+
+
+def matching_keys(keys: Iterable[str], text: str) -> list[str]:
+    """Series whose entity words appear in text ('kudos' in 'who gave me kudos')."""
+    words = set(re.findall(r"[a-z0-9]+", text.lower()))
+    stems = {w.rstrip("s") for w in words}
+    found = []
+    for key in keys:
+        parts = [p for p in key.removesuffix("_timeseries").split("_") if len(p) >= 3]
+        if any(p in words or p.rstrip("s") in stems for p in parts):
+            found.append(key)
+    return found
+
+
+_RANGE_IN_TEXT = re.compile(
+    r"\b(?:last|past|previous)\s+(\d+(?:\.\d+)?\s*)?(seconds?|minutes?|hours?|days?|weeks?)\b"
+)
+
+
+def range_in_text(text: str) -> float | None:
+    """'in the last 2 days' -> seconds; None when the text names no range."""
+    match = _RANGE_IN_TEXT.search(text.lower())
+    if match is None:
+        return None
+    return parse_last(f"{match.group(1) or 1} {match.group(2)}")
