@@ -406,16 +406,26 @@ class TimeSeries:
         return series
 
 
+def _stem(word: str) -> str:
+    """English plural to singular, roughly: activities -> activity, kudos -> kudo."""
+    if word.endswith("ies"):
+        return word[:-3] + "y"
+    if word.endswith("s") and not word.endswith("ss"):
+        return word[:-1]
+    return word
+
+
 def matching_keys(keys: Iterable[str], text: str) -> list[str]:
     """Series whose entity words appear in text ('kudos' in 'who gave me kudos')."""
-    words = set(re.findall(r"[a-z0-9]+", text.lower()))
-    stems = {w.rstrip("s") for w in words}
-    found = []
-    for key in keys:
-        parts = [p for p in key.removesuffix("_timeseries").split("_") if len(p) >= 3]
-        if any(p in words or p.rstrip("s") in stems for p in parts):
-            found.append(key)
-    return found
+    stems = {_stem(word) for word in re.findall(r"[a-z0-9]+", text.lower())}
+    return [
+        key
+        for key in keys
+        if any(
+            len(part) >= 3 and _stem(part) in stems
+            for part in key.removesuffix("_timeseries").split("_")
+        )
+    ]
 
 
 _RANGE_IN_TEXT = re.compile(
