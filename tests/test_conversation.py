@@ -1,6 +1,7 @@
 """The agent end to end: Assist -> our entity -> openai SDK -> HTTP -> the stand-in."""
 
 import asyncio
+from datetime import timedelta
 import logging
 from typing import Any
 
@@ -9,6 +10,7 @@ from homeassistant.config_entries import SOURCE_REAUTH
 from homeassistant.const import CONF_LLM_HASS_API
 from homeassistant.core import HomeAssistant
 from homeassistant.helpers import intent
+from homeassistant.util import dt as dt_util
 import pytest
 from pytest_homeassistant_custom_component.common import MockConfigEntry, async_mock_service
 
@@ -348,3 +350,51 @@ async def test_windows_survive_reload(
     assert key in hass_storage
     contents = [m.content for m in memory_of(loaded_entry).get_messages("c")]
     assert contents[1:] == ["Keep this in mind", "You said: Keep this in mind"]
+
+
+@pytest.mark.parametrize("agent_options", [NO_TOOLS])
+@pytest.mark.parametrize(
+    ("fetched_hours", "expected"),
+    [(72, "coverage full"), (24, "Not fetched yet")],
+    ids=["full", "partial"],
+)
+async def test_time_series_in_prompt(
+    hass: HomeAssistant,
+    loaded_entry: MockConfigEntry,
+    azure: AzureStub,
+    fetched_hours: int,
+    expected: str,
+) -> None:
+    """A request naming a range gets the stored series; partial coverage names the gaps."""
+    now = dt_util.utcnow()
+    await hass.services.async_call(
+        DOMAIN,
+        "timeseries_merge",
+        {
+            "key": "kudos_givers_timeseries",
+            "entries": [
+                {
+                    "id": "k1",
+                    "athlete_name": "Alice",
+                    "timestamp": (now - timedelta(hours=5)).isoformat(),
+                },
+                {
+                    "id": "k2",
+                    "athlete_name": "Bob",
+                    "timestamp": (now - timedelta(hours=20)).isoformat(),
+                },
+            ],
+            "window_start": (now - timedelta(hours=fetched_hours)).isoformat(),
+            "window_end": (now + timedelta(hours=1)).isoformat(),
+        },
+        blocking=True,
+    )
+    result = await converse(hass, loaded_entry, "Who gave me kudos in the last 2 days?", "c")
+    assert speech(result).startswith("You said"), speech(result)
+    system = chat_calls(azure)[0].body["messages"][0]["content"]
+    assert "Stored time series 'kudos_givers_timeseries'" in system
+    assert expected in system
+    assert '"athlete_name":"Alice"' in system and '"athlete_name":"Bob"' in system
+
+    await converse(hass, loaded_entry, "Tell me a story about the last 2 days", "c2")
+    assert "Stored time series" not in chat_calls(azure)[1].body["messages"][0]["content"]

@@ -32,6 +32,7 @@ from .const import (
     CONF_REASONING_EFFORT,
     CONF_REQUEST_TIMEOUT,
     CONF_TEMPERATURE,
+    CONF_TIMESERIES_CONTEXT,
     CONF_TOP_P,
     DOMAIN,
     LOGGER,
@@ -42,6 +43,7 @@ from .const import (
     RECOMMENDED_REASONING_EFFORT,
     RECOMMENDED_REQUEST_TIMEOUT,
     RECOMMENDED_TEMPERATURE,
+    RECOMMENDED_TIMESERIES_CONTEXT,
     RECOMMENDED_TOP_P,
     SUBENTRY_AGENT,
 )
@@ -49,6 +51,7 @@ from .llm.client import RequestOptions, Usage, create_llm_client
 from .llm.errors import API_ERRORS, ErrorKind, classify_error
 from .llm.tools import tool_spec
 from .memory.window import ConversationMemoryManager, ToolCallEntry
+from .services import async_timeseries_context
 from .stats import ROUTE_LLM, ROUTE_LOCAL
 
 # Max number of back and forth with the LLM to generate a response
@@ -220,6 +223,10 @@ class AzureOpenAIMemoryAgent(
                 for tool in chat_log.llm_api.tools
             ]
         system_prompt = getattr(chat_log.content[0], "content", None) or ""
+        if self.entry.options.get(CONF_TIMESERIES_CONTEXT, RECOMMENDED_TIMESERIES_CONTEXT) and (
+            context := await async_timeseries_context(self.hass, user_input.text)
+        ):
+            system_prompt = f"{system_prompt}\n\n{context}"
         turn = Turn(conversation_id, system_prompt, user_input.text, tools)
         task = self.hass.async_create_background_task(
             self._async_run_turn(turn, chat_log, user_input.agent_id),

@@ -31,6 +31,9 @@ _UNITS = {
     "w": 604800, "week": 604800, "weeks": 604800,
 }  # fmt: skip
 _FIRST_BULK = 16
+_NUMBER = re.compile(r"^[+-]?\d+(?:\.\d*)?$")
+# The canonical stored form: UTC, whole seconds, Z (what format_time writes).
+_CANONICAL = re.compile(r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(?:\.\d{6})?Z$")
 
 
 class TimeseriesError(ValueError):
@@ -61,10 +64,8 @@ def parse_time(value: Any, default_tz: tzinfo, what: str = "time") -> float:
         moment = value
     elif isinstance(value, str):
         text = value.strip()
-        try:
+        if _NUMBER.match(text):
             return float(text)
-        except ValueError:
-            pass
         try:
             moment = datetime.fromisoformat(text)
         except ValueError as err:
@@ -133,13 +134,14 @@ def _gaps(
     return gaps
 
 
-@dataclass
+@dataclass(slots=True)
 class PreparedEntry:
-    """A validated entry, ready to merge."""
+    """A validated entry, ready to merge, already in its stored JSON form."""
 
     entry_id: str
     time: float
     entry: dict[str, Any]
+    blob: str
 
 
 @dataclass
@@ -157,6 +159,7 @@ class TimeSeries:
     duplicates_avoided: int = 0
     covered: list[list[float]] = field(default_factory=list)
     _blobs: dict[str, str] = field(default_factory=dict, repr=False)
+    _times: dict[str, float] = field(default_factory=dict, repr=False)
     _order: list[tuple[float, str]] = field(default_factory=list, repr=False)
 
     @property
@@ -190,24 +193,32 @@ class TimeSeries:
         for index, raw in enumerate(entries):
             if not isinstance(raw, dict):
                 raise TimeseriesError("entry_not_object", index=index)
-            for name in (id_field, timestamp_field):
-                if raw.get(name) in (None, ""):
+            entry_id = raw.get(id_field)
+            stamp = raw.get(timestamp_field)
+            for name, value in ((id_field, entry_id), (timestamp_field, stamp)):
+                if value is None or value == "":
                     raise TimeseriesError("entry_missing_field", index=index, field=name)
-            entry_id = raw[id_field]
-            if not isinstance(entry_id, str | int) or isinstance(entry_id, bool):
+            if type(entry_id) is not str and (
+                not isinstance(entry_id, int) or isinstance(entry_id, bool)
+            ):
                 raise TimeseriesError("entry_bad_id", index=index, field=id_field)
+            entry = dict(raw)
+            if type(stamp) is str and _CANONICAL.match(stamp):
+                moment = datetime.fromisoformat(stamp).timestamp()
+            else:
+                try:
+                    moment = parse_time(stamp, default_tz, timestamp_field)
+                except TimeseriesError as err:
+                    raise TimeseriesError(
+                        "entry_bad_timestamp", index=index, field=timestamp_field
+                    ) from err
+                entry[timestamp_field] = format_time(moment)
+            entry["first_seen"] = first_seen
             try:
-                moment = parse_time(raw[timestamp_field], default_tz, timestamp_field)
-            except TimeseriesError as err:
-                raise TimeseriesError(
-                    "entry_bad_timestamp", index=index, field=timestamp_field
-                ) from err
-            entry = {**raw, timestamp_field: format_time(moment), "first_seen": first_seen}
-            try:
-                orjson.dumps(entry)
+                blob = orjson.dumps(entry).decode()
             except TypeError as err:
                 raise TimeseriesError("entry_not_serializable", index=index) from err
-            prepared.append(PreparedEntry(str(entry_id), moment, entry))
+            prepared.append(PreparedEntry(str(entry_id), moment, entry, blob))
         return prepared
 
     def merge(
@@ -230,19 +241,22 @@ class TimeSeries:
                     continue
             newest[item.entry_id] = item
         new_keys: list[tuple[float, str]] = []
+        blobs, times = self._blobs, self._times
         for entry_id, item in newest.items():
-            old = self._blobs.get(entry_id)
-            if old is None:
-                self._blobs[entry_id] = orjson.dumps(item.entry).decode()
+            old_time = times.get(entry_id)
+            if old_time is None:
+                blobs[entry_id] = item.blob
+                times[entry_id] = item.time
                 new_keys.append((item.time, entry_id))
                 added += 1
                 continue
             duplicates += 1
-            old_entry = orjson.loads(old)
-            old_time = parse_time(old_entry[self.timestamp_field], UTC)
             if item.time > old_time:
-                item.entry["first_seen"] = old_entry.get("first_seen", item.entry["first_seen"])
-                self._blobs[entry_id] = orjson.dumps(item.entry).decode()
+                # A newer version: it keeps the first_seen of the first one.
+                first_seen = orjson.loads(blobs[entry_id]).get("first_seen")
+                item.entry["first_seen"] = first_seen or item.entry["first_seen"]
+                blobs[entry_id] = orjson.dumps(item.entry).decode()
+                times[entry_id] = item.time
                 self._remove_key((old_time, entry_id))
                 new_keys.append((item.time, entry_id))
                 updated += 1
@@ -269,12 +283,16 @@ class TimeSeries:
         }
 
     def _insert_keys(self, keys: list[tuple[float, str]]) -> None:
-        if len(keys) <= _FIRST_BULK:
+        keys.sort()
+        if not keys:
+            return
+        if not self._order or keys[0] >= self._order[-1]:
+            self._order.extend(keys)  # the usual case: what was fetched is newer
+        elif len(keys) <= _FIRST_BULK:
             for key in keys:
                 insort(self._order, key)
         else:
             # Two sorted runs: timsort merges them in linear time.
-            keys.sort()
             self._order.extend(keys)
             self._order.sort()
 
@@ -290,6 +308,7 @@ class TimeSeries:
         boundary = self._order[count - 1][0]
         for _, entry_id in self._order[:count]:
             del self._blobs[entry_id]
+            del self._times[entry_id]
         del self._order[:count]
         self._trim_coverage(math.nextafter(boundary, math.inf))
 
@@ -346,6 +365,7 @@ class TimeSeries:
         removed = bisect_left(self._order, (cutoff,))
         for _, entry_id in self._order[:removed]:
             del self._blobs[entry_id]
+            del self._times[entry_id]
         del self._order[:removed]
         self._trim_coverage(cutoff)
         return {
@@ -399,8 +419,10 @@ class TimeSeries:
         for blob in data.get("entries", []):
             entry = orjson.loads(blob)
             entry_id = str(entry[series.id_field])
+            moment = parse_time(entry[series.timestamp_field], UTC)
             series._blobs[entry_id] = blob
-            order.append((parse_time(entry[series.timestamp_field], UTC), entry_id))
+            series._times[entry_id] = moment
+            order.append((moment, entry_id))
         order.sort()
         series._order = order
         return series
@@ -439,3 +461,21 @@ def range_in_text(text: str) -> float | None:
     if match is None:
         return None
     return parse_last(f"{match.group(1) or 1} {match.group(2)}")
+
+
+def prompt_context(key: str, result: dict[str, Any], limit: int = 50) -> str:
+    """What the model is told of a series for the asked range (the seed's memory overseer)."""
+    lines = [
+        f"Stored time series '{key}' for the asked range: coverage {result['coverage']}, "
+        f"{result['count']} entries."
+    ]
+    if result["coverage"] == "full":
+        lines.append("This is complete: answer from it, no fetching needed.")
+    elif result["gaps"]:
+        missing = ", ".join(f"{gap['start']} to {gap['end']}" for gap in result["gaps"])
+        lines.append(f"Not fetched yet, so unknown: {missing}. Say so if it matters.")
+    shown = result["entries"][:limit]
+    if len(shown) < result["count"]:
+        lines.append(f"Newest {len(shown)} of {result['count']} entries:")
+    lines.extend(orjson.dumps(entry).decode() for entry in shown)
+    return "\n".join(lines)
