@@ -263,8 +263,8 @@ class TimeSeries:
         self._insert_keys(new_keys)
 
         if window is None and prepared:
-            times = [item.time for item in prepared]
-            window = (min(times), max(times))
+            moments = [item.time for item in prepared]
+            window = (min(moments), max(moments))
         if window is not None:
             _add_interval(self.covered, *window)
         evicted = self._enforce_cap()
