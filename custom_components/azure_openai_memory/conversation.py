@@ -50,7 +50,7 @@ from .const import (
 from .llm.client import RequestOptions, Usage, create_llm_client
 from .llm.errors import API_ERRORS, ErrorKind, classify_error
 from .llm.tools import tool_spec
-from .memory.window import ConversationMemoryManager, ToolCallEntry
+from .memory.window import ConversationMemoryManager, MessageEntry, ToolCallEntry
 from .services import async_timeseries_context
 from .stats import ROUTE_LLM, ROUTE_LOCAL
 
@@ -86,31 +86,15 @@ class TurnFailed(Exception):
         self.kind = kind
 
 
-@dataclass
-class PendingMessage:
-    """A message of the running turn, recorded in the window only if the turn succeeds."""
-
-    role: str
-    content: str
-    tags: frozenset[str]
-    tool_calls: tuple[ToolCallEntry, ...] = ()
-    tool_call_id: str | None = None
-
-    def to_api_message(self) -> dict[str, Any]:
-        """Chat Completions form, as the window's messages."""
-        message: dict[str, Any] = {"role": self.role, "content": self.content}
-        if self.tool_calls:
-            message["tool_calls"] = [
-                {
-                    "id": c.id,
-                    "type": "function",
-                    "function": {"name": c.name, "arguments": json.dumps(c.arguments)},
-                }
-                for c in self.tool_calls
-            ]
-        if self.tool_call_id is not None:
-            message["tool_call_id"] = self.tool_call_id
-        return message
+def pending(
+    role: str,
+    content: str,
+    tags: frozenset[str],
+    tool_calls: tuple[ToolCallEntry, ...] = (),
+    tool_call_id: str | None = None,
+) -> MessageEntry:
+    """A message of the running turn; counted and kept only if the turn completes."""
+    return MessageEntry(role, content, 0.0, 0, tags, tool_calls, tool_call_id)
 
 
 @dataclass
@@ -121,13 +105,13 @@ class Turn:
     system_prompt: str
     user_text: str
     tools: list[dict[str, Any]]
-    pending: list[PendingMessage] = field(default_factory=list)
+    pending: list[MessageEntry] = field(default_factory=list)
     answer: str = ""
 
 
-def _pending_from_content(content: conversation.Content) -> PendingMessage:
+def _pending_from_content(content: conversation.Content) -> MessageEntry:
     if isinstance(content, conversation.ToolResultContent):
-        return PendingMessage(
+        return pending(
             "tool",
             json.dumps(content.tool_result),
             frozenset({TAG_TOOL_CALL}),
@@ -138,7 +122,7 @@ def _pending_from_content(content: conversation.Content) -> PendingMessage:
         for call in getattr(content, "tool_calls", None) or ()
     )
     tags = frozenset({TAG_TOOL_CALL}) if calls else frozenset({TAG_OUTPUT})
-    return PendingMessage("assistant", content.content or "", tags, calls)
+    return pending("assistant", content.content or "", tags, calls)
 
 
 class AzureOpenAIMemoryAgent(
@@ -269,7 +253,7 @@ class AzureOpenAIMemoryAgent(
             for m in self.memory.get_messages(turn.conversation_id)
             if m.role != "system"
         ]
-        user = PendingMessage("user", turn.user_text, frozenset({TAG_INPUT}))
+        user = pending("user", turn.user_text, frozenset({TAG_INPUT}))
         turn.pending.append(user)
         messages = [{"role": "system", "content": turn.system_prompt}, *history]
         messages.append(user.to_api_message())
@@ -281,9 +265,9 @@ class AzureOpenAIMemoryAgent(
                         agent_id or self.entity_id,
                         client.stream(messages, turn.tools, usage),  # type: ignore[arg-type]
                     ):
-                        pending = _pending_from_content(content)
-                        turn.pending.append(pending)
-                        messages.append(pending.to_api_message())
+                        message = _pending_from_content(content)
+                        turn.pending.append(message)
+                        messages.append(message.to_api_message())
                     if not chat_log.unresponded_tool_results:
                         break
         except (TimeoutError, HomeAssistantError, *API_ERRORS) as err:  # type: ignore[misc]

@@ -170,12 +170,16 @@ def _tool_input(call_id: str, name: str, arguments: str) -> llm.ToolInput:
     return llm.ToolInput(id=call_id, tool_name=name, tool_args=args)
 
 
-class ChatCompletionsClient:
-    """Chat Completions, streamed, tolerant of Azure's chunk quirks (AZURE_WIRE.md 5)."""
+class _StreamingClient:
+    """What both API clients share: the SDK with the agent's timeout, and its options."""
 
     def __init__(self, sdk: SDKClient, options: RequestOptions) -> None:
         self._sdk = sdk.with_options(timeout=options.timeout)
         self._options = options
+
+
+class ChatCompletionsClient(_StreamingClient):
+    """Chat Completions, streamed, tolerant of Azure's chunk quirks (AZURE_WIRE.md 5)."""
 
     def _arguments(
         self, messages: list[dict[str, Any]], tools: list[dict[str, Any]]
@@ -272,12 +276,8 @@ def _responses_input(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return items
 
 
-class ResponsesClient:
+class ResponsesClient(_StreamingClient):
     """The Responses API, streamed; nothing stored on the service side."""
-
-    def __init__(self, sdk: SDKClient, options: RequestOptions) -> None:
-        self._sdk = sdk.with_options(timeout=options.timeout)
-        self._options = options
 
     def _arguments(
         self, messages: list[dict[str, Any]], tools: list[dict[str, Any]]
