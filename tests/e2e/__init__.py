@@ -1,0 +1,1 @@
+"""End to end: a real Home Assistant process, driven over its REST API."""
