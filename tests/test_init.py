@@ -1,5 +1,7 @@
 """Set-up, unload, reload, and what a failing resource does to the entry."""
 
+from typing import Any
+
 from homeassistant.config_entries import SOURCE_REAUTH, ConfigEntryState
 from homeassistant.core import HomeAssistant
 from homeassistant.helpers.httpx_client import get_async_client
@@ -54,3 +56,18 @@ async def test_unreachable_resource_retries(
     assert config_entry.state is ConfigEntryState.SETUP_RETRY
     assert config_entry.reason is not None
     assert "cannot_connect" in config_entry.reason
+
+
+async def test_removing_entry_deletes_its_windows(
+    hass: HomeAssistant, loaded_entry: MockConfigEntry, hass_storage: dict[str, Any]
+) -> None:
+    """Conversation windows go with the entry; nothing is left behind."""
+    memory = next(iter(loaded_entry.runtime_data.memories.values()))
+    memory.add_message("c", "user", "remember me")
+    loaded_entry.runtime_data.windows_store.async_schedule_save()
+    await hass.config_entries.async_unload(loaded_entry.entry_id)
+    key = f"{DOMAIN}.windows.{loaded_entry.entry_id}"
+    assert key in hass_storage
+    await hass.config_entries.async_remove(loaded_entry.entry_id)
+    await hass.async_block_till_done()
+    assert key not in hass_storage
