@@ -156,8 +156,13 @@ async def test_tool_round_trip(
 @pytest.mark.parametrize(
     "agent_options", [{**NO_TOOLS, CONF_API_MODE: API_MODE_RESPONSES, CONF_LLM_HASS_API: "assist"}]
 )
+@pytest.mark.parametrize("api_style", [API_STYLE_V1, API_STYLE_DEPLOYMENT])
 async def test_responses_api_with_tools(
-    hass: HomeAssistant, loaded_entry: MockConfigEntry, azure: AzureStub, kitchen_light: list[Any]
+    hass: HomeAssistant,
+    loaded_entry: MockConfigEntry,
+    azure: AzureStub,
+    kitchen_light: list[Any],
+    api_style: str,
 ) -> None:
     """The Responses API streams text and function calls the same way."""
     azure.queue(
@@ -166,7 +171,12 @@ async def test_responses_api_with_tools(
     )
     result = await converse(hass, loaded_entry, "Brighten the kitchen please", "c")
     assert speech(result) == "Done, it is on."
-    first, second = azure.calls("/openai/v1/responses")
+    first, second = azure.calls("/responses")
+    if api_style == API_STYLE_DEPLOYMENT:
+        assert first.path == "/openai/responses"
+        assert first.query == {"api-version": "2025-04-01-preview"}
+    else:
+        assert first.path == "/openai/v1/responses"
     assert first.body["store"] is False
     assert first.body["input"][0]["role"] == "developer"
     assert first.body["tools"][0]["type"] == "function"
@@ -205,11 +215,7 @@ ERROR_CASES = [
         "not_found",
         id="404",
     ),
-    pytest.param(
-        [Reply.failure(429, "429", "Rate limited", headers={"retry-after-ms": "5"})] * 3,
-        "rate_limited",
-        id="429",
-    ),
+    pytest.param([Reply.rate_limited("0.01")] * 3, "rate_limited", id="429"),
     pytest.param(
         [Reply.failure(500, "500", "Internal error", headers={"retry-after-ms": "5"})] * 3,
         "server_error",
@@ -255,6 +261,9 @@ async def test_failures_are_spoken_and_leave_window_unchanged(
     assert len(speech(result)) > 10
     assert [m.as_dict() for m in memory_of(loaded_entry).get_messages("c")] == before
     assert loaded_entry.runtime_data.stats.errors == {kind: 1}
+    if kind in ("rate_limited", "server_error"):
+        # The SDK retried twice, honouring Retry-After, before giving up.
+        assert len(chat_calls(azure)) == 1 + 3
     assert DEFAULT_KEY not in caplog.text
     assert f"failed ({kind})" in caplog.text
     if kind == "invalid_auth":

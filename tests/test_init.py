@@ -8,6 +8,7 @@ from homeassistant.helpers.httpx_client import get_async_client
 from pytest_homeassistant_custom_component.common import MockConfigEntry
 
 from custom_components.azure_openai_memory.const import DOMAIN
+from custom_components.azure_openai_memory.llm import client as client_module
 from custom_components.azure_openai_memory.llm.client import SDK_TAKES_HTTPX
 
 from .azure_stub import AzureStub
@@ -71,3 +72,15 @@ async def test_removing_entry_deletes_its_windows(
     await hass.config_entries.async_remove(loaded_entry.entry_id)
     await hass.async_block_till_done()
     assert key not in hass_storage
+
+
+async def test_sdk_without_httpx_gets_its_own_client(
+    hass: HomeAssistant, config_entry: MockConfigEntry, azure: AzureStub, monkeypatch: Any
+) -> None:
+    """openai >= 3 cannot take HA's httpx client: the SDK builds its own, off the loop."""
+    monkeypatch.setattr(client_module, "SDK_TAKES_HTTPX", False)
+    assert await hass.config_entries.async_setup(config_entry.entry_id)
+    client = config_entry.runtime_data.client
+    assert client._client is not get_async_client(hass)
+    assert len(azure.calls("/models")) == 1
+    await hass.config_entries.async_unload(config_entry.entry_id)
