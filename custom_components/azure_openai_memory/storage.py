@@ -69,6 +69,7 @@ class DebouncedStore:
         self._dirty_since: float | None = None
         self._cancel_timer: CALLBACK_TYPE | None = None
         self._cancel_final_write: CALLBACK_TYPE | None = None
+        self._closed = False
 
     @property
     def path(self) -> str:
@@ -85,6 +86,9 @@ class DebouncedStore:
     @callback
     def async_schedule_save(self) -> None:
         """Note a change; the write follows after a quiet spell, or at the latest max_wait."""
+        if self._closed:
+            # A late answer finishing after unload: the reloaded entry owns the file now.
+            return
         now = time.monotonic()
         if self._dirty_since is None:
             self._dirty_since = now
@@ -113,6 +117,7 @@ class DebouncedStore:
 
     async def async_close(self) -> None:
         """Flush and stop listening (entry unload)."""
+        self._closed = True
         if self._cancel_final_write is not None:
             self._cancel_final_write()
             self._cancel_final_write = None
