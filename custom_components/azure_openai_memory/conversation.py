@@ -150,7 +150,6 @@ class AzureOpenAIMemoryAgent(
         )
         if llm_api_ids(self.options.get(CONF_LLM_HASS_API)):
             self._attr_supported_features = conversation.ConversationEntityFeature.CONTROL
-        self._background: set[asyncio.Task[None]] = set()
 
     @property
     def supported_languages(self) -> list[str] | Literal["*"]:
@@ -222,12 +221,10 @@ class AzureOpenAIMemoryAgent(
             if not done:
                 self.runtime.stats.record_early_timeout()
                 self.runtime.stats.record_turn(ROUTE_LLM, _ms_since(started))
-                watcher = self.hass.async_create_background_task(
+                self.hass.async_create_background_task(
                     self._async_deliver_late(task, turn, user_input.language),
                     f"{DOMAIN} late answer {conversation_id}",
                 )
-                self._background.add(watcher)
-                watcher.add_done_callback(self._background.discard)
                 return await self._async_spoken(user_input, chat_log, "still_working", error=False)
         try:
             await task
