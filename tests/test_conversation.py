@@ -407,3 +407,17 @@ async def test_time_series_in_prompt(
 
     await converse(hass, loaded_entry, "Tell me a story about the last 2 days", "c2")
     assert "Stored time series" not in chat_calls(azure)[1].body["messages"][0]["content"]
+
+
+@pytest.mark.parametrize("agent_options", [LLM_ONLY])
+async def test_tool_rounds_are_capped(
+    hass: HomeAssistant, loaded_entry: MockConfigEntry, azure: AzureStub, kitchen_light: list[Any]
+) -> None:
+    """A model that keeps calling tools is stopped after 10 rounds, with a spoken answer."""
+    azure.queue(*[Reply(tool_calls=[ToolCall("HassTurnOn", {"name": "Kitchen"})])] * 12)
+    result = await converse(hass, loaded_entry, "Keep the kitchen bright", "c")
+    assert len(chat_calls(azure)) == 10
+    assert len(kitchen_light) == 10
+    assert "no answer" in speech(result)
+    roles = [m.role for m in memory_of(loaded_entry).get_messages("c")]
+    assert roles.count("tool") == roles.count("assistant") == 10  # every call kept its result

@@ -232,7 +232,9 @@ class AzureOpenAIMemoryAgent(
             return await self._async_spoken(user_input, chat_log, f"api_{err.kind.value}")
         self.runtime.stats.record_turn(ROUTE_LLM, _ms_since(started))
         response = intent.IntentResponse(language=user_input.language)
-        response.async_set_speech(turn.answer)
+        response.async_set_speech(
+            turn.answer or await self._async_text(user_input.language, "no_answer")
+        )
         return conversation.ConversationResult(
             response=response,
             conversation_id=chat_log.conversation_id,
