@@ -1,7 +1,7 @@
 """Service schemas and handlers: validate, call memory/, shape the response."""
 
 from collections.abc import Callable, Coroutine
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from homeassistant.config_entries import ConfigEntryState
 from homeassistant.core import HomeAssistant, ServiceCall, ServiceResponse, SupportsResponse
@@ -23,6 +23,9 @@ from .memory.timeseries import (
     validate_key,
 )
 from .storage import TimeseriesStore
+
+if TYPE_CHECKING:
+    from . import AzureOpenAIMemoryConfigEntry
 
 # Time series belong to the installation, not to one Azure resource: automations
 # call these services without naming an entry.
@@ -74,7 +77,7 @@ TIMESERIES_CLEANUP_SCHEMA = vol.Schema(
 type Handler = Callable[[ServiceCall], Coroutine[Any, Any, ServiceResponse]]
 
 
-def loaded_entry(hass: HomeAssistant, entry_id: str) -> Any:
+def loaded_entry(hass: HomeAssistant, entry_id: str) -> "AzureOpenAIMemoryConfigEntry":
     """The loaded entry a call names, or a translated validation error."""
     entry = hass.config_entries.async_get_entry(entry_id)
     if entry is None or entry.domain != DOMAIN:
@@ -105,7 +108,7 @@ def admin_only(hass: HomeAssistant, handler: Handler) -> Handler:
     return checked
 
 
-def _agent_names(hass: HomeAssistant, entry: Any) -> dict[str, str]:
+def _agent_names(hass: HomeAssistant, entry: "AzureOpenAIMemoryConfigEntry") -> dict[str, str]:
     """Subentry id -> the agent's entity id (or title when it has none)."""
     registry = er.async_get(hass)
     return {
