@@ -41,10 +41,9 @@ class TurnStatistics:
         self._changed()
 
     def record_usage(self, tokens_in: int, tokens_out: int) -> None:
-        """Tokens the API reported."""
+        """Tokens the API reported; listeners hear of them with the turn, error or late answer."""
         self.tokens_in += tokens_in
         self.tokens_out += tokens_out
-        self._changed()
 
     def record_error(self, kind: str) -> None:
         """A request failed; kind is an ErrorKind value."""
@@ -52,9 +51,8 @@ class TurnStatistics:
         self._changed()
 
     def record_early_timeout(self) -> None:
-        """The user heard 'still working on it'."""
+        """The user heard 'still working on it'; record_turn follows and notifies."""
         self.early_timeouts += 1
-        self._changed()
 
     def record_late_answer(self) -> None:
         """An answer arrived after the early timeout."""

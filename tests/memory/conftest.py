@@ -4,20 +4,9 @@ import pytest
 
 from custom_components.azure_openai_memory.memory.tokens import TokenCounter, load_counter
 
+from ..no_hass import auto_enable_custom_integrations, detect_blocking_calls, setup_ha
 
-@pytest.fixture(autouse=True)
-def setup_ha() -> None:
-    """No Home Assistant here."""
-
-
-@pytest.fixture(autouse=True)
-def auto_enable_custom_integrations() -> None:
-    """No Home Assistant here."""
-
-
-@pytest.fixture(autouse=True)
-def detect_blocking_calls() -> None:
-    """No event loop here."""
+__all__ = ["auto_enable_custom_integrations", "counter", "detect_blocking_calls", "setup_ha"]
 
 
 @pytest.fixture(scope="session")
