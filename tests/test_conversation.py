@@ -79,11 +79,11 @@ async def test_llm_turn_streams_and_is_remembered(
     assert body["messages"][-1] == {"role": "user", "content": "What rhymes with orange?"}
 
     messages = memory_of(loaded_entry).get_messages("conv-1")
-    assert [(m.role, m.content) for m in messages[1:]] == [
+    # The window holds the conversation only; the prompt is rebuilt every turn.
+    assert [(m.role, m.content) for m in messages] == [
         ("user", "What rhymes with orange?"),
         ("assistant", "You said: What rhymes with orange?"),
     ]
-    assert messages[0].role == "system"
     stats = loaded_entry.runtime_data.stats
     # Usage comes in the last chunk, after a delta-less content-filter annotation.
     assert (stats.tokens_in, stats.tokens_out) == (12, 7)
@@ -150,7 +150,7 @@ async def test_tool_round_trip(
     assert sent[-1]["role"] == "tool"
     assert sent[-1]["tool_call_id"] == "call_0"
     roles = [m.role for m in memory_of(loaded_entry).get_messages("c")]
-    assert roles == ["system", "user", "assistant", "tool", "assistant"]
+    assert roles == ["user", "assistant", "tool", "assistant"]
 
 
 @pytest.mark.parametrize(
@@ -314,8 +314,7 @@ async def test_early_timeout_then_late_answer(
     assert stats.early_timeouts == 1
     assert memory_of(loaded_entry).get_messages("c") == []
 
-    await asyncio.sleep(0.7)
-    await hass.async_block_till_done()
+    await hass.async_block_till_done(wait_background_tasks=True)
     contents = [m.content for m in memory_of(loaded_entry).get_messages("c")]
     assert contents[-1] == "The answer is 42."
     assert stats.late_answers == 1
@@ -337,11 +336,28 @@ async def test_window_evicts_oldest_turns(
     for i in range(8):
         await converse(hass, loaded_entry, f"Question number {i} about the garden", "c")
     stats = memory_of(loaded_entry).get_stats("c")
-    assert stats["current_tokens"] <= 120 or stats["message_count"] <= 2
-    assert stats["evicted_count"] > 0
-    sent = chat_calls(azure)[-1].body["messages"]
-    assert "Question number 0" not in str(sent)
-    assert sent[-1]["content"] == "Question number 7 about the garden"
+    assert stats["current_tokens"] <= 120
+    # A question costs 12 tokens, its echo 15: 114 tokens of the newest messages fit.
+    contents = [m.content for m in memory_of(loaded_entry).get_messages("c")]
+    assert contents == [
+        "You said: Question number 3 about the garden",
+        *[
+            text
+            for i in range(4, 8)
+            for text in (
+                f"Question number {i} about the garden",
+                f"You said: Question number {i} about the garden",
+            )
+        ],
+    ]
+    assert (stats["message_count"], stats["evicted_count"]) == (9, 7)
+    # The last request carried the window as it was before that turn, then the question.
+    sent = [m["content"] for m in chat_calls(azure)[-1].body["messages"][1:]]
+    assert sent == [
+        "You said: Question number 2 about the garden",
+        "Question number 3 about the garden",
+        *contents[:-1],
+    ]
 
 
 @pytest.mark.parametrize("agent_options", [NO_TOOLS])
@@ -358,13 +374,13 @@ async def test_windows_survive_reload(
     key = f"{DOMAIN}.windows.{loaded_entry.entry_id}"
     assert key in hass_storage
     contents = [m.content for m in memory_of(loaded_entry).get_messages("c")]
-    assert contents[1:] == ["Keep this in mind", "You said: Keep this in mind"]
+    assert contents == ["Keep this in mind", "You said: Keep this in mind"]
 
 
 @pytest.mark.parametrize("agent_options", [NO_TOOLS])
 @pytest.mark.parametrize(
     ("fetched_hours", "expected"),
-    [(72, "coverage full"), (24, "Not fetched yet")],
+    [(72, 'coverage="full"'), (24, "Not fetched yet")],
     ids=["full", "partial"],
 )
 async def test_time_series_in_prompt(
@@ -400,13 +416,24 @@ async def test_time_series_in_prompt(
     )
     result = await converse(hass, loaded_entry, "Who gave me kudos in the last 2 days?", "c")
     assert speech(result).startswith("You said"), speech(result)
-    system = chat_calls(azure)[0].body["messages"][0]["content"]
-    assert "Stored time series 'kudos_givers_timeseries'" in system
-    assert expected in system
-    assert '"athlete_name":"Alice"' in system and '"athlete_name":"Bob"' in system
+    system, data, question = chat_calls(azure)[0].body["messages"]
+    # Third-party data never enters the system prompt: it is a user message marked as data.
+    assert "kudos" not in system["content"]
+    assert data["role"] == "user"
+    assert data["content"].startswith("Reference data from Home Assistant's storage")
+    assert '<data source="timeseries" key="kudos_givers_timeseries"' in data["content"]
+    assert expected in data["content"]
+    assert '"athlete_name":"Alice"' in data["content"]
+    assert '"athlete_name":"Bob"' in data["content"]
+    assert question == {"role": "user", "content": "Who gave me kudos in the last 2 days?"}
+    # The data is not part of the conversation: the window holds the exchange only.
+    assert [m.content for m in memory_of(loaded_entry).get_messages("c")] == [
+        "Who gave me kudos in the last 2 days?",
+        "You said: Who gave me kudos in the last 2 days?",
+    ]
 
     await converse(hass, loaded_entry, "Tell me a story about the last 2 days", "c2")
-    assert "Stored time series" not in chat_calls(azure)[1].body["messages"][0]["content"]
+    assert [m["role"] for m in chat_calls(azure)[1].body["messages"]] == ["system", "user"]
 
 
 @pytest.mark.parametrize("agent_options", [LLM_ONLY])

@@ -1,18 +1,21 @@
 """The conversation agent: local intents first, then Azure OpenAI with the memory window."""
 
 import asyncio
-from dataclasses import dataclass, field
+from collections.abc import Callable
+from dataclasses import dataclass, field, replace
 import json
+import logging
 import time
 from typing import Any, Literal
+import weakref
 
 from homeassistant.components import conversation, persistent_notification
 from homeassistant.config_entries import ConfigSubentry
 from homeassistant.const import CONF_LLM_HASS_API, MATCH_ALL
 from homeassistant.core import HomeAssistant
-from homeassistant.exceptions import HomeAssistantError
 from homeassistant.helpers import device_registry as dr, intent, translation
 from homeassistant.helpers.entity_platform import AddEntitiesCallback
+import orjson
 
 from . import AzureOpenAIMemoryConfigEntry, Runtime
 from .compat import (
@@ -24,6 +27,7 @@ from .compat import (
 from .const import (
     API_STYLE_DEPLOYMENT,
     CONF_API_MODE,
+    CONF_CONTEXT_LIMIT,
     CONF_DEPLOYMENT,
     CONF_EARLY_TIMEOUT,
     CONF_MAX_TOKENS,
@@ -47,11 +51,17 @@ from .const import (
     RECOMMENDED_TOP_P,
     SUBENTRY_AGENT,
 )
+from .context import MAX_CONTEXT_TOKENS, async_turn_context
 from .llm.client import RequestOptions, Usage, create_llm_client
-from .llm.errors import API_ERRORS, ErrorKind, classify_error
+from .llm.errors import ErrorKind, classify_error
 from .llm.tools import tool_spec
-from .memory.window import ConversationMemoryManager, MessageEntry, ToolCallEntry
-from .services import async_timeseries_context
+from .memory.tokens import context_limit_for_model
+from .memory.window import (
+    MESSAGE_OVERHEAD_TOKENS,
+    ConversationMemoryManager,
+    MessageEntry,
+    ToolCallEntry,
+)
 from .stats import ROUTE_LLM, ROUTE_LOCAL
 
 # Max number of back and forth with the LLM to generate a response
@@ -97,16 +107,41 @@ def pending(
     return MessageEntry(role, content, 0.0, 0, tags, tool_calls, tool_call_id)
 
 
+type DeltaListener = Callable[[conversation.ChatLog, dict[str, Any]], None]
+
+
 @dataclass
 class Turn:
-    """What one LLM turn needs and produces."""
+    """What one LLM turn needs and produces.
+
+    The turn streams into a private copy of the chat log. While `attached`, its deltas
+    reach the pipeline's listener (voice hears the answer as it comes); after an early
+    answer the pipeline run is over, and nothing of the late answer goes near it.
+    """
 
     conversation_id: str
-    system_prompt: str
     user_text: str
-    tools: list[dict[str, Any]]
+    chat_log: conversation.ChatLog
+    listener: DeltaListener | None
+    attached: bool = True
     pending: list[MessageEntry] = field(default_factory=list)
     answer: str = ""
+
+    def forward(self, _log: conversation.ChatLog, delta: dict[str, Any]) -> None:
+        """The private log's delta listener."""
+        if self.attached and self.listener is not None:
+            self.listener(self.chat_log, delta)
+
+
+@dataclass
+class Request:
+    """The messages and tools one turn sends, and what they cost in tokens."""
+
+    messages: list[dict[str, Any]]
+    tools: list[dict[str, Any]]
+    prompt_text: str
+    other_tokens: int
+    left_out: int
 
 
 def _pending_from_content(content: conversation.Content) -> MessageEntry:
@@ -150,6 +185,7 @@ class AzureOpenAIMemoryAgent(
         )
         if llm_api_ids(self.options.get(CONF_LLM_HASS_API)):
             self._attr_supported_features = conversation.ConversationEntityFeature.CONTROL
+        self._locks: weakref.WeakValueDictionary[str, asyncio.Lock] = weakref.WeakValueDictionary()
 
     @property
     def supported_languages(self) -> list[str] | Literal["*"]:
@@ -199,26 +235,16 @@ class AzureOpenAIMemoryAgent(
         except conversation.ConverseError as err:
             return err.as_conversation_result()
 
-        tools = []
-        if chat_log.llm_api is not None:
-            tools = [
-                tool_spec(tool, chat_log.llm_api.custom_serializer)
-                for tool in chat_log.llm_api.tools
-            ]
-        system_prompt = getattr(chat_log.content[0], "content", None) or ""
-        if self.entry.options.get(CONF_TIMESERIES_CONTEXT, RECOMMENDED_TIMESERIES_CONTEXT) and (
-            context := await async_timeseries_context(self.hass, user_input.text)
-        ):
-            system_prompt = f"{system_prompt}\n\n{context}"
-        turn = Turn(conversation_id, system_prompt, user_input.text, tools)
+        turn = Turn(conversation_id, user_input.text, chat_log, chat_log.delta_listener)
         task = self.hass.async_create_background_task(
-            self._async_run_turn(turn, chat_log, user_input.agent_id),
+            self._async_run_turn(turn, user_input.agent_id),
             f"{DOMAIN} turn {conversation_id}",
         )
         early = float(self._option(CONF_EARLY_TIMEOUT, RECOMMENDED_EARLY_TIMEOUT))
         if early > 0:
             done, _ = await asyncio.wait({task}, timeout=early)
             if not done:
+                turn.attached = False
                 self.runtime.stats.record_early_timeout()
                 self.runtime.stats.record_turn(ROUTE_LLM, _ms_since(started))
                 self.hass.async_create_background_task(
@@ -241,43 +267,134 @@ class AzureOpenAIMemoryAgent(
             continue_conversation=chat_log.continue_conversation,
         )
 
-    async def _async_run_turn(
-        self, turn: Turn, chat_log: conversation.ChatLog, agent_id: str | None
-    ) -> None:
+    def _conversation_lock(self, conversation_id: str) -> asyncio.Lock:
+        """Turns of one conversation run one after another, in the order they were asked.
+
+        A lock lives as long as a turn holds or awaits it.
+        """
+        if (lock := self._locks.get(conversation_id)) is None:
+            lock = self._locks[conversation_id] = asyncio.Lock()
+        return lock
+
+    async def _async_run_turn(self, turn: Turn, agent_id: str | None) -> None:
         """Talk to the model (with tool rounds) and record the turn only if it completes."""
         options = self._request_options()
-        client = create_llm_client(self.runtime.client, options)
-        history = [
-            m.to_api_message()
-            for m in self.memory.get_messages(turn.conversation_id)
-            if m.role != "system"
-        ]
+        async with self._conversation_lock(turn.conversation_id):
+            usage = Usage()
+            private = replace(
+                turn.chat_log, content=turn.chat_log.content.copy(), delta_listener=turn.forward
+            )
+            first_new = len(private.content)
+            try:
+                async with asyncio.timeout(options.timeout):
+                    request = await self._async_prepare(turn, private, options)
+                    prompt_tokens = self.hass.async_add_executor_job(
+                        self.memory.counter.count, request.prompt_text
+                    )
+                    await self._async_converse(turn, private, request, options, usage, agent_id)
+                    self._record_request(request, await prompt_tokens)
+            except Exception as err:
+                kind = ErrorKind.TIMEOUT if isinstance(err, TimeoutError) else classify_error(err)
+                self._report_failure(kind, err)
+                raise TurnFailed(kind) from err
+            finally:
+                self.runtime.stats.record_usage(usage.input_tokens, usage.output_tokens)
+                if usage.input_tokens or usage.output_tokens:
+                    private.async_trace(
+                        {
+                            "stats": {
+                                "input_tokens": usage.input_tokens,
+                                "output_tokens": usage.output_tokens,
+                            }
+                        }
+                    )
+            if turn.attached:
+                turn.chat_log.content.extend(private.content[first_new:])
+            final = turn.pending[-1]
+            turn.answer = final.content if final.role == "assistant" else ""
+            self._commit(turn)
+
+    async def _async_prepare(
+        self, turn: Turn, chat_log: conversation.ChatLog, options: RequestOptions
+    ) -> Request:
+        """The request: prompt, stored data, as much history as the context limit allows."""
+        tools: list[dict[str, Any]] = []
+        if chat_log.llm_api is not None:
+            tools = [
+                tool_spec(tool, chat_log.llm_api.custom_serializer)
+                for tool in chat_log.llm_api.tools
+            ]
+        system_prompt = getattr(chat_log.content[0], "content", None) or ""
+        context = None
+        if self.entry.options.get(CONF_TIMESERIES_CONTEXT, RECOMMENDED_TIMESERIES_CONTEXT):
+            context = await async_turn_context(
+                self.hass, turn.user_text, self.memory.counter, MAX_CONTEXT_TOKENS
+            )
         user = pending("user", turn.user_text, frozenset({TAG_INPUT}))
         turn.pending.append(user)
-        messages = [{"role": "system", "content": turn.system_prompt}, *history]
+
+        prompt_text = system_prompt + (orjson.dumps(tools).decode() if tools else "")
+        other = self.memory.count_tokens(turn.user_text)
+        if context is not None:
+            other += context.tokens + MESSAGE_OVERHEAD_TOKENS
+        budget = self._context_limit() - options.max_tokens - other
+        # A token is at least one byte: the byte length bounds the prompt's cost, so the
+        # exact count is needed here only when that bound does not fit.
+        prompt_bound = len(prompt_text.encode())
+        window_tokens = self.memory.window_tokens(turn.conversation_id)
+        if prompt_bound + window_tokens > budget:
+            budget -= await self.hass.async_add_executor_job(self.memory.counter.count, prompt_text)
+        history, left_out = self.memory.get_recent_messages(turn.conversation_id, max(budget, 0))
+        if left_out:
+            LOGGER.debug(
+                "Context limit: %d older messages of %s left out of this request",
+                left_out,
+                turn.conversation_id,
+            )
+        messages = [
+            {"role": "system", "content": system_prompt},
+            *(m.to_api_message() for m in history),
+        ]
+        if context is not None:
+            messages.append({"role": "user", "content": context.message})
         messages.append(user.to_api_message())
-        usage = Usage()
-        try:
-            async with asyncio.timeout(options.timeout):
-                for _round in range(MAX_TOOL_ITERATIONS):
-                    async for content in chat_log.async_add_delta_content_stream(
-                        agent_id or self.entity_id,
-                        client.stream(messages, turn.tools, usage),  # type: ignore[arg-type]
-                    ):
-                        message = _pending_from_content(content)
-                        turn.pending.append(message)
-                        messages.append(message.to_api_message())
-                    if not chat_log.unresponded_tool_results:
-                        break
-        except (TimeoutError, HomeAssistantError, *API_ERRORS) as err:  # type: ignore[misc]
-            kind = ErrorKind.TIMEOUT if isinstance(err, TimeoutError) else classify_error(err)
-            self._report_failure(kind, err)
-            raise TurnFailed(kind) from err
-        finally:
-            self.runtime.stats.record_usage(usage.input_tokens, usage.output_tokens)
-        final = turn.pending[-1]
-        turn.answer = final.content if final.role == "assistant" else ""
-        self._commit(turn)
+        history_tokens = sum(m.token_count for m in history)
+        return Request(messages, tools, prompt_text, other + history_tokens, left_out)
+
+    async def _async_converse(
+        self,
+        turn: Turn,
+        chat_log: conversation.ChatLog,
+        request: Request,
+        options: RequestOptions,
+        usage: Usage,
+        agent_id: str | None,
+    ) -> None:
+        """Stream rounds until the model answers without asking for a tool."""
+        client = create_llm_client(self.runtime.client, options)
+        messages = request.messages
+        for _round in range(MAX_TOOL_ITERATIONS):
+            async for content in chat_log.async_add_delta_content_stream(
+                agent_id or self.entity_id,
+                client.stream(messages, request.tools, usage),  # type: ignore[arg-type]
+            ):
+                message = _pending_from_content(content)
+                turn.pending.append(message)
+                messages.append(message.to_api_message())
+            if not chat_log.unresponded_tool_results:
+                break
+
+    def _record_request(self, request: Request, prompt_tokens: int) -> None:
+        self.runtime.stats.record_request(
+            prompt_tokens + request.other_tokens, prompt_tokens, request.left_out
+        )
+
+    def _context_limit(self) -> int:
+        """Tokens one request may carry: the agent's option, else the deployment's window."""
+        return int(
+            self.options.get(CONF_CONTEXT_LIMIT)
+            or context_limit_for_model(self.options[CONF_DEPLOYMENT])
+        )
 
     def _request_options(self) -> RequestOptions:
         settings = self.runtime.settings
@@ -293,14 +410,18 @@ class AzureOpenAIMemoryAgent(
             or settings.api_version[:10] >= STREAM_USAGE_MIN_API_VERSION,
         )
 
-    def _report_failure(self, kind: ErrorKind, err: BaseException) -> None:
-        """Count it, log it without secrets, and ask for a new key when it was refused."""
+    def _report_failure(self, kind: ErrorKind, err: Exception) -> None:
+        """Count it, log it once without secrets, and ask for a new key when it was refused.
+
+        The traceback goes with the log line only when debug logging is on.
+        """
         self.runtime.stats.record_error(kind.value)
         LOGGER.error(
             "Azure OpenAI request for %s failed (%s): %s",
             self.entity_id,
             kind.value,
             type(err).__name__,
+            exc_info=err if LOGGER.isEnabledFor(logging.DEBUG) else None,
         )
         if kind is ErrorKind.INVALID_AUTH:
             self.entry.async_start_reauth(self.hass)
@@ -308,7 +429,6 @@ class AzureOpenAIMemoryAgent(
     def _commit(self, turn: Turn) -> None:
         """Record a completed turn in the window, in order, and save later."""
         memory = self.memory
-        memory.set_system_prompt(turn.conversation_id, turn.system_prompt)
         for message in turn.pending:
             memory.add_message(
                 turn.conversation_id,
@@ -333,6 +453,23 @@ class AzureOpenAIMemoryAgent(
         self, conversation_id: str, text: str, response: intent.IntentResponse
     ) -> None:
         speech = response.speech.get("plain", {}).get("speech", "")
+        lock = self._locks.get(conversation_id)
+        if lock is None:
+            self._add_local_turn(conversation_id, text, speech)
+        else:
+            # An earlier turn of this conversation is still running: this one comes after.
+            self.hass.async_create_task(
+                self._async_add_local_turn_after(lock, conversation_id, text, speech),
+                f"{DOMAIN} local turn {conversation_id}",
+            )
+
+    async def _async_add_local_turn_after(
+        self, lock: asyncio.Lock, conversation_id: str, text: str, speech: str
+    ) -> None:
+        async with lock:
+            self._add_local_turn(conversation_id, text, speech)
+
+    def _add_local_turn(self, conversation_id: str, text: str, speech: str) -> None:
         self.memory.add_message(conversation_id, "user", text, {TAG_INPUT, ROUTE_LOCAL})
         self.memory.add_message(conversation_id, "assistant", speech, {TAG_OUTPUT, ROUTE_LOCAL})
         self.runtime.windows_store.async_schedule_save()

@@ -23,6 +23,9 @@ class TurnStatistics:
     late_answers: int = 0
     tokens_in: int = 0
     tokens_out: int = 0
+    last_request_tokens: int = 0
+    last_prompt_tokens: int = 0
+    requests_trimmed: int = 0
     latencies_ms: deque[float] = field(default_factory=lambda: deque(maxlen=LATENCY_SAMPLES))
     listeners: list[Callable[[], None]] = field(default_factory=list, repr=False)
 
@@ -44,6 +47,13 @@ class TurnStatistics:
         """Tokens the API reported; listeners hear of them with the turn, error or late answer."""
         self.tokens_in += tokens_in
         self.tokens_out += tokens_out
+
+    def record_request(self, total_tokens: int, prompt_tokens: int, left_out: int) -> None:
+        """What the last request carried (counted by us); left_out: history messages not sent."""
+        self.last_request_tokens = total_tokens
+        self.last_prompt_tokens = prompt_tokens
+        if left_out:
+            self.requests_trimmed += 1
 
     def record_error(self, kind: str) -> None:
         """A request failed; kind is an ErrorKind value."""
@@ -80,6 +90,14 @@ class TurnStatistics:
             "late_answers": self.late_answers,
             "tokens_in": self.tokens_in,
             "tokens_out": self.tokens_out,
+            "last_request_tokens": self.last_request_tokens,
+            "last_prompt_tokens": self.last_prompt_tokens,
+            "last_prompt_share": (
+                round(100 * self.last_prompt_tokens / self.last_request_tokens, 1)
+                if self.last_request_tokens
+                else None
+            ),
+            "requests_trimmed": self.requests_trimmed,
             "latency_p50_ms": self.latency_percentile(50),
             "latency_p95_ms": self.latency_percentile(95),
         }

@@ -50,6 +50,12 @@ class Reply:
     finish_reason: str | None = None
     late_filter_annotation: bool = True
     usage: tuple[int, int] = (12, 7)
+    # OpenAI-compatible servers (not Azure) may send tool calls without ids.
+    omit_tool_call_ids: bool = False
+    # Responses API only: end the stream with "failed", "incomplete" or an "error" event
+    # instead of response.completed; or announce arguments for an item never added.
+    responses_ending: str | None = None
+    unknown_item_id: bool = False
 
     @classmethod
     def failure(cls, status: int, code: str, message: str, **kwargs: Any) -> "Reply":
@@ -100,6 +106,8 @@ class RecordedRequest:
     query: dict[str, str]
     headers: dict[str, str]
     body: dict[str, Any] | None
+    # time.perf_counter() when the whole request had arrived, for latency benchmarks.
+    received: float = field(default_factory=time.perf_counter)
 
 
 class AzureStub:
@@ -115,6 +123,8 @@ class AzureStub:
         self.replies: deque[Reply] = deque()
         self.requests: list[RecordedRequest] = []
         self.models_delay = 0.0
+        # Seconds between streamed words, so time to the first word can be measured.
+        self.word_delay = 0.0
         self._runner: web.AppRunner | None = None
         self.port = 0
 
@@ -291,6 +301,8 @@ class AzureStub:
                 assert request.transport is not None
                 request.transport.close()
                 return response
+            if self.word_delay and _is_text(chunk):
+                await asyncio.sleep(self.word_delay)
             await response.write(f"data: {json.dumps(chunk)}\n\n".encode())
         await response.write(b"data: [DONE]\n\n")
         await response.write_eof()
@@ -305,6 +317,13 @@ def _error(
         status=status,
         headers={"apim-request-id": str(uuid.uuid4()), **(headers or {})},
     )
+
+
+def _is_text(chunk: dict[str, Any]) -> bool:
+    """A streamed piece of the answer's text (either API)."""
+    if chunk.get("type") == "response.output_text.delta":
+        return True
+    return any((choice.get("delta") or {}).get("content") for choice in chunk.get("choices") or ())
 
 
 def _reply_text(reply: Reply, messages: list[Any]) -> str | None:
@@ -353,7 +372,7 @@ def _chat_completion(reply: Reply, text: str | None, model: str) -> dict[str, An
     if reply.tool_calls:
         message["tool_calls"] = [
             {
-                "id": f"call_{i}",
+                "id": None if reply.omit_tool_call_ids else f"call_{i}",
                 "type": "function",
                 "function": {"name": call.name, "arguments": _arguments(call)},
             }
@@ -432,7 +451,7 @@ def _chat_chunks(
                     "tool_calls": [
                         {
                             "index": i,
-                            "id": f"call_{i}",
+                            "id": None if reply.omit_tool_call_ids else f"call_{i}",
                             "type": "function",
                             "function": {"name": call.name, "arguments": ""},
                         }
@@ -486,7 +505,7 @@ def _response_output(reply: Reply, text: str | None) -> list[dict[str, Any]]:
         {
             "type": "function_call",
             "id": f"fc_{i}",
-            "call_id": f"call_{i}",
+            "call_id": "" if reply.omit_tool_call_ids else f"call_{i}",
             "name": call.name,
             "arguments": _arguments(call),
             "status": "completed",
@@ -557,20 +576,33 @@ def _response_events(reply: Reply, text: str | None, model: str) -> list[dict[st
                 output_index=index,
                 item={**item, "arguments": "", "status": "in_progress"},
             )
+            item_id = "fc_unknown" if reply.unknown_item_id else item["id"]
             add(
                 "response.function_call_arguments.delta",
-                item_id=item["id"],
+                item_id=item_id,
                 output_index=index,
                 delta=item["arguments"],
             )
             add(
                 "response.function_call_arguments.done",
-                item_id=item["id"],
+                item_id=item_id,
                 output_index=index,
                 arguments=item["arguments"],
             )
         add("response.output_item.done", output_index=index, item=item)
-    add("response.completed", response=_response_object(reply, text, model))
+    if reply.responses_ending == "error":
+        # The shape Azure sends when it kills a stream (AZURE_WIRE.md section 7).
+        add("error", error={"code": "server_error", "message": "The server had an error."})
+    elif reply.responses_ending == "failed":
+        failed = _response_object(reply, text, model, "failed")
+        failed["error"] = {"code": "server_error", "message": "The model failed."}
+        add("response.failed", response=failed)
+    elif reply.responses_ending == "incomplete":
+        incomplete = _response_object(reply, text, model, "incomplete")
+        incomplete["incomplete_details"] = {"reason": "max_output_tokens"}
+        add("response.incomplete", response=incomplete)
+    else:
+        add("response.completed", response=_response_object(reply, text, model))
     return events
 
 

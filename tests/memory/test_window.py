@@ -260,3 +260,51 @@ def test_langgraph_shapes(counter: TokenCounter, clock: Clock) -> None:
         "name": "HassTurnOn",
         "arguments": '{"area": "kitchen"}',
     }
+
+
+def test_tool_calls_without_ids_never_group(counter: TokenCounter, clock: Clock) -> None:
+    """A server that omits tool-call ids must not glue every later message into one group."""
+    memory = make(counter, clock, max_tokens=200)
+    for i in range(20):
+        memory.add_message("c", "user", f"q{i} " + words(10))
+        memory.add_message(
+            "c", "assistant", "", tool_calls=[ToolCallEntry("", "HassTurnOn", {"name": "x"})]
+        )
+        memory.add_message("c", "tool", '{"success": true}', tool_call_id="")
+        memory.add_message("c", "assistant", f"a{i} " + words(10))
+        assert memory.get_stats("c")["current_tokens"] <= 200  # type: ignore[index]
+    assert memory.get_messages("c")[-1].content.startswith("a19")
+    assert memory.get_stats("c")["evicted_count"] > 40  # type: ignore[index]
+
+
+def exchange(memory: ConversationMemoryManager, i: int, size: int = 20) -> None:
+    memory.add_message("c", "user", f"q{i} " + words(size))
+    memory.add_message("c", "assistant", f"a{i} " + words(size))
+
+
+def test_recent_messages_fit_a_request_budget(counter: TokenCounter, clock: Clock) -> None:
+    """A request leaves out the oldest messages; the window keeps them."""
+    memory = make(counter, clock, max_tokens=10_000)
+    for i in range(10):
+        exchange(memory, i)  # 26 tokens per message
+    everything, left_out = memory.get_recent_messages("c", 10_000)
+    assert (len(everything), left_out) == (20, 0)
+    recent, left_out = memory.get_recent_messages("c", 26 * 5)
+    assert [m.content.split()[0] for m in recent] == ["a7", "q8", "a8", "q9", "a9"]
+    assert left_out == 15
+    assert len(memory.get_messages("c")) == 20
+
+
+def test_recent_messages_keep_the_last_exchange(counter: TokenCounter, clock: Clock) -> None:
+    """Even over budget, the last complete exchange goes with the request, tool rounds and all."""
+    memory = make(counter, clock, max_tokens=10_000)
+    exchange(memory, 0)
+    memory.add_message("c", "user", "q1 " + words(200))
+    memory.add_message("c", "assistant", "", tool_calls=[ToolCallEntry("t1", "HassTurnOn", {})])
+    memory.add_message("c", "tool", '{"success": true}', tool_call_id="t1")
+    memory.add_message("c", "assistant", "a1 done")
+    recent, left_out = memory.get_recent_messages("c", 10)
+    assert [m.role for m in recent] == ["user", "assistant", "tool", "assistant"]
+    assert recent[0].content.startswith("q1")
+    assert left_out == 2
+    assert memory.get_recent_messages("unknown", 10) == ([], 0)

@@ -9,6 +9,7 @@ from urllib.parse import urlsplit
 from homeassistant.core import HomeAssistant
 from homeassistant.helpers import llm
 from homeassistant.helpers.httpx_client import get_async_client
+from homeassistant.util.ulid import ulid_now
 import openai
 
 from ..const import (
@@ -161,6 +162,11 @@ class ILLMClient(Protocol):
 
 
 def _tool_input(call_id: str, name: str, arguments: str) -> llm.ToolInput:
+    """A tool call for Home Assistant; a call the server sent without an id gets one.
+
+    OpenAI-compatible servers may omit ids; the result must still be matched to its call.
+    """
+    call_id = call_id or f"call_{ulid_now()}"
     try:
         args = json.loads(arguments or "{}")
     except json.JSONDecodeError as err:
@@ -185,9 +191,10 @@ class ChatCompletionsClient(_StreamingClient):
         self, messages: list[dict[str, Any]], tools: list[dict[str, Any]]
     ) -> dict[str, Any]:
         options = self._options
-        # The SDK re-validates every message against its TypedDicts on each request
-        # (tens of ms for a long window). Ours are plain JSON already, so they travel
-        # as extra_body, which the SDK sends as given.
+        # The SDK's typed `messages` and `tools` are walked against its TypedDicts on every
+        # request, in the event loop: 44 ms (openai 1.68) / 21 ms (2.15) for 100 messages
+        # and 20 tools. Ours are plain JSON already, so they travel as extra_body, which
+        # the SDK sends as given; every other parameter is typed.
         args: dict[str, Any] = {
             "model": options.deployment,
             "messages": [],
@@ -315,8 +322,9 @@ class ResponsesClient(_StreamingClient):
             elif kind == "response.output_item.added" and event.item.type == "function_call":
                 names[event.item.id or ""] = (event.item.call_id, event.item.name)
             elif kind == "response.function_call_arguments.done":
-                call_id, name = names[event.item_id]
-                calls.append(_tool_input(call_id, name, event.arguments))
+                if (known := names.get(event.item_id)) is None:
+                    raise ResponseFailed(f"arguments for unknown item {event.item_id}")
+                calls.append(_tool_input(*known, event.arguments))
             elif kind in ("response.completed", "response.incomplete", "response.failed"):
                 if event.response.usage is not None:
                     usage.input_tokens += event.response.usage.input_tokens

@@ -160,7 +160,8 @@ class ConversationWindow:
         if entry.role == "system":
             self._set_system(entry)
         else:
-            self._insert(entry, self._group_of_call.get(entry.tool_call_id or ""))
+            group = self._group_of_call.get(entry.tool_call_id) if entry.tool_call_id else None
+            self._insert(entry, group)
         self._evict()
 
     def _set_system(self, entry: MessageEntry) -> None:
@@ -185,7 +186,9 @@ class ConversationWindow:
         else:
             self._groups[group].append(seq)
         for call in entry.tool_calls:
-            self._group_of_call[call.id] = group
+            # A call without an id cannot be answered by id: it never joins a group.
+            if call.id:
+                self._group_of_call[call.id] = group
         return group
 
     def _count_tags(self, tags: frozenset[str]) -> None:
@@ -227,6 +230,29 @@ class ConversationWindow:
                 for call in entry.tool_calls:
                     self._group_of_call.pop(call.id, None)
                 self.evicted_count += 1
+
+    def recent_within(self, budget: int) -> tuple[list[MessageEntry], int]:
+        """The newest messages (system aside) that fit in budget tokens, and how many did not.
+
+        What a request can carry is not what the window keeps: the window keeps its
+        messages, a request leaves out the oldest groups. The last complete exchange (the
+        last user message and everything after it) is always included, even over budget.
+        """
+        messages = self._messages
+        if self.current_tokens - (self.system.token_count if self.system else 0) <= budget:
+            return list(messages.values()), 0
+        kept: list[int] = []
+        used = 0
+        exchange_complete = False
+        for seqs in reversed(self._groups.values()):
+            cost = sum(messages[seq].token_count for seq in seqs)
+            if exchange_complete and used + cost > budget:
+                break
+            kept.extend(seqs)
+            used += cost
+            exchange_complete = exchange_complete or messages[seqs[0]].role == "user"
+        kept.sort()
+        return [messages[seq] for seq in kept], len(messages) - len(kept)
 
     def stats(self) -> dict[str, Any]:
         """The seed's statistics, plus evictions."""
@@ -349,6 +375,22 @@ class ConversationMemoryManager:
             return window.messages()
         wanted = frozenset(tag_filter)
         return [m for m in window.messages() if not m.tags.isdisjoint(wanted)]
+
+    def window_tokens(self, conversation_id: str) -> int:
+        """Tokens of a conversation's history (its system message aside)."""
+        window = self.windows.get(conversation_id)
+        if window is None:
+            return 0
+        return window.current_tokens - (window.system.token_count if window.system else 0)
+
+    def get_recent_messages(
+        self, conversation_id: str, budget: int
+    ) -> tuple[list[MessageEntry], int]:
+        """The newest messages that fit in budget tokens, and how many were left out."""
+        window = self.windows.get(conversation_id)
+        if window is None:
+            return [], 0
+        return window.recent_within(budget)
 
     def continue_conversation(self, conversation_id: str, source: str | None) -> str:
         """Pick up the source's recent window under a new conversation id.
