@@ -1,6 +1,5 @@
 """The agent end to end: Assist -> our entity -> openai SDK -> HTTP -> the stand-in."""
 
-import asyncio
 from datetime import timedelta
 import logging
 from typing import Any

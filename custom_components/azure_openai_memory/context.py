@@ -108,6 +108,7 @@ async def async_turn_context(
             await stack.enter_async_context(store.lock(key))
             if (one := await store.async_get(key)) is not None:
                 series.append(one)
-        return await hass.async_add_executor_job(
+        context = await hass.async_add_executor_job(
             build_turn_context, series, end - seconds, end, counter, budget
         )
+    return context

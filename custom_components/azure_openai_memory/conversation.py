@@ -10,6 +10,7 @@ from typing import Any, Literal
 import weakref
 
 from homeassistant.components import conversation, persistent_notification
+from homeassistant.components.conversation.models import AbstractConversationAgent
 from homeassistant.config_entries import ConfigSubentry
 from homeassistant.const import CONF_LLM_HASS_API, MATCH_ALL
 from homeassistant.core import HomeAssistant
@@ -160,10 +161,7 @@ def _pending_from_content(content: conversation.Content) -> MessageEntry:
     return pending("assistant", content.content or "", tags, calls)
 
 
-class AzureOpenAIMemoryAgent(
-    conversation.ConversationEntity,
-    conversation.AbstractConversationAgent,  # type: ignore[name-defined]
-):
+class AzureOpenAIMemoryAgent(conversation.ConversationEntity, AbstractConversationAgent):
     """An Assist agent backed by one Azure OpenAI deployment, with memory."""
 
     _attr_has_entity_name = True
@@ -376,7 +374,7 @@ class AzureOpenAIMemoryAgent(
         for _round in range(MAX_TOOL_ITERATIONS):
             async for content in chat_log.async_add_delta_content_stream(
                 agent_id or self.entity_id,
-                client.stream(messages, request.tools, usage),  # type: ignore[arg-type]
+                client.stream(messages, request.tools, usage),
             ):
                 message = _pending_from_content(content)
                 turn.pending.append(message)

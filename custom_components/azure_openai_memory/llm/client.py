@@ -6,6 +6,7 @@ import json
 from typing import Any, Protocol
 from urllib.parse import urlsplit
 
+from homeassistant.components import conversation
 from homeassistant.core import HomeAssistant
 from homeassistant.helpers import llm
 from homeassistant.helpers.httpx_client import get_async_client
@@ -148,7 +149,7 @@ class RequestOptions:
         return self.reasoning_effort != REASONING_EFFORT_OFF
 
 
-type Delta = dict[str, Any]
+type Delta = conversation.AssistantContentDeltaDict
 
 
 class ILLMClient(Protocol):
