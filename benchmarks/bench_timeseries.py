@@ -1,9 +1,15 @@
-"""Time-series figures, each next to its target (issue 4).
+"""Time-series figures, each next to its target (issues 4 and 7).
 
-The reference is the seed's merge (rebuild a dict of every entry, sort all by timestamp)
-run on the same data in the same process.
+One series: the reference is the seed's merge (rebuild a dict of every entry, sort all
+by timestamp) run on the same data in the same process.
+
+A year on a small home server: 100 series of 10,000 entries (about 220 MB of Store
+files) behind the real TimeseriesStore on a real HomeAssistant object and real files.
+Listing answers from the index; merging into and querying every series once stays
+within the memory budget, because loaded series leave memory least recently used first.
 """
 
+import asyncio
 from datetime import UTC, datetime
 import gc
 from pathlib import Path
@@ -13,13 +19,22 @@ import time
 import tracemalloc
 from typing import Any
 
+from homeassistant.core import HomeAssistant
 import orjson
 
-from custom_components.azure_openai_memory.memory.timeseries import TimeSeries, format_time
+from custom_components.azure_openai_memory.memory.timeseries import (
+    DEFAULT_MAX_ENTRIES,
+    TimeSeries,
+    format_time,
+)
+from custom_components.azure_openai_memory.storage import DEFAULT_MEMORY_BUDGET, TimeseriesStore
 
 START = datetime(2025, 1, 1, tzinfo=UTC).timestamp()
 SIZE = 100_000
 SPAN_DAYS = 100
+SERIES = 100
+SERIES_SIZE = 10_000
+PREFIX = "azure_openai_memory.timeseries"
 
 
 def entry(i: int) -> dict[str, Any]:
@@ -67,7 +82,8 @@ def report(name: str, value: float, unit: str, target: str, ok: bool) -> bool:
     return ok
 
 
-def main() -> int:
+def one_series() -> list[bool]:
+    """Merge, query and load figures of one series of 100,000 entries."""
     base = [entry(i) for i in range(SIZE)]
     series = TimeSeries("kudos_givers_timeseries", max_entries=1_000_000)
     merge_ours(series, base[:10_000])
@@ -146,6 +162,152 @@ def main() -> int:
             peak / size <= 3,
         )
     )
+    return results
+
+
+def series_entry(i: int) -> dict[str, Any]:
+    """Entry i of a 10,000-entry series spread over SPAN_DAYS."""
+    return {**entry(i), "timestamp": format_time(START + i * SPAN_DAYS * 86400 / SERIES_SIZE)}
+
+
+def write_version_1_files(storage: Path, keys: list[str]) -> int:
+    """The Store files version 1 wrote (index of keys only, a cap in every series)."""
+    storage.mkdir(parents=True)
+    now = format_time(time.time())
+    total = 0
+    for key in keys:
+        series = TimeSeries(key)
+        entries = [series_entry(i) for i in range(SERIES_SIZE)]
+        series.merge(series.prepare(entries, "id", "timestamp", UTC, now), now)
+        data = {**series.as_dict(), "max_entries": DEFAULT_MAX_ENTRIES}
+        wrapped = {"version": 1, "minor_version": 1, "key": f"{PREFIX}.{key}", "data": data}
+        total += (storage / f"{PREFIX}.{key}").write_bytes(orjson.dumps(wrapped))
+    index = {"version": 1, "minor_version": 1, "key": PREFIX, "data": {"keys": keys}}
+    (storage / PREFIX).write_bytes(orjson.dumps(index))
+    return total
+
+
+def store_batch(round_: int) -> list[dict[str, Any]]:
+    """1,000 entries for one series: 500 it holds, 500 newer ones."""
+    old = [series_entry(i) for i in range(round_ * 500, round_ * 500 + 500)]
+    new = [series_entry(SERIES_SIZE + round_ * 500 + i) for i in range(500)]
+    return old + new
+
+
+async def merge_and_query(store: TimeseriesStore, key: str, entries: list[dict[str, Any]]) -> None:
+    """What timeseries_merge and then timeseries_query (one day) do."""
+    now = format_time(time.time())
+    async with store.lock(key):
+        series = await store.async_get(key, create=True)
+        assert series is not None
+        prepared = series.prepare(entries, "id", "timestamp", UTC, now)
+        series.merge(prepared, now, None, ("id", "timestamp"), store.settings.max_entries)
+        store.async_changed(key)
+    async with store.lock(key):
+        series = await store.async_get(key)
+        assert series is not None
+        series.query(START + 50 * 86400, START + 51 * 86400)
+
+
+def rss_mb() -> float:
+    """Resident memory now (Linux)."""
+    for line in Path("/proc/self/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1]) / 1024
+    return float("nan")
+
+
+async def restart(hass: HomeAssistant, store: TimeseriesStore | None) -> TimeseriesStore:
+    if store is not None:
+        await store.async_close()
+    fresh = TimeseriesStore(hass, PREFIX)
+    await fresh.async_load()
+    return fresh
+
+
+async def async_home_server(config_dir: str) -> list[bool]:
+    """Set-up, listing and memory with 100 series of 10,000 entries on disk."""
+    hass = HomeAssistant(config_dir)
+    keys = [f"series_{n:03d}_timeseries" for n in range(SERIES)]
+    size = await hass.async_add_executor_job(
+        write_version_1_files, Path(config_dir) / ".storage", keys
+    )
+    print(f"\n{SERIES} series of {SERIES_SIZE:,} entries: {size / 2**20:.0f} MB of Store files")
+    results = []
+
+    start = time.perf_counter()
+    store = await restart(hass, None)
+    upgrade_list = await store.async_summaries()
+    await hass.async_block_till_done()
+    upgrade_s = time.perf_counter() - start
+    assert len(upgrade_list) == SERIES
+    print(f"first list after the upgrade (loads each series once, one-off): {upgrade_s:.1f} s")
+
+    start = time.perf_counter()
+    store = await restart(hass, store)
+    setup_ms = (time.perf_counter() - start) * 1000
+    samples = []
+    for _ in range(20):
+        start = time.perf_counter()
+        listed = await store.async_summaries()
+        samples.append((time.perf_counter() - start) * 1000)
+    assert listed == upgrade_list
+    assert store.loaded_keys() == []
+    list_ms = statistics.median(samples)
+    print(f"set-up (read the index) {setup_ms:.1f} ms")
+    results.append(
+        report("timeseries_list of 100 series, median", list_ms, "ms", "<= 200 ms", list_ms <= 200)
+    )
+
+    timed = []
+    for key in keys:
+        start = time.perf_counter()
+        await merge_and_query(store, key, store_batch(0))
+        timed.append((time.perf_counter() - start) * 1000)
+    await hass.async_block_till_done()
+    print(
+        f"merge 1,000 + query one day per series, loading it from disk: median "
+        f"{statistics.median(timed):.0f} ms, max {max(timed):.0f} ms"
+    )
+
+    store = await restart(hass, store)
+    batches = {key: store_batch(1) for key in keys}
+    gc.collect()
+    rss_before = rss_mb()
+    tracemalloc.start()
+    before, _ = tracemalloc.get_traced_memory()
+    for key in keys:
+        await merge_and_query(store, key, batches[key])
+    await hass.async_block_till_done()
+    gc.collect()
+    after, peak = tracemalloc.get_traced_memory()
+    tracemalloc.stop()
+    added_mb = (after - before) / 2**20
+    print(
+        f"{len(store.loaded_keys())} series still loaded, estimated "
+        f"{store.memory_used / 2**20:.1f} MB (budget {DEFAULT_MEMORY_BUDGET / 2**20:.0f} MB); "
+        f"traced peak {(peak - before) / 2**20:.0f} MB; "
+        f"resident memory {rss_mb() - rss_before:+.0f} MB"
+    )
+    results.append(
+        report(
+            "memory added after merge + query into every series once",
+            added_mb,
+            "MB",
+            "<= 50 MB",
+            added_mb <= 50,
+        )
+    )
+    await store.async_close()
+    await hass.async_block_till_done()
+    await hass.async_stop(force=True)
+    return results
+
+
+def main() -> int:
+    results = one_series()
+    with tempfile.TemporaryDirectory() as config_dir:
+        results += asyncio.run(async_home_server(config_dir))
     return 0 if all(results) else 1
 
 

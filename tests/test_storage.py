@@ -1,7 +1,8 @@
 """Windows on disk: bounded delayed saves, flush on stop, corrupt files, idle expiry."""
 
 import asyncio
-from datetime import timedelta
+from datetime import UTC, timedelta
+import json
 import logging
 from pathlib import Path
 from typing import Any
@@ -21,12 +22,21 @@ from custom_components.azure_openai_memory.const import (
     CONF_MAX_CONVERSATIONS,
     DOMAIN,
 )
-from custom_components.azure_openai_memory.storage import DebouncedStore
+from custom_components.azure_openai_memory.memory.timeseries import TimeSeries, format_time
+from custom_components.azure_openai_memory.storage import DebouncedStore, TimeseriesStore
 
 from .azure_stub import AzureStub
 from .conftest import converse
 
 NO_TOOLS = {**RECOMMENDED_AGENT, CONF_LLM_HASS_API: None, CONF_EARLY_TIMEOUT: 0}
+KEY = "kudos_givers_timeseries"
+
+
+def merge_into(series: TimeSeries, first: int, last: int) -> None:
+    """Entries first..last-1, a minute apart."""
+    now = format_time(1761300000)
+    entries = [{"id": f"e{i}", "timestamp": 1761300000 + 60 * i} for i in range(first, last)]
+    series.merge(series.prepare(entries, "id", "timestamp", UTC, now), now)
 
 
 async def test_steady_changes_still_write_within_max_wait(
@@ -59,6 +69,17 @@ async def test_final_write_flushes(hass: HomeAssistant, hass_storage: dict[str, 
     hass.bus.async_fire(EVENT_HOMEASSISTANT_FINAL_WRITE)
     await hass.async_block_till_done()
     assert hass_storage[f"{DOMAIN}.test"]["data"] == {"kept": True}
+
+
+async def test_loading_again_listens_for_the_final_write_once(hass: HomeAssistant) -> None:
+    """A time series loads again after every eviction; the stop listener is not repeated."""
+    before = hass.bus.async_listeners().get(EVENT_HOMEASSISTANT_FINAL_WRITE, 0)
+    store = DebouncedStore(hass, f"{DOMAIN}.test", dict)
+    for _ in range(3):
+        await store.async_load()
+    assert hass.bus.async_listeners()[EVENT_HOMEASSISTANT_FINAL_WRITE] == before + 1
+    await store.async_close()
+    assert hass.bus.async_listeners().get(EVENT_HOMEASSISTANT_FINAL_WRITE, 0) == before
 
 
 class TestRealFiles:
@@ -99,7 +120,40 @@ class TestRealFiles:
         assert "Still there?" in path.read_text()
         assert await hass.config_entries.async_setup(config_entry.entry_id)
         memory = next(iter(config_entry.runtime_data.memories.values()))
-        assert [m.content for m in memory.get_messages("c")][1] == "Still there?"
+        assert [m.content for m in memory.get_messages("c")][0] == "Still there?"
+
+    async def test_corrupt_timeseries_index_keeps_the_series(
+        self, hass: HomeAssistant, config_dir: Path
+    ) -> None:
+        """A corrupt index is set aside and listing starts empty; a series file it named is
+        still read by the next merge into that key, which lists it again."""
+        prefix = f"{DOMAIN}.timeseries"
+        store = TimeseriesStore(hass, prefix, memory_budget=1)
+        await store.async_load()
+        async with store.lock(KEY):
+            series = await store.async_get(KEY, create=True)
+            assert series is not None
+            merge_into(series, 0, 5)
+            store.async_changed(KEY)
+        await hass.async_block_till_done()
+        assert store.loaded_keys() == []  # over budget: written, then forgotten
+        await store.async_close()
+        index = config_dir / ".storage" / prefix
+        assert json.loads(index.read_text())["data"]["series"][KEY]["count"] == 5
+        index.write_text("{not json")
+
+        fresh = TimeseriesStore(hass, prefix)
+        await fresh.async_load()
+        assert list(config_dir.joinpath(".storage").glob(f"{prefix}.corrupt.*"))
+        assert await fresh.async_summaries() == []
+        async with fresh.lock(KEY):
+            series = await fresh.async_get(KEY, create=True)
+            assert series is not None
+            merge_into(series, 5, 7)
+            fresh.async_changed(KEY)
+        (listed,) = await fresh.async_summaries()
+        assert (listed["key"], listed["count"]) == (KEY, 7)
+        await fresh.async_close()
 
 
 @pytest.mark.parametrize("agent_options", [NO_TOOLS])

@@ -1,23 +1,36 @@
 """Time-series services end to end, with return_response: the seed's four scenarios and more."""
 
 import asyncio
+import copy
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
 from freezegun.api import FrozenDateTimeFactory
+from homeassistant.auth.const import GROUP_ID_ADMIN, GROUP_ID_USER
 from homeassistant.const import EVENT_HOMEASSISTANT_FINAL_WRITE
-from homeassistant.core import HomeAssistant
-from homeassistant.exceptions import ServiceValidationError
+from homeassistant.core import Context, HomeAssistant
+from homeassistant.exceptions import ServiceValidationError, Unauthorized
 from homeassistant.setup import async_setup_component
 import pytest
 
 from custom_components.azure_openai_memory.const import DOMAIN
-from custom_components.azure_openai_memory.memory.timeseries import format_time
+from custom_components.azure_openai_memory.memory.timeseries import (
+    DEFAULT_MAX_ENTRIES,
+    TimeSeries,
+    TimeseriesSettings,
+    format_time,
+)
+from custom_components.azure_openai_memory.services import (
+    DATA_TIMESERIES,
+    async_register_services,
+)
 from custom_components.azure_openai_memory.storage import TimeseriesStore
 
 DAY0 = datetime(2025, 10, 25, 10, 0, tzinfo=UTC)
 KEY = "kudos_givers_timeseries"
+INDEX = f"{DOMAIN}.timeseries"
+T0 = 1761300000
 
 
 def at(moment: datetime, hours_ago: float) -> str:
@@ -34,12 +47,46 @@ async def services(hass: HomeAssistant) -> None:
     assert await async_setup_component(hass, DOMAIN, {})
 
 
-async def call(hass: HomeAssistant, service: str, **data: Any) -> dict[str, Any]:
+async def call(
+    hass: HomeAssistant, service: str, context: Context | None = None, **data: Any
+) -> dict[str, Any]:
     response = await hass.services.async_call(
-        DOMAIN, f"timeseries_{service}", data, blocking=True, return_response=True
+        DOMAIN,
+        f"timeseries_{service}",
+        data,
+        blocking=True,
+        return_response=True,
+        context=context,
     )
     assert response is not None
     return dict(response)
+
+
+def numbered(count: int, start: int = 0) -> list[dict[str, Any]]:
+    """Entries one minute apart from T0, each naming its number."""
+    return [
+        {"id": f"e{i}", "timestamp": format_time(T0 + 60 * i), "n": i} for i in range(start, count)
+    ]
+
+
+def stored_series(hass_storage: dict[str, Any]) -> dict[str, Any]:
+    """The index and series files, as written."""
+    return {k: v for k, v in hass_storage.items() if k.startswith(INDEX)}
+
+
+async def restart(hass: HomeAssistant, memory_budget: int | None = None) -> TimeseriesStore:
+    """What a restart does to time series: a new store read from what was written.
+
+    The old store flushes first, as HA's final write does; the services are registered
+    again around the new store.
+    """
+    await hass.data[DATA_TIMESERIES].async_close()
+    kwargs = {} if memory_budget is None else {"memory_budget": memory_budget}
+    fresh = TimeseriesStore(hass, INDEX, **kwargs)
+    await fresh.async_load()
+    hass.data[DATA_TIMESERIES] = fresh
+    async_register_services(hass, fresh)
+    return fresh
 
 
 async def fetch_last_24h(
@@ -108,7 +155,15 @@ async def test_seed_scenarios(
 
     listed = await call(hass, "list")
     assert listed == {
-        "keys": [{"key": KEY, "count": 19, "oldest": at(DAY0, 96), "newest": at(day1, 3)}]
+        "keys": [
+            {
+                "key": KEY,
+                "count": 19,
+                "oldest": at(DAY0, 96),
+                "newest": at(day1, 3),
+                "covered": [{"start": at(day1, 7 * 24), "end": at(day1, 0)}],
+            }
+        ]
     }
 
 
@@ -159,7 +214,7 @@ async def test_concurrent_merges_lose_nothing(hass: HomeAssistant, services: Non
     )
     listed = await call(hass, "list")
     assert listed["keys"][0]["count"] == 200
-    store = hass.data[f"{DOMAIN}_timeseries"]
+    store = hass.data[DATA_TIMESERIES]
     async with store.lock(KEY):
         series = await store.async_get(KEY)
     assert series.total_api_calls == 200
@@ -224,34 +279,90 @@ async def test_bad_input_is_translated_and_writes_nothing(
     placeholders: dict[str, str],
 ) -> None:
     """Every bad input: a ServiceValidationError naming field and index, no write."""
+    store = hass.data[DATA_TIMESERIES]
     if service == "query" and data["key"] == KEY:
         await call(hass, "merge", key=KEY, entries=[{"id": "kept", "timestamp": 1761300000}])
-    await hass.async_block_till_done()
-    before = {k: v for k, v in hass_storage.items() if k.startswith(f"{DOMAIN}.timeseries")}
+    await store.async_flush()
+    before = copy.deepcopy(stored_series(hass_storage))
+    assert bool(before) is (service == "query" and data["key"] == KEY)
     listed_before = await call(hass, "list")
     with pytest.raises(ServiceValidationError) as err:
         await call(hass, service, **data)
     assert err.value.translation_key == translation_key
     assert placeholders.items() <= (err.value.translation_placeholders or {}).items()
     assert await call(hass, "list") == listed_before
-    store = hass.data[f"{DOMAIN}_timeseries"]
+    await hass.async_block_till_done()
+    # A refused merge into a new key leaves nothing loaded either.
+    assert store.loaded_keys() == ([KEY] if before else [])
     await store.async_close()
-    after = {k: v for k, v in hass_storage.items() if k.startswith(f"{DOMAIN}.timeseries")}
-    assert after.keys() == before.keys() or not before
-    assert all(k.endswith(("timeseries", KEY)) for k in after)
+    assert stored_series(hass_storage) == before
 
 
 async def test_cleanup_defaults_and_admin(
     hass: HomeAssistant, services: None, freezer: FrozenDateTimeFactory
 ) -> None:
-    """Cleanup keeps 90 days by default and reports what it removed."""
+    """Cleanup keeps 90 days by default, is refused to a non-admin, and says what it removed."""
     freezer.move_to(DAY0)
     await call(hass, "merge", key=KEY, entries=[kudos(1, DAY0, 24 * 100), kudos(2, DAY0, 24)])
-    result = await call(hass, "cleanup", key=KEY)
+    # The first user becomes the owner; the second is a plain user.
+    admin = await hass.auth.async_create_user("Admin", group_ids=[GROUP_ID_ADMIN])
+    member = await hass.auth.async_create_user("Household member", group_ids=[GROUP_ID_USER])
+    assert (admin.is_admin, member.is_admin) == (True, False)
+    with pytest.raises(Unauthorized):
+        await call(hass, "cleanup", context=Context(user_id=member.id), key=KEY, keep_days=0.5)
+    kept = await call(hass, "query", key=KEY, last="200 days")
+    assert [e["id"] for e in kept["entries"]] == ["kudos_2", "kudos_1"]
+
+    result = await call(hass, "cleanup", context=Context(user_id=admin.id), key=KEY)
     assert (result["removed"], result["kept"]) == (1, 1)
     assert result["cutoff_date"] == at(DAY0, 24 * 90)
     result = await call(hass, "cleanup", key=KEY, keep_days=0.5)
     assert result["kept"] == 0
+
+
+async def test_cleanup_default_is_the_installation_setting(
+    hass: HomeAssistant, services: None, freezer: FrozenDateTimeFactory
+) -> None:
+    """Without keep_days, cleanup keeps what the series settings say, not an entry's options."""
+    freezer.move_to(DAY0)
+    entries = [kudos(n, DAY0, 24 * days) for n, days in enumerate((1, 20, 40))]
+    await call(hass, "merge", key=KEY, entries=entries)
+    store: TimeseriesStore = hass.data[DATA_TIMESERIES]
+    store.async_update_settings(TimeseriesSettings(max_entries=10_000, keep_days=30))
+    result = await call(hass, "cleanup", key=KEY)
+    assert (result["removed"], result["kept"]) == (1, 2)
+    assert result["cutoff_date"] == at(DAY0, 24 * 30)
+    listed = await call(hass, "list")
+    assert listed["keys"][0]["oldest"] == at(DAY0, 24 * 20)
+
+
+async def test_lowered_cap_applies_to_series_without_their_own(
+    hass: HomeAssistant, services: None, hass_storage: dict[str, Any]
+) -> None:
+    """The installation's cap is read by every merge; lowering it trims the series that
+    follow it at once, and leaves a series with its own cap (from a merge call) alone."""
+    store: TimeseriesStore = hass.data[DATA_TIMESERIES]
+    store.async_update_settings(TimeseriesSettings(max_entries=30, keep_days=90))
+    followed = await call(hass, "merge", key="follows_timeseries", entries=numbered(40))
+    assert (followed["total_count"], followed["evicted"]) == (30, 10)
+    own = await call(hass, "merge", key="own_timeseries", entries=numbered(40), max_entries=35)
+    assert (own["total_count"], own["evicted"]) == (35, 5)
+
+    store.async_update_settings(TimeseriesSettings(max_entries=20, keep_days=90))
+    await hass.async_block_till_done()
+    listed = {s["key"]: s for s in (await call(hass, "list"))["keys"]}
+    assert listed["follows_timeseries"]["count"] == 20
+    assert listed["follows_timeseries"]["oldest"] == format_time(T0 + 20 * 60)
+    assert listed["own_timeseries"]["count"] == 35
+    # The override is kept: a later merge without max_entries still caps at 35.
+    again = await call(hass, "merge", key="own_timeseries", entries=numbered(50))
+    assert again["total_count"] == 35
+
+    await store.async_flush()
+    assert hass_storage[INDEX]["data"]["settings"] == {"max_entries": 20, "keep_days": 90}
+    fresh = await restart(hass)
+    assert fresh.settings == TimeseriesSettings(max_entries=20, keep_days=90)
+    assert fresh.settings_stored
 
 
 class TestRestart:
@@ -288,3 +399,132 @@ class TestRestart:
         assert series.query(1761300000, 1761400000) == {
             k: v for k, v in before.items() if k != "success"
         }
+
+
+async def test_list_answers_from_the_index_without_loading(
+    hass: HomeAssistant, services: None
+) -> None:
+    """After a restart, listing reports every series as before and loads none of them."""
+    for n, key in enumerate(("a_timeseries", "b_timeseries", "c_timeseries")):
+        await call(
+            hass,
+            "merge",
+            key=key,
+            entries=numbered(10 * (n + 1)),
+            window_start=T0 - 3600,
+            window_end=T0 + 3600,
+        )
+    listed = await call(hass, "list")
+    assert [(s["key"], s["count"]) for s in listed["keys"]] == [
+        ("a_timeseries", 10),
+        ("b_timeseries", 20),
+        ("c_timeseries", 30),
+    ]
+    assert listed["keys"][2]["newest"] == format_time(T0 + 29 * 60)
+    assert listed["keys"][2]["covered"] == [
+        {"start": format_time(T0 - 3600), "end": format_time(T0 + 3600)}
+    ]
+
+    fresh = await restart(hass)
+    assert await call(hass, "list") == listed
+    assert fresh.loaded_keys() == []
+    assert fresh.memory_used == 0
+
+
+async def test_eviction_under_a_tiny_budget_keeps_every_write(
+    hass: HomeAssistant, services: None, freezer: FrozenDateTimeFactory
+) -> None:
+    """With room for about one series, merges into ten keys, twice each, interleaved:
+    series leave memory as others come, and every entry is there when queried, before
+    and after a restart."""
+    freezer.move_to(DAY0)
+    probe = TimeSeries("x")
+    now = format_time(DAY0.timestamp())
+    entries = [{**e, "key": 0} for e in numbered(60)]
+    probe.merge(probe.prepare(entries, "id", "timestamp", UTC, now), now)
+    one_series = probe.memory_estimate()
+    store = await restart(hass, memory_budget=one_series + one_series // 2)
+    keys = [f"series_{n}_timeseries" for n in range(10)]
+    for round_ in range(2):
+        for n, key in enumerate(keys):
+            first = round_ * 30
+            entries = [{**e, "key": n} for e in numbered(first + 30, first)]
+            await call(hass, "merge", key=key, entries=entries)
+    await hass.async_block_till_done()
+    assert 1 <= len(store.loaded_keys()) <= 2
+    assert store.memory_used <= one_series + one_series // 2
+
+    expected = {
+        key: [{**e, "key": n, "first_seen": now} for e in reversed(numbered(60))]
+        for n, key in enumerate(keys)
+    }
+
+    async def every_series() -> dict[str, list[dict[str, Any]]]:
+        return {
+            key: (await call(hass, "query", key=key, start_time=T0, end_time=T0 + 3600))["entries"]
+            for key in keys
+        }
+
+    assert await every_series() == expected
+    await hass.async_block_till_done()
+    assert len(store.loaded_keys()) <= 2
+    await restart(hass, memory_budget=one_series)
+    assert await every_series() == expected
+
+
+async def test_a_series_in_use_is_not_evicted(hass: HomeAssistant, services: None) -> None:
+    """While its lock is held a series stays loaded, however far over budget; it leaves
+    once released, with its pending write on disk."""
+    store = await restart(hass, memory_budget=1)
+    await call(hass, "merge", key="held_timeseries", entries=numbered(5))
+    async with store.lock("held_timeseries"):
+        held = await store.async_get("held_timeseries")
+        assert held is not None
+        await call(hass, "merge", key="other_timeseries", entries=numbered(5))
+        await hass.async_block_till_done()
+        assert store.loaded_keys() == ["held_timeseries"]
+        assert len(held.query(T0, T0 + 3600)["entries"]) == 5
+    await call(hass, "merge", key="third_timeseries", entries=numbered(3))
+    await hass.async_block_till_done()
+    assert store.loaded_keys() == []
+    result = await call(hass, "query", key="held_timeseries", start_time=T0, end_time=T0 + 3600)
+    assert result["count"] == 5
+
+
+async def test_index_of_version_1_migrates(
+    hass: HomeAssistant, hass_storage: dict[str, Any]
+) -> None:
+    """An index listing keys only: the first list loads each series once and keeps its
+    summary; a cap written by version 1 (always 10,000) follows the setting from then on."""
+    old = TimeSeries(KEY)
+    now = format_time(T0)
+    old.merge(old.prepare(numbered(25), "id", "timestamp", UTC, now), now, (T0 - 60, T0 + 1800))
+    series_v1 = {**old.as_dict(), "max_entries": DEFAULT_MAX_ENTRIES}
+    hass_storage[INDEX] = {"version": 1, "key": INDEX, "data": {"keys": [KEY]}}
+    hass_storage[f"{INDEX}.{KEY}"] = {"version": 1, "key": f"{INDEX}.{KEY}", "data": series_v1}
+    assert await async_setup_component(hass, DOMAIN, {})
+    store: TimeseriesStore = hass.data[DATA_TIMESERIES]
+    assert store.loaded_keys() == []
+
+    expected = {
+        "key": KEY,
+        "count": 25,
+        "oldest": format_time(T0),
+        "newest": format_time(T0 + 24 * 60),
+        "covered": [{"start": format_time(T0 - 60), "end": format_time(T0 + 1800)}],
+    }
+    assert await call(hass, "list") == {"keys": [expected]}
+    await store.async_flush()
+    index = hass_storage[INDEX]
+    assert index["version"] == 2
+    assert index["data"]["series"][KEY] == {
+        **{k: v for k, v in expected.items() if k != "key"},
+        "max_entries": None,
+    }
+
+    fresh = await restart(hass)
+    assert await call(hass, "list") == {"keys": [expected]}
+    assert fresh.loaded_keys() == []
+    fresh.async_update_settings(TimeseriesSettings(max_entries=20, keep_days=90))
+    await hass.async_block_till_done()
+    assert (await call(hass, "list"))["keys"][0]["count"] == 20

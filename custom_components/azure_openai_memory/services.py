@@ -11,8 +11,9 @@ from homeassistant.util import dt as dt_util
 from homeassistant.util.hass_dict import HassKey
 import voluptuous as vol
 
-from .const import CONF_TIMESERIES_KEEP_DAYS, DOMAIN, RECOMMENDED_TIMESERIES_KEEP_DAYS
+from .const import DOMAIN
 from .memory.timeseries import (
+    TimeSeries,
     TimeseriesError,
     format_time,
     matching_keys,
@@ -183,6 +184,7 @@ def _query_range(data: dict[str, Any], now: float) -> tuple[float, float]:
 
 
 async def _async_timeseries_merge(store: TimeseriesStore, call: ServiceCall) -> ServiceResponse:
+    """Merge under the key's lock; the cap is the series' own, else the installation's."""
     data = call.data
     try:
         key = validate_key(data["key"])
@@ -196,18 +198,17 @@ async def _async_timeseries_merge(store: TimeseriesStore, call: ServiceCall) -> 
                 data["entries"], *fields, dt_util.get_default_time_zone(), now
             )
             if "max_entries" in data:
-                series.max_entries = data["max_entries"]
-            result = series.merge(prepared, now, window, fields)
+                series.max_entries = data["max_entries"]  # kept: this series' own cap
+            result = series.merge(prepared, now, window, fields, store.settings.max_entries)
             store.async_changed(key)
     except TimeseriesError as err:
         raise _invalid(err) from err
     return {"success": True, **result}
 
 
-async def _async_series(store: TimeseriesStore, key: str) -> Any:
-    validate_key(key)
-    async with store.lock(key):
-        series = await store.async_get(key)
+async def _async_series(store: TimeseriesStore, key: str) -> TimeSeries:
+    """The series of an existing key; call under the key's lock, so it stays loaded."""
+    series = await store.async_get(key)
     if series is None:
         raise TimeseriesError("unknown_series", key=key)
     return series
@@ -215,39 +216,35 @@ async def _async_series(store: TimeseriesStore, key: str) -> Any:
 
 async def _async_timeseries_query(store: TimeseriesStore, call: ServiceCall) -> ServiceResponse:
     try:
-        series = await _async_series(store, call.data["key"])
-        start, end = _query_range(dict(call.data), dt_util.utcnow().timestamp())
-        result = series.query(start, end)
+        key = validate_key(call.data["key"])
+        async with store.lock(key):
+            series = await _async_series(store, key)
+            start, end = _query_range(dict(call.data), dt_util.utcnow().timestamp())
+            result = series.query(start, end)
     except TimeseriesError as err:
         raise _invalid(err) from err
     return {"success": True, **result}
 
 
-async def _async_timeseries_cleanup(
-    hass: HomeAssistant, store: TimeseriesStore, call: ServiceCall
-) -> ServiceResponse:
-    keep_days: Any = call.data.get("keep_days")
-    if keep_days is None:
-        entries = hass.config_entries.async_loaded_entries(DOMAIN)
-        options = entries[0].options if entries else {}
-        keep_days = options.get(CONF_TIMESERIES_KEEP_DAYS, RECOMMENDED_TIMESERIES_KEEP_DAYS)
+async def _async_timeseries_cleanup(store: TimeseriesStore, call: ServiceCall) -> ServiceResponse:
+    """Without keep_days, the installation's setting: the series are the home's."""
+    keep_days = float(call.data.get("keep_days", store.settings.keep_days))
     try:
-        series = await _async_series(store, call.data["key"])
+        key = validate_key(call.data["key"])
+        async with store.lock(key):
+            series = await _async_series(store, key)
+            covered = series.covered
+            result = series.cleanup(keep_days, dt_util.utcnow().timestamp())
+            if result["removed"] or series.covered != covered:
+                store.async_changed(key)
     except TimeseriesError as err:
         raise _invalid(err) from err
-    result = series.cleanup(float(keep_days), dt_util.utcnow().timestamp())
-    if result["removed"]:
-        store.async_changed(series.key)
     return {"success": True, **result}
 
 
 async def _async_timeseries_list(store: TimeseriesStore) -> ServiceResponse:
-    summaries: list[Any] = []
-    for key in store.known_keys():
-        async with store.lock(key):
-            series = await store.async_get(key)
-        if series is not None:
-            summaries.append(series.summary())
+    """From the index: listing loads no series."""
+    summaries: list[Any] = await store.async_summaries()
     return {"keys": summaries}
 
 
@@ -277,7 +274,7 @@ def async_register_services(hass: HomeAssistant, timeseries: TimeseriesStore) ->
         return await _async_timeseries_query(timeseries, call)
 
     async def ts_cleanup(call: ServiceCall) -> ServiceResponse:
-        return await _async_timeseries_cleanup(hass, timeseries, call)
+        return await _async_timeseries_cleanup(timeseries, call)
 
     async def ts_list(call: ServiceCall) -> ServiceResponse:
         return await _async_timeseries_list(timeseries)

@@ -1,17 +1,24 @@
 """TimeSeries: merge, exact coverage with gaps, cap, cleanup, parsing, storage shape."""
 
 from datetime import UTC, datetime, timedelta, timezone
+import gc
 import json
+import tracemalloc
 from typing import Any
 
+import orjson
 import pytest
 
 from custom_components.azure_openai_memory.memory.timeseries import (
+    DEFAULT_MAX_ENTRIES,
     MAX_ENTRIES_PER_CALL,
+    SERIES_VERSION,
     TimeSeries,
     TimeseriesError,
+    TimeseriesSettings,
     format_time,
     matching_keys,
+    migrate_series,
     parse_last,
     parse_time,
     range_in_text,
@@ -294,3 +301,111 @@ def test_matching_keys_and_range_in_text() -> None:
     assert range_in_text("kudos in the past week") == 604800
     assert range_in_text("last 24 hours please") == 86400
     assert range_in_text("turn on the light") is None
+
+
+def test_cap_is_the_series_own_else_the_installation_default() -> None:
+    """A series without its own cap follows the cap a merge passes; its own one wins."""
+    follows, own = TimeSeries("follows"), TimeSeries("own", max_entries=6)
+    entries = [kudos(str(i), i) for i in range(10)]
+    assert merge_with_cap(follows, entries, 4)["total_count"] == 4
+    assert merge_with_cap(own, entries, 4)["total_count"] == 6
+    # The default lowered later: the one that follows shrinks, the other keeps its cap.
+    assert (follows.enforce_cap(2), own.enforce_cap(2)) == (2, 0)
+    assert [e["athlete_name"] for e in follows.query(NOW - 10 * HOUR, NOW)["entries"]] == [
+        "0",
+        "1",
+    ]
+    assert len(own) == 6
+
+
+def merge_with_cap(series: TimeSeries, entries: list[Any], cap: int) -> dict[str, int]:
+    now = format_time(NOW)
+    prepared = series.prepare(entries, "id", "timestamp", UTC, now)
+    return series.merge(prepared, now, None, ("id", "timestamp"), cap)
+
+
+def test_settings_validate_and_fall_back() -> None:
+    assert TimeseriesSettings() == TimeseriesSettings(DEFAULT_MAX_ENTRIES, 90.0)
+    for bad in ({"max_entries": 0}, {"max_entries": True}, {"keep_days": 0}, {"keep_days": -1}):
+        with pytest.raises(ValueError):
+            TimeseriesSettings(**bad)
+    defaults = TimeseriesSettings(500, 30)
+    stored = TimeseriesSettings(20, 7.5).as_dict()
+    assert TimeseriesSettings.from_dict(stored, defaults) == TimeseriesSettings(20, 7.5)
+    assert TimeseriesSettings.from_dict({"keep_days": 2}, defaults) == TimeseriesSettings(500, 2)
+    assert TimeseriesSettings.from_dict({"max_entries": "x"}, defaults) == defaults
+    assert TimeseriesSettings.from_dict(None, defaults) == defaults
+
+
+def test_version_1_default_cap_becomes_the_setting() -> None:
+    """Version 1 wrote 10,000 when nobody had chosen a cap; any other number was chosen."""
+    assert SERIES_VERSION == 2
+    assert migrate_series(1, {"max_entries": DEFAULT_MAX_ENTRIES})["max_entries"] is None
+    assert migrate_series(1, {"max_entries": 500})["max_entries"] == 500
+    with pytest.raises(ValueError):
+        migrate_series(SERIES_VERSION + 1, {})
+    restored = TimeSeries.from_dict("x", migrate_series(1, {"max_entries": DEFAULT_MAX_ENTRIES}))
+    assert restored.max_entries is None
+    assert TimeSeries.from_dict("x", TimeSeries("x", max_entries=7).as_dict()).max_entries == 7
+
+
+def test_summary_carries_the_covered_windows() -> None:
+    series = TimeSeries("x")
+    merge(series, [kudos("a", 70)], (NOW - 72 * HOUR, NOW - 48 * HOUR))
+    merge(series, [kudos("b", 5)], (NOW - 24 * HOUR, NOW))
+    assert series.summary() == {
+        "key": "x",
+        "count": 2,
+        "oldest": format_time(NOW - 70 * HOUR),
+        "newest": format_time(NOW - 5 * HOUR),
+        "covered": [
+            {"start": format_time(NOW - 72 * HOUR), "end": format_time(NOW - 48 * HOUR)},
+            {"start": format_time(NOW - 24 * HOUR), "end": format_time(NOW)},
+        ],
+    }
+
+
+def bench_like(i: int) -> dict[str, Any]:
+    return {
+        "id": f"kudos_activity{i}_athlete{i * 7 % 1000}",
+        "athlete_name": f"Athlete {i % 1000}",
+        "activity_id": str(i),
+        "timestamp": format_time(NOW - i * 60),
+    }
+
+
+def test_memory_estimate_is_kept_through_changes() -> None:
+    """Merges, newer versions, the cap and cleanup keep the running estimate exact:
+    it equals the estimate of the same series loaded afresh."""
+    series = TimeSeries("x")
+    merge_with_cap(series, [bench_like(i) for i in range(300)], 250)
+    merge_with_cap(series, [{**bench_like(i), "note": "longer " * i} for i in range(20)], 250)
+    series.cleanup(3 / 24, NOW)
+    assert 0 < len(series) < 250
+    fresh = TimeSeries.from_dict("x", json.loads(json.dumps(series.as_dict())))
+    assert series.memory_estimate() == fresh.memory_estimate()
+    series.cleanup(1e-9, NOW + 10 * HOUR)
+    assert (len(series), series.memory_estimate()) == (0, 0)
+
+
+def test_memory_estimate_is_close_to_what_a_loaded_series_holds() -> None:
+    """The memory budget counts estimates: a loaded series' estimate is within 25 % of
+    what tracemalloc sees it hold."""
+    source = TimeSeries("x")
+    merge_with_cap(source, [bench_like(i) for i in range(MAX_ENTRIES_PER_CALL)], 10**6)
+    merge_with_cap(source, [bench_like(i) for i in range(MAX_ENTRIES_PER_CALL, 20_000)], 10**6)
+    text = orjson.dumps(source.as_dict())
+    # orjson (3.10) holds far more on the first load of a process than on any later one:
+    # load once before measuring, as a running HA has.
+    TimeSeries.from_dict("warm_up", {"entries": [orjson.dumps(bench_like(0)).decode()]})
+    del source
+    gc.collect()
+    tracemalloc.start()
+    try:
+        loaded = TimeSeries.from_dict("x", orjson.loads(text))
+        gc.collect()
+        held, _ = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert len(loaded) == 20_000
+    assert 0.85 <= loaded.memory_estimate() / held <= 1.25

@@ -7,6 +7,11 @@ merged intervals, and a query answers from them: coverage, and the exact gaps to
 Entries are kept as compact JSON text (one string each) with a sorted (time, id) index:
 a parsed dict per entry would cost more than three times the file's size, while a
 query parses only the entries it returns.
+
+The series belong to the home, and so do their settings (TimeseriesSettings): one cap
+per series and one retention for cleanup, kept by the store of all series. A series
+may carry its own cap (max_entries, set by a merge call); without one it follows the
+installation's setting, including later changes of it.
 """
 
 from bisect import bisect_left, bisect_right, insort
@@ -15,12 +20,22 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta, tzinfo
 import math
 import re
+import sys
 from typing import Any
 
 import orjson
 
 MAX_ENTRIES_PER_CALL = 10_000
 DEFAULT_MAX_ENTRIES = 10_000
+DEFAULT_KEEP_DAYS = 90.0
+# The version of a series' stored form; 2: max_entries is the series' own cap or null.
+SERIES_VERSION = 2
+# What one entry costs beyond its two strings (blob and id, measured with sys.getsizeof):
+# its slots in the two dicts and the sorted list, the (time, id) tuple and the float.
+# 130 to 165 bytes measured with tracemalloc on CPython 3.13, depending on how full the
+# dicts' tables are; rounded up, since the budget should rather hold too little than
+# too much (tests/memory/test_timeseries.py checks the estimate).
+ENTRY_OVERHEAD = 180
 KEY_PATTERN = re.compile(r"^[a-z0-9](?:[a-z0-9_]{0,126}[a-z0-9])?$")
 _LAST_PATTERN = re.compile(r"^\s*(\d+(?:\.\d+)?)?\s*([a-z]+)\s*$")
 _UNITS = {
@@ -43,6 +58,47 @@ class TimeseriesError(ValueError):
         super().__init__(translation_key, placeholders)
         self.key = translation_key
         self.placeholders = {name: str(value) for name, value in placeholders.items()}
+
+
+@dataclass(frozen=True, slots=True)
+class TimeseriesSettings:
+    """The installation's series settings; series are the home's, not one entry's.
+
+    max_entries caps every series that has no cap of its own (oldest entries go first);
+    keep_days is what timeseries_cleanup keeps when a call names no number of days.
+    """
+
+    max_entries: int = DEFAULT_MAX_ENTRIES
+    keep_days: float = DEFAULT_KEEP_DAYS
+
+    def __post_init__(self) -> None:
+        if (
+            not isinstance(self.max_entries, int)
+            or isinstance(self.max_entries, bool)
+            or self.max_entries < 1
+        ):
+            raise ValueError(f"max_entries must be a whole number >= 1, not {self.max_entries!r}")
+        if not isinstance(self.keep_days, int | float) or not (
+            math.isfinite(self.keep_days) and self.keep_days > 0
+        ):
+            raise ValueError(f"keep_days must be a number > 0, not {self.keep_days!r}")
+
+    def as_dict(self) -> dict[str, Any]:
+        """The stored form."""
+        return {"max_entries": self.max_entries, "keep_days": self.keep_days}
+
+    @classmethod
+    def from_dict(cls, data: Any, defaults: "TimeseriesSettings") -> "TimeseriesSettings":
+        """The stored form back; what is missing or invalid falls back to defaults."""
+        if not isinstance(data, dict):
+            return defaults
+        try:
+            return cls(
+                int(data.get("max_entries", defaults.max_entries)),
+                float(data.get("keep_days", defaults.keep_days)),
+            )
+        except (TypeError, ValueError):
+            return defaults
 
 
 def validate_key(key: str) -> str:
@@ -151,7 +207,8 @@ class TimeSeries:
     key: str
     id_field: str = "id"
     timestamp_field: str = "timestamp"
-    max_entries: int = DEFAULT_MAX_ENTRIES
+    # The series' own cap; None follows the installation's (merge's default_max_entries).
+    max_entries: int | None = None
     accumulated_since: str | None = None
     last_updated: str | None = None
     total_api_calls: int = 0
@@ -161,6 +218,9 @@ class TimeSeries:
     _blobs: dict[str, str] = field(default_factory=dict, repr=False)
     _times: dict[str, float] = field(default_factory=dict, repr=False)
     _order: list[tuple[float, str]] = field(default_factory=list, repr=False)
+    # sys.getsizeof of every blob and id, kept as entries come and go: the memory
+    # estimate must be cheap enough to refresh after every merge.
+    _text_bytes: int = field(default=0, repr=False)
 
     @property
     def entity(self) -> str:
@@ -169,6 +229,14 @@ class TimeSeries:
 
     def __len__(self) -> int:
         return len(self._order)
+
+    def memory_estimate(self) -> int:
+        """Bytes the loaded series holds, roughly; what a memory budget counts."""
+        return self._text_bytes + len(self._order) * ENTRY_OVERHEAD
+
+    def cap(self, default_max_entries: int = DEFAULT_MAX_ENTRIES) -> int:
+        """The cap in force: the series' own, else the installation's."""
+        return default_max_entries if self.max_entries is None else self.max_entries
 
     def prepare(
         self,
@@ -227,8 +295,12 @@ class TimeSeries:
         now: str,
         window: tuple[float, float] | None = None,
         fields: tuple[str, str] = ("id", "timestamp"),
+        default_max_entries: int = DEFAULT_MAX_ENTRIES,
     ) -> dict[str, int]:
-        """Deduplicate by id keeping the newest version; record what was fetched."""
+        """Deduplicate by id keeping the newest version; record what was fetched.
+
+        default_max_entries is the installation's cap, for a series without its own.
+        """
         if not self._order:
             self.id_field, self.timestamp_field = fields
         added = duplicates = updated = 0
@@ -248,6 +320,7 @@ class TimeSeries:
                 blobs[entry_id] = item.blob
                 times[entry_id] = item.time
                 new_keys.append((item.time, entry_id))
+                self._text_bytes += sys.getsizeof(item.blob) + sys.getsizeof(entry_id)
                 added += 1
                 continue
             duplicates += 1
@@ -255,7 +328,9 @@ class TimeSeries:
                 # A newer version: it keeps the first_seen of the first one.
                 first_seen = orjson.loads(blobs[entry_id]).get("first_seen")
                 item.entry["first_seen"] = first_seen or item.entry["first_seen"]
-                blobs[entry_id] = orjson.dumps(item.entry).decode()
+                blob = orjson.dumps(item.entry).decode()
+                self._text_bytes += sys.getsizeof(blob) - sys.getsizeof(blobs[entry_id])
+                blobs[entry_id] = blob
                 times[entry_id] = item.time
                 self._remove_key((old_time, entry_id))
                 new_keys.append((item.time, entry_id))
@@ -267,7 +342,7 @@ class TimeSeries:
             window = (min(moments), max(moments))
         if window is not None:
             _add_interval(self.covered, *window)
-        evicted = self._enforce_cap()
+        evicted = self.enforce_cap(default_max_entries)
 
         self.accumulated_since = self.accumulated_since or now
         self.last_updated = now
@@ -306,18 +381,29 @@ class TimeSeries:
         if count <= 0:
             return
         boundary = self._order[count - 1][0]
+        self._forget(count)
+        self._trim_coverage(math.nextafter(boundary, math.inf))
+
+    def _forget(self, count: int) -> None:
+        """Drop the count oldest entries (not their coverage)."""
+        freed = 0
         for _, entry_id in self._order[:count]:
-            del self._blobs[entry_id]
+            freed += sys.getsizeof(self._blobs.pop(entry_id)) + sys.getsizeof(entry_id)
             del self._times[entry_id]
         del self._order[:count]
-        self._trim_coverage(math.nextafter(boundary, math.inf))
+        self._text_bytes -= freed
 
     def _trim_coverage(self, start: float) -> None:
         """Nothing before start is covered any more."""
         self.covered = [[max(lo, start), hi] for lo, hi in self.covered if hi >= start]
 
-    def _enforce_cap(self) -> int:
-        excess = len(self) - self.max_entries
+    def enforce_cap(self, default_max_entries: int = DEFAULT_MAX_ENTRIES) -> int:
+        """Drop the oldest entries beyond the cap in force; how many went.
+
+        Also run when the installation's cap is lowered, so a series without its own
+        cap shrinks at once rather than at its next merge.
+        """
+        excess = len(self) - self.cap(default_max_entries)
         self._drop_oldest(excess)
         return max(excess, 0)
 
@@ -362,11 +448,7 @@ class TimeSeries:
         """Forget entries older than keep_days (the seed's cleanup)."""
         cutoff = now - timedelta(days=keep_days).total_seconds()
         old_count = len(self)
-        removed = bisect_left(self._order, (cutoff,))
-        for _, entry_id in self._order[:removed]:
-            del self._blobs[entry_id]
-            del self._times[entry_id]
-        del self._order[:removed]
+        self._forget(bisect_left(self._order, (cutoff,)))
         self._trim_coverage(cutoff)
         return {
             "removed": old_count - len(self),
@@ -375,8 +457,19 @@ class TimeSeries:
         }
 
     def summary(self) -> dict[str, Any]:
-        """What timeseries_list shows of a key."""
-        return {"key": self.key, "count": len(self), **self.state_range()}
+        """What timeseries_list shows of a key: kept in the index so listing loads nothing.
+
+        covered is the windows fetched so far: an automation sees what it still has to
+        fetch without querying (and so loading) every series.
+        """
+        return {
+            "key": self.key,
+            "count": len(self),
+            **self.state_range(),
+            "covered": [
+                {"start": format_time(lo), "end": format_time(hi)} for lo, hi in self.covered
+            ],
+        }
 
     def as_dict(self) -> dict[str, Any]:
         """The seed's state shape; entries newest first, each kept as its JSON text."""
@@ -387,7 +480,7 @@ class TimeSeries:
             "count": len(self),
             "id_field": self.id_field,
             "timestamp_field": self.timestamp_field,
-            "max_entries": self.max_entries,
+            "max_entries": self.max_entries,  # null: the installation's cap applies
             "covered": [[format_time(lo), format_time(hi)] for lo, hi in self.covered],
             "metadata": {
                 "total_api_calls": self.total_api_calls,
@@ -405,7 +498,7 @@ class TimeSeries:
             key,
             id_field=data.get("id_field", "id"),
             timestamp_field=data.get("timestamp_field", "timestamp"),
-            max_entries=data.get("max_entries", DEFAULT_MAX_ENTRIES),
+            max_entries=data.get("max_entries"),
             accumulated_since=data.get("accumulated_since"),
             last_updated=data.get("last_updated"),
             total_api_calls=metadata.get("total_api_calls", 0),
@@ -416,6 +509,7 @@ class TimeSeries:
             ],
         )
         order = []
+        text_bytes = 0
         for blob in data.get("entries", []):
             entry = orjson.loads(blob)
             entry_id = str(entry[series.id_field])
@@ -423,9 +517,24 @@ class TimeSeries:
             series._blobs[entry_id] = blob
             series._times[entry_id] = moment
             order.append((moment, entry_id))
+            text_bytes += sys.getsizeof(blob) + sys.getsizeof(entry_id)
         order.sort()
         series._order = order
+        series._text_bytes = text_bytes
         return series
+
+
+def migrate_series(version: int, data: dict[str, Any]) -> dict[str, Any]:
+    """A stored series from an older version, in SERIES_VERSION's form.
+
+    Version 1 always wrote a cap; the default one cannot be told from an explicit
+    10,000, and meant "the default" in practice: it becomes null, following the setting.
+    """
+    if version > SERIES_VERSION:
+        raise ValueError(f"time series stored by a newer version ({version})")
+    if version < 2 and data.get("max_entries") == DEFAULT_MAX_ENTRIES:
+        data = {**data, "max_entries": None}
+    return data
 
 
 def _stem(word: str) -> str:
