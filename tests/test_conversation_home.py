@@ -389,3 +389,32 @@ async def test_token_usage_on_the_trace(
         if event["event_type"] == trace.ConversationTraceEventType.AGENT_DETAIL
     ]
     assert {"stats": {"input_tokens": 31, "output_tokens": 5}} in details
+
+
+@pytest.mark.parametrize("agent_options", [NO_TOOLS])
+async def test_failing_stored_data_is_spoken(
+    hass: HomeAssistant,
+    hass_storage: dict[str, Any],
+    azure: AzureStub,
+    config_entry: MockConfigEntry,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """A series file that cannot be read while building the turn's data: a spoken answer."""
+    index = f"{DOMAIN}.timeseries"
+    hass_storage[index] = {"version": 1, "key": index, "data": {"keys": ["kudos_timeseries"]}}
+    # Valid JSON, but its one entry has no timestamp: reading it fails.
+    hass_storage[f"{index}.kudos_timeseries"] = {
+        "version": 1,
+        "key": f"{index}.kudos_timeseries",
+        "data": {"entries": ['{"id": "k1"}']},
+    }
+    assert await hass.config_entries.async_setup(config_entry.entry_id)
+    await hass.async_block_till_done()
+    with caplog.at_level(logging.INFO):
+        result = await converse(hass, config_entry, "Who gave me kudos in the last 2 days?", "c")
+    assert result.response.response_type is intent.IntentResponseType.ERROR
+    assert "Traceback" not in speech(result)
+    assert config_entry.runtime_data.stats.errors == {"unknown": 1}
+    assert contents(config_entry) == []
+    assert llm_calls(azure) == []
+    assert "failed (unknown): KeyError" in caplog.text

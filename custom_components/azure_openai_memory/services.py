@@ -16,11 +16,8 @@ from .memory.timeseries import (
     TimeSeries,
     TimeseriesError,
     format_time,
-    matching_keys,
     parse_last,
     parse_time,
-    prompt_context,
-    range_in_text,
     validate_key,
 )
 from .storage import TimeseriesStore
@@ -246,22 +243,6 @@ async def _async_timeseries_list(store: TimeseriesStore) -> ServiceResponse:
     """From the index: listing loads no series."""
     summaries: list[Any] = await store.async_summaries()
     return {"keys": summaries}
-
-
-async def async_timeseries_context(hass: HomeAssistant, text: str) -> str | None:
-    """Stored series relevant to a request naming a time range, as prompt text."""
-    seconds = range_in_text(text)
-    store = hass.data.get(DATA_TIMESERIES)
-    if seconds is None or store is None:
-        return None
-    now = dt_util.utcnow().timestamp()
-    parts = []
-    for key in matching_keys(store.known_keys(), text):
-        async with store.lock(key):
-            series = await store.async_get(key)
-        if series is not None:
-            parts.append(prompt_context(key, series.query(now - seconds, now)))
-    return "\n\n".join(parts) or None
 
 
 def async_register_services(hass: HomeAssistant, timeseries: TimeseriesStore) -> None:

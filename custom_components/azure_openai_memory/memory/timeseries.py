@@ -570,21 +570,3 @@ def range_in_text(text: str) -> float | None:
     if match is None:
         return None
     return parse_last(f"{match.group(1) or 1} {match.group(2)}")
-
-
-def prompt_context(key: str, result: dict[str, Any], limit: int = 50) -> str:
-    """What the model is told of a series for the asked range (the seed's memory overseer)."""
-    lines = [
-        f"Stored time series '{key}' for the asked range: coverage {result['coverage']}, "
-        f"{result['count']} entries."
-    ]
-    if result["coverage"] == "full":
-        lines.append("This is complete: answer from it, no fetching needed.")
-    elif result["gaps"]:
-        missing = ", ".join(f"{gap['start']} to {gap['end']}" for gap in result["gaps"])
-        lines.append(f"Not fetched yet, so unknown: {missing}. Say so if it matters.")
-    shown = result["entries"][:limit]
-    if len(shown) < result["count"]:
-        lines.append(f"Newest {len(shown)} of {result['count']} entries:")
-    lines.extend(orjson.dumps(entry).decode() for entry in shown)
-    return "\n".join(lines)
