@@ -1,11 +1,13 @@
 """The compatibility module picks the right side on each Home Assistant version."""
 
 import dataclasses
+import inspect
 
 from awesomeversion import AwesomeVersion
 from homeassistant.components import conversation
 from homeassistant.const import __version__ as HA_VERSION
 from homeassistant.core import Context
+from homeassistant.helpers import entity_platform
 
 from custom_components.azure_openai_memory import compat
 
@@ -65,3 +67,10 @@ def test_api_differences_detected_on_this_version() -> None:
     """Each side of the compatibility module is the one this version needs."""
     assert compat.HAS_PROVIDE_LLM_DATA is not ON_2025_4
     assert compat.HANDLE_INTENTS_TAKES_CHAT_LOG is not ON_2025_4
+
+
+def test_config_entry_add_entities_type_takes_a_subentry() -> None:
+    """Platforms add entities per agent subentry, on every supported version."""
+    assert compat.AddConfigEntryEntitiesCallback is entity_platform.AddConfigEntryEntitiesCallback
+    call = inspect.signature(compat.AddConfigEntryEntitiesCallback.__call__)
+    assert "config_subentry_id" in call.parameters

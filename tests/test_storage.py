@@ -120,7 +120,7 @@ class TestRealFiles:
         assert "Still there?" in path.read_text()
         assert await hass.config_entries.async_setup(config_entry.entry_id)
         memory = next(iter(config_entry.runtime_data.memories.values()))
-        assert [m.content for m in memory.get_messages("c")][0] == "Still there?"
+        assert memory.get_messages("c")[0].content == "Still there?"
 
     async def test_corrupt_timeseries_index_keeps_the_series(
         self, hass: HomeAssistant, config_dir: Path
@@ -187,3 +187,53 @@ async def test_idle_conversations_expire_and_health_warns_once(
         async_maintain(config_entry.runtime_data)
         async_maintain(config_entry.runtime_data)
     assert caplog.text.count("reached the cap of 2") == 1
+
+
+async def test_windows_of_version_1_lose_their_stored_prompt(
+    hass: HomeAssistant,
+    hass_storage: dict[str, Any],
+    azure: AzureStub,
+    config_entry: MockConfigEntry,
+) -> None:
+    """Windows stored with the agent's prompt in them: the prompt goes, the talk stays."""
+    (subentry_id,) = config_entry.subentries
+    key = f"{DOMAIN}.windows.{config_entry.entry_id}"
+
+    def message(role: str, content: str, tokens: int) -> dict[str, Any]:
+        return {"role": role, "content": content, "timestamp": 1.0, "token_count": tokens}
+
+    hass_storage[key] = {
+        "version": 1,
+        "key": key,
+        "data": {
+            "agents": {
+                subentry_id: {
+                    "conversations": {
+                        "c": {
+                            "max_tokens": 4000,
+                            "preserve_system": True,
+                            "last_activity": 1.0,
+                            "evicted_count": 0,
+                            "system": message("system", "A prompt of 6,300 tokens", 6300),
+                            "groups": [
+                                [message("user", "Hello", 5)],
+                                [message("assistant", "Hi", 5)],
+                            ],
+                        }
+                    }
+                }
+            }
+        },
+    }
+    assert await hass.config_entries.async_setup(config_entry.entry_id)
+    await hass.async_block_till_done()
+    memory = config_entry.runtime_data.memories[subentry_id]
+    assert [(m.role, m.content) for m in memory.get_messages("c")] == [
+        ("user", "Hello"),
+        ("assistant", "Hi"),
+    ]
+    assert memory.get_stats("c")["current_tokens"] == 10
+    config_entry.runtime_data.windows_store.async_schedule_save()
+    await config_entry.runtime_data.windows_store.async_flush()
+    assert hass_storage[key]["version"] == 2
+    assert hass_storage[key]["data"]["agents"][subentry_id]["conversations"]["c"]["system"] is None

@@ -1,7 +1,9 @@
 """Azure OpenAI Memory: an Assist conversation agent on Azure OpenAI that remembers."""
 
+import asyncio
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from datetime import timedelta
+from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -11,7 +13,9 @@ from homeassistant.core import HomeAssistant, callback
 from homeassistant.exceptions import ConfigEntryAuthFailed, ConfigEntryNotReady
 from homeassistant.helpers import config_validation as cv
 from homeassistant.helpers.event import async_track_time_interval
+from homeassistant.helpers.httpx_client import get_async_client
 from homeassistant.helpers.typing import ConfigType
+import tiktoken
 
 from .const import (
     CONF_API_STYLE,
@@ -21,16 +25,19 @@ from .const import (
     CONF_DEPLOYMENT,
     CONF_ENDPOINT,
     CONF_MAX_CONVERSATIONS,
-    CONF_PRESERVE_SYSTEM,
     CONF_SLIDING_WINDOW_MAX_TOKENS,
+    CONF_TIMESERIES_KEEP_DAYS,
+    CONF_TIMESERIES_MAX_ENTRIES,
     DOMAIN,
     LOGGER,
     RECOMMENDED_API_VERSION,
     RECOMMENDED_OPTIONS,
-    RECOMMENDED_PRESERVE_SYSTEM,
     RECOMMENDED_SLIDING_WINDOW_MAX_TOKENS,
+    RECOMMENDED_TIMESERIES_KEEP_DAYS,
+    RECOMMENDED_TIMESERIES_MAX_ENTRIES,
     SUBENTRY_AGENT,
 )
+from .llm import client as llm_client
 from .llm.client import (
     ResourceSettings,
     SDKClient,
@@ -38,15 +45,34 @@ from .llm.client import (
     async_create_client,
 )
 from .llm.errors import API_ERRORS, ErrorKind, classify_error
-from .memory.tokens import load_counter
-from .memory.window import ConversationMemoryManager, MemorySettings
+from .memory.timeseries import TimeseriesSettings
+from .memory.tokens import (
+    PUBLIC_ENCODINGS_URL,
+    TokenCounter,
+    cached_encoding,
+    encoding_file_name,
+    encoding_from_download,
+    load_counter,
+)
+from .memory.window import (
+    WINDOWS_VERSION,
+    ConversationMemoryManager,
+    MemorySettings,
+    migrate_windows,
+)
 from .services import DATA_TIMESERIES, async_register_services
 from .stats import TurnStatistics
 from .storage import DebouncedStore, TimeseriesStore
 
 PLATFORMS: list[Platform] = [Platform.CONVERSATION, Platform.SENSOR]
 CONFIG_SCHEMA = cv.config_entry_only_config_schema(DOMAIN)
+# An entry's options, and per subentry its type, title, unique id and data.
+type SetUpFrom = tuple[dict[str, Any], dict[str, tuple[str, str, str | None, dict[str, Any]]]]
 MAINTENANCE_INTERVAL = timedelta(minutes=10)
+# Token encodings are fetched in the background, each try bounded; a failed try is
+# repeated at the next maintenance run.
+ENCODING_DOWNLOAD_BASE = PUBLIC_ENCODINGS_URL
+ENCODING_DOWNLOAD_TIMEOUT = 120.0
 
 
 @dataclass
@@ -59,12 +85,18 @@ class Runtime:
     memories: dict[str, ConversationMemoryManager] = field(default_factory=dict)
     stats: TurnStatistics = field(default_factory=TurnStatistics)
     reported_health: frozenset[str] = frozenset()
+    # What the entry was set up from, so an update that changes none of it (new key,
+    # new title) does not reload a second time; see _async_entry_updated.
+    set_up_from: SetUpFrom | None = None
+    token_cache_dir: Path | None = None
+    encoding_task: asyncio.Task[None] | None = None
+    encoding_failure_logged: bool = False
 
 
 type AzureOpenAIMemoryConfigEntry = ConfigEntry[Runtime]
 
 
-def settings_from_entry_data(data: dict) -> ResourceSettings:  # type: ignore[type-arg]
+def settings_from_entry_data(data: Mapping[str, Any]) -> ResourceSettings:
     """Read the resource settings from config entry (or flow) data."""
     return ResourceSettings(
         endpoint=data[CONF_ENDPOINT],
@@ -76,20 +108,59 @@ def settings_from_entry_data(data: dict) -> ResourceSettings:  # type: ignore[ty
 
 async def async_setup(hass: HomeAssistant, config: ConfigType) -> bool:
     """Load the time series index and register the services."""
-    timeseries = TimeseriesStore(hass, f"{DOMAIN}.timeseries")
+    timeseries = TimeseriesStore(
+        hass,
+        f"{DOMAIN}.timeseries",
+        defaults=TimeseriesSettings(
+            max_entries=RECOMMENDED_TIMESERIES_MAX_ENTRIES,
+            keep_days=float(RECOMMENDED_TIMESERIES_KEEP_DAYS),
+        ),
+    )
     await timeseries.async_load()
     hass.data[DATA_TIMESERIES] = timeseries
     async_register_services(hass, timeseries)
     return True
 
 
+async def async_migrate_entry(hass: HomeAssistant, entry: ConfigEntry) -> bool:
+    """1.1 -> 1.2: the series settings move from the entry's options to the series' store.
+
+    The series are the installation's; with several entries, the first one migrated
+    gives its values, and the store keeps what it already had.
+    """
+    if entry.version > 1:
+        return False  # written by a newer version of this integration
+    if entry.minor_version < 2:
+        options = dict(entry.options)
+        old = {
+            key: options.pop(key)
+            for key in (CONF_TIMESERIES_MAX_ENTRIES, CONF_TIMESERIES_KEEP_DAYS)
+            if key in options
+        }
+        store = hass.data[DATA_TIMESERIES]
+        if old and not store.settings_stored:
+            current = store.settings
+            try:
+                settings = TimeseriesSettings(
+                    max_entries=int(old.get(CONF_TIMESERIES_MAX_ENTRIES, current.max_entries)),
+                    keep_days=float(old.get(CONF_TIMESERIES_KEEP_DAYS, current.keep_days)),
+                )
+            except (TypeError, ValueError) as err:
+                LOGGER.warning("Time series settings not carried over: %s", err)
+            else:
+                store.async_update_settings(settings)
+        hass.config_entries.async_update_entry(entry, options=options, minor_version=2)
+    return True
+
+
 async def async_setup_entry(hass: HomeAssistant, entry: AzureOpenAIMemoryConfigEntry) -> bool:
     """Connect to the resource and set up the agents."""
-    settings = settings_from_entry_data(dict(entry.data))
+    settings = settings_from_entry_data(entry.data)
     client = await async_create_client(hass, settings)
     try:
         await async_check_resource(client)
     except API_ERRORS as err:
+        await async_release_client(client)
         kind = classify_error(err)
         if kind is ErrorKind.INVALID_AUTH:
             raise ConfigEntryAuthFailed(
@@ -106,12 +177,15 @@ async def async_setup_entry(hass: HomeAssistant, entry: AzureOpenAIMemoryConfigE
         hass,
         f"{DOMAIN}.windows.{entry.entry_id}",
         lambda: {"agents": {sid: m.as_dict() for sid, m in memories.items()}},
+        version=WINDOWS_VERSION,
+        migrate=migrate_windows,
     )
     stored = (await store.async_load()).get("agents", {})
     cache_dir = Path(hass.config.path(DOMAIN, "tiktoken"))
     for subentry in entry.subentries.values():
         if subentry.subentry_type != SUBENTRY_AGENT:
             continue
+        # Local files only: the best counter at hand now, the exact one in the background.
         counter = await hass.async_add_executor_job(
             load_counter, subentry.data[CONF_DEPLOYMENT], cache_dir
         )
@@ -119,16 +193,36 @@ async def async_setup_entry(hass: HomeAssistant, entry: AzureOpenAIMemoryConfigE
         memory.load(stored.get(subentry.subentry_id, {}))
         memories[subentry.subentry_id] = memory
 
-    entry.runtime_data = Runtime(settings, client, store, memories)
+    entry.runtime_data = Runtime(
+        settings,
+        client,
+        store,
+        memories,
+        set_up_from=_set_up_from(entry),
+        token_cache_dir=cache_dir,
+    )
     await hass.config_entries.async_forward_entry_setups(entry, PLATFORMS)
-    entry.async_on_unload(entry.add_update_listener(_async_reload_on_update))
+    entry.async_on_unload(entry.add_update_listener(_async_entry_updated))
+    async_fetch_encodings(hass, entry)
 
     @callback
-    def _maintain(_now: Any) -> None:
+    def _maintain(_now: datetime) -> None:
         async_maintain(entry.runtime_data)
+        async_fetch_encodings(hass, entry)
 
     entry.async_on_unload(async_track_time_interval(hass, _maintain, MAINTENANCE_INTERVAL))
     return True
+
+
+def _set_up_from(entry: ConfigEntry) -> SetUpFrom:
+    """The parts of an entry that set-up reads beyond its data: options and agents."""
+    return (
+        dict(entry.options),
+        {
+            sid: (sub.subentry_type, sub.title, sub.unique_id, dict(sub.data))
+            for sid, sub in entry.subentries.items()
+        },
+    )
 
 
 def memory_settings(entry: ConfigEntry, subentry: ConfigSubentry) -> MemorySettings:
@@ -138,7 +232,6 @@ def memory_settings(entry: ConfigEntry, subentry: ConfigSubentry) -> MemorySetti
         max_tokens=int(
             subentry.data.get(CONF_SLIDING_WINDOW_MAX_TOKENS, RECOMMENDED_SLIDING_WINDOW_MAX_TOKENS)
         ),
-        preserve_system=subentry.data.get(CONF_PRESERVE_SYSTEM, RECOMMENDED_PRESERVE_SYSTEM),
         max_conversations=int(options[CONF_MAX_CONVERSATIONS]),
         idle_seconds=float(options[CONF_CONVERSATION_IDLE_MINUTES]) * 60,
         continuation_seconds=float(options[CONF_CONTINUATION_MINUTES]) * 60,
@@ -158,10 +251,86 @@ def async_maintain(runtime: Runtime) -> None:
     runtime.reported_health = health
 
 
+@callback
+def async_fetch_encodings(hass: HomeAssistant, entry: AzureOpenAIMemoryConfigEntry) -> None:
+    """Fetch, in the background, the exact token encodings the agents still lack.
+
+    Set-up never waits for it: the agents count with what was at hand, and their
+    counters switch when the encoding arrives. One fetch at a time per entry.
+    """
+    runtime = entry.runtime_data
+    if runtime.encoding_task is not None and not runtime.encoding_task.done():
+        return
+    if all(memory.counter.exact for memory in runtime.memories.values()):
+        return
+    runtime.encoding_task = entry.async_create_background_task(
+        hass, _async_fetch_encodings(hass, runtime), f"{DOMAIN} token encodings"
+    )
+
+
+async def _async_fetch_encodings(hass: HomeAssistant, runtime: Runtime) -> None:
+    wanting: dict[str, list[TokenCounter]] = {}
+    for memory in runtime.memories.values():
+        if not memory.counter.exact:
+            wanting.setdefault(memory.counter.wanted, []).append(memory.counter)
+    for name, counters in wanting.items():
+        try:
+            encoding = await _async_load_encoding(hass, name, runtime.token_cache_dir)
+        except Exception as err:  # offline, blocked, a wrong file: try again later
+            log = LOGGER.debug if runtime.encoding_failure_logged else LOGGER.warning
+            runtime.encoding_failure_logged = True
+            log(
+                "Token encoding %s could not be downloaded (%s); counting with %s, "
+                "which is not exact, and trying again every %d minutes",
+                name,
+                str(err) or type(err).__name__,
+                counters[0].name,
+                MAINTENANCE_INTERVAL.total_seconds() // 60,
+            )
+            continue
+        for counter in counters:
+            counter.upgrade(encoding)
+        LOGGER.debug("Counting tokens with %s from now on", encoding.name)
+
+
+async def _async_load_encoding(
+    hass: HomeAssistant, name: str, cache_dir: Path | None
+) -> tiktoken.Encoding:
+    """The exact encoding: cached by another entry meanwhile, else downloaded (bounded)."""
+    if (
+        encoding := await hass.async_add_executor_job(cached_encoding, name, cache_dir)
+    ) is not None:
+        return encoding
+    if (file_name := encoding_file_name(name)) is None:
+        raise ValueError(f"no download known for {name}")
+    async with asyncio.timeout(ENCODING_DOWNLOAD_TIMEOUT):
+        response = await get_async_client(hass).get(ENCODING_DOWNLOAD_BASE + file_name)
+        response.raise_for_status()
+    return await hass.async_add_executor_job(
+        encoding_from_download, name, response.content, cache_dir
+    )
+
+
 async def async_unload_entry(hass: HomeAssistant, entry: AzureOpenAIMemoryConfigEntry) -> bool:
-    """Unload the agents; conversation windows are written first, to survive the reload."""
+    """Unload the agents, then write their windows (which survive the reload).
+
+    The store closes only once the platforms are gone: an entry whose platforms refused
+    to unload stays loaded, and keeps saving.
+    """
+    if not await hass.config_entries.async_unload_platforms(entry, PLATFORMS):
+        return False
     await entry.runtime_data.windows_store.async_close()
-    return await hass.config_entries.async_unload_platforms(entry, PLATFORMS)
+    await async_release_client(entry.runtime_data.client)
+    return True
+
+
+async def async_release_client(client: SDKClient) -> None:
+    """Close the connections of an SDK client built with its own HTTP client.
+
+    HA's shared client (what the SDK gets while it takes httpx) is never closed here.
+    """
+    if not llm_client.SDK_TAKES_HTTPX:
+        await client.close()
 
 
 async def async_remove_entry(hass: HomeAssistant, entry: AzureOpenAIMemoryConfigEntry) -> None:
@@ -169,6 +338,12 @@ async def async_remove_entry(hass: HomeAssistant, entry: AzureOpenAIMemoryConfig
     await DebouncedStore(hass, f"{DOMAIN}.windows.{entry.entry_id}", dict).async_remove()
 
 
-async def _async_reload_on_update(hass: HomeAssistant, entry: AzureOpenAIMemoryConfigEntry) -> None:
-    """Options, subentries or data changed: reload so every part sees them."""
-    await hass.config_entries.async_reload(entry.entry_id)
+async def _async_entry_updated(hass: HomeAssistant, entry: AzureOpenAIMemoryConfigEntry) -> None:
+    """Options or agents changed (their flows do not reload): reload so every part sees them.
+
+    Reauthenticate and reconfigure change the data and reload the entry themselves
+    (async_update_reload_and_abort, which also works while set-up has failed); reloading
+    here too would set the entry up twice.
+    """
+    if _set_up_from(entry) != entry.runtime_data.set_up_from:
+        await hass.config_entries.async_reload(entry.entry_id)

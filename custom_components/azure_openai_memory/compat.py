@@ -1,11 +1,28 @@
 """The one place that knows how Home Assistant 2025.4 and 2026.x differ."""
 
+from collections.abc import Sequence
 import inspect
-from typing import Any
 
 from homeassistant.components import conversation
 from homeassistant.core import HomeAssistant
 from homeassistant.helpers import intent, llm
+from homeassistant.helpers.entity_platform import AddConfigEntryEntitiesCallback
+
+__all__ = [
+    "HANDLE_INTENTS_TAKES_CHAT_LOG",
+    "HAS_PROVIDE_LLM_DATA",
+    "LLM_API_ACCEPTS_LIST",
+    "AddConfigEntryEntitiesCallback",
+    "async_handle_intents",
+    "async_provide_llm_data",
+    "conversation_source",
+    "llm_api_ids",
+    "llm_api_option",
+]
+
+# What a config entry's platform gets to add its entities, with the subentry they belong
+# to (config_subentry_id). Every supported version has it (2025.4 included, the oldest
+# that hacs.json allows), so this is the type itself, not a fallback to AddEntitiesCallback.
 
 # 2025.4 takes one LLM API id; later versions take a list of them.
 LLM_API_ACCEPTS_LIST: bool = "list" in str(
@@ -23,7 +40,7 @@ def llm_api_option(value: str | list[str] | None) -> str | list[str] | None:
     return ids[0]
 
 
-def llm_api_ids(value: Any) -> list[str]:
+def llm_api_ids(value: str | Sequence[str] | None) -> list[str]:
     """The stored option, whichever version wrote it, as a list of ids."""
     if not value:
         return []
@@ -67,7 +84,7 @@ async def async_handle_intents(
     """Let Home Assistant's own intents answer; None when none matched."""
     if HANDLE_INTENTS_TAKES_CHAT_LOG:
         return await conversation.async_handle_intents(hass, user_input, chat_log)  # type: ignore[misc,arg-type]
-    return await conversation.async_handle_intents(hass, user_input)
+    return await conversation.async_handle_intents(hass, user_input)  # type: ignore[call-arg]
 
 
 def conversation_source(user_input: conversation.ConversationInput) -> str | None:

@@ -14,7 +14,7 @@ from homeassistant.config_entries import (
     SubentryFlowResult,
 )
 from homeassistant.const import CONF_API_KEY, CONF_LLM_HASS_API, CONF_NAME
-from homeassistant.core import callback
+from homeassistant.core import HomeAssistant, callback
 from homeassistant.helpers import llm
 from homeassistant.helpers.selector import (
     BooleanSelector,
@@ -32,7 +32,7 @@ from homeassistant.helpers.selector import (
 )
 import voluptuous as vol
 
-from . import settings_from_entry_data
+from . import async_release_client, settings_from_entry_data
 from .compat import LLM_API_ACCEPTS_LIST, llm_api_ids, llm_api_option
 from .const import (
     API_MODE_RESPONSES,
@@ -42,6 +42,7 @@ from .const import (
     CONF_API_MODE,
     CONF_API_STYLE,
     CONF_API_VERSION,
+    CONF_CONTEXT_LIMIT,
     CONF_CONTINUATION_MINUTES,
     CONF_CONVERSATION_IDLE_MINUTES,
     CONF_DEPLOYMENT,
@@ -50,7 +51,6 @@ from .const import (
     CONF_MAX_CONVERSATIONS,
     CONF_MAX_TOKENS,
     CONF_PREFER_LOCAL_INTENTS,
-    CONF_PRESERVE_SYSTEM,
     CONF_PROMPT,
     CONF_REASONING_EFFORT,
     CONF_REQUEST_TIMEOUT,
@@ -62,6 +62,7 @@ from .const import (
     CONF_TOP_P,
     DEFAULT_AGENT_NAME,
     DOMAIN,
+    REASONING_EFFORT_OFF,
     REASONING_EFFORTS,
     RECOMMENDED_API_MODE,
     RECOMMENDED_API_STYLE,
@@ -71,7 +72,6 @@ from .const import (
     RECOMMENDED_MAX_TOKENS,
     RECOMMENDED_OPTIONS,
     RECOMMENDED_PREFER_LOCAL_INTENTS,
-    RECOMMENDED_PRESERVE_SYSTEM,
     RECOMMENDED_REASONING_EFFORT,
     RECOMMENDED_REQUEST_TIMEOUT,
     RECOMMENDED_SLIDING_WINDOW_MAX_TOKENS,
@@ -88,6 +88,8 @@ from .llm.client import (
     normalize_endpoint,
 )
 from .llm.errors import API_ERRORS, ErrorKind, classify_error
+from .memory.timeseries import TimeseriesSettings
+from .services import DATA_TIMESERIES
 
 _LOGGER = logging.getLogger(__name__)
 
@@ -98,6 +100,8 @@ _FLOW_ERRORS = {
     ErrorKind.TIMEOUT: "timeout_connect",
     ErrorKind.NOT_FOUND: "endpoint_not_found",
 }
+# Failures of a deployment check that belong to the deployment field, not the form.
+_DEPLOYMENT_ERRORS = (ErrorKind.NOT_FOUND, ErrorKind.BAD_REQUEST)
 
 
 def _select(options: list[str], key: str) -> SelectSelector:
@@ -114,6 +118,9 @@ def _number(low: float, high: float, step: float, unit: str | None = None) -> Nu
 
 
 _PASSWORD = TextSelector(TextSelectorConfig(type=TextSelectorType.PASSWORD))
+# The first agent of a deployment that refuses classic parameters (max_tokens) is a
+# reasoning model: it gets the effort the API assumes when none is sent.
+FIRST_AGENT_REASONING_EFFORT = "medium"
 
 RECOMMENDED_AGENT = {
     CONF_DEPLOYMENT: RECOMMENDED_DEPLOYMENT,
@@ -127,7 +134,6 @@ RECOMMENDED_AGENT = {
     CONF_REQUEST_TIMEOUT: RECOMMENDED_REQUEST_TIMEOUT,
     CONF_EARLY_TIMEOUT: RECOMMENDED_EARLY_TIMEOUT,
     CONF_SLIDING_WINDOW_MAX_TOKENS: RECOMMENDED_SLIDING_WINDOW_MAX_TOKENS,
-    CONF_PRESERVE_SYSTEM: RECOMMENDED_PRESERVE_SYSTEM,
     CONF_PREFER_LOCAL_INTENTS: RECOMMENDED_PREFER_LOCAL_INTENTS,
 }
 
@@ -150,9 +156,9 @@ RECONFIGURE_SCHEMA = _resource_schema(with_key=False)
 REAUTH_SCHEMA = vol.Schema({vol.Required(CONF_API_KEY): _PASSWORD})
 
 
-async def _async_check_resource(hass: Any, data: Mapping[str, Any]) -> str | None:
+async def _async_check_resource(hass: HomeAssistant, data: Mapping[str, Any]) -> str | None:
     """Prove the resource settings; return a flow error key, or None when they work."""
-    client = await async_create_client(hass, settings_from_entry_data(dict(data)))
+    client = await async_create_client(hass, settings_from_entry_data(data))
     try:
         await async_check_resource(client)
     except API_ERRORS as err:
@@ -160,13 +166,42 @@ async def _async_check_resource(hass: Any, data: Mapping[str, Any]) -> str | Non
         if kind not in _FLOW_ERRORS:
             _LOGGER.warning("Unexpected answer while checking the resource: %s", kind)
         return _FLOW_ERRORS.get(kind, "unknown")
+    finally:
+        await async_release_client(client)
     return None
+
+
+async def _async_check_deployment(
+    hass: HomeAssistant,
+    entry_data: Mapping[str, Any],
+    deployment: str,
+    api_mode: str,
+    reasoning_effort: str,
+) -> tuple[ErrorKind | None, str]:
+    """Prove a deployment answers; the kind of failure (None: it works) and a form error key."""
+    client = await async_create_client(hass, settings_from_entry_data(entry_data))
+    try:
+        await async_check_deployment(client, deployment, api_mode, reasoning_effort)
+    except API_ERRORS as err:
+        kind = classify_error(err)
+        if kind is ErrorKind.NOT_FOUND:
+            return kind, "deployment_not_found"
+        if kind is ErrorKind.BAD_REQUEST:
+            return kind, "deployment_rejected"
+        if kind not in _FLOW_ERRORS:
+            _LOGGER.warning("Unexpected answer while checking the deployment: %s", kind)
+        return kind, _FLOW_ERRORS.get(kind, "unknown")
+    finally:
+        await async_release_client(client)
+    return None, ""
 
 
 class AzureOpenAIMemoryConfigFlow(ConfigFlow, domain=DOMAIN):
     """Add, reauthenticate and reconfigure one Azure OpenAI resource."""
 
     VERSION = 1
+    # 2: the time-series settings left the entry options for the installation's store.
+    MINOR_VERSION = 2
 
     async def _async_validate(
         self, user_input: dict[str, Any], errors: dict[str, str]
@@ -195,8 +230,10 @@ class AzureOpenAIMemoryConfigFlow(ConfigFlow, domain=DOMAIN):
                 self._abort_if_unique_id_configured()
             except InvalidEndpoint:
                 pass
-            deployment = with_uid.pop(CONF_DEPLOYMENT)
-            if (data := await self._async_validate(with_uid, errors)) is not None:
+            deployment = with_uid.pop(CONF_DEPLOYMENT).strip()
+            if (data := await self._async_validate(with_uid, errors)) is not None and (
+                agent := await self._async_first_agent(data, deployment, errors)
+            ) is not None:
                 return self.async_create_entry(
                     title=urlsplit(data[CONF_ENDPOINT]).hostname or data[CONF_ENDPOINT],
                     data=data,
@@ -204,7 +241,7 @@ class AzureOpenAIMemoryConfigFlow(ConfigFlow, domain=DOMAIN):
                     subentries=[
                         {
                             "subentry_type": SUBENTRY_AGENT,
-                            "data": {**RECOMMENDED_AGENT, CONF_DEPLOYMENT: deployment},
+                            "data": agent,
                             "title": DEFAULT_AGENT_NAME,
                             "unique_id": None,
                         }
@@ -216,6 +253,29 @@ class AzureOpenAIMemoryConfigFlow(ConfigFlow, domain=DOMAIN):
             errors=errors,
             description_placeholders={"responses_version": RESPONSES_MIN_API_VERSION},
         )
+
+    async def _async_first_agent(
+        self, data: Mapping[str, Any], deployment: str, errors: dict[str, str]
+    ) -> dict[str, Any] | None:
+        """The first agent's options, once its deployment has answered; None on failure.
+
+        A deployment that refuses the classic parameters is tried once more as a
+        reasoning model, so that an o-series or GPT-5 deployment works as the first agent.
+        """
+        agent = {**RECOMMENDED_AGENT, CONF_DEPLOYMENT: deployment}
+        kind, error = await _async_check_deployment(
+            self.hass, data, deployment, RECOMMENDED_API_MODE, RECOMMENDED_REASONING_EFFORT
+        )
+        if kind is ErrorKind.BAD_REQUEST and RECOMMENDED_REASONING_EFFORT == REASONING_EFFORT_OFF:
+            reasoning, _ = await _async_check_deployment(
+                self.hass, data, deployment, RECOMMENDED_API_MODE, FIRST_AGENT_REASONING_EFFORT
+            )
+            if reasoning is None:
+                return {**agent, CONF_REASONING_EFFORT: FIRST_AGENT_REASONING_EFFORT}
+        if kind is None:
+            return agent
+        errors[CONF_DEPLOYMENT if kind in _DEPLOYMENT_ERRORS else "base"] = error
+        return None
 
     async def async_step_reauth(self, entry_data: Mapping[str, Any]) -> ConfigFlowResult:
         """The key stopped working."""
@@ -292,6 +352,8 @@ OPTIONS_SCHEMA = vol.Schema(
         vol.Required(CONF_MAX_CONVERSATIONS): _number(1, 10_000, 1),
         vol.Required(CONF_CONTINUATION_MINUTES): _number(0, 24 * 60, 1, "min"),
         vol.Required(CONF_TIMESERIES_CONTEXT): BooleanSelector(),
+        # Shared by the whole installation (the series are the home's): kept by the
+        # time-series store, not in this entry's options.
         vol.Required(CONF_TIMESERIES_MAX_ENTRIES): _number(100, 1_000_000, 100),
         vol.Required(CONF_TIMESERIES_KEEP_DAYS): _number(1, 3650, 1, "d"),
     }
@@ -299,18 +361,30 @@ OPTIONS_SCHEMA = vol.Schema(
 
 
 class MemoryOptionsFlow(OptionsFlow):
-    """Memory switches and retention for the whole resource."""
+    """Memory switches and retention of the resource, and the installation's series settings."""
 
     async def async_step_init(self, user_input: dict[str, Any] | None = None) -> ConfigFlowResult:
-        """One form; saving it reloads the entry."""
+        """One form; a change of the entry's part reloads the entry."""
+        series = self.hass.data[DATA_TIMESERIES]
         if user_input is not None:
-            return self.async_create_entry(
-                data={key: _whole(value) for key, value in user_input.items()}
+            options = {key: _whole(value) for key, value in user_input.items()}
+            series.async_update_settings(
+                TimeseriesSettings(
+                    max_entries=int(options.pop(CONF_TIMESERIES_MAX_ENTRIES)),
+                    keep_days=float(options.pop(CONF_TIMESERIES_KEEP_DAYS)),
+                )
             )
+            return self.async_create_entry(data=options)
         return self.async_show_form(
             step_id="init",
             data_schema=self.add_suggested_values_to_schema(
-                OPTIONS_SCHEMA, {**RECOMMENDED_OPTIONS, **self.config_entry.options}
+                OPTIONS_SCHEMA,
+                {
+                    **RECOMMENDED_OPTIONS,
+                    **self.config_entry.options,
+                    CONF_TIMESERIES_MAX_ENTRIES: series.settings.max_entries,
+                    CONF_TIMESERIES_KEEP_DAYS: series.settings.keep_days,
+                },
             ),
         )
 
@@ -358,7 +432,8 @@ class AgentSubentryFlow(ConfigSubentryFlow):
                 vol.Required(CONF_REQUEST_TIMEOUT): _number(5, 600, 1, "s"),
                 vol.Required(CONF_EARLY_TIMEOUT): _number(0, 120, 0.5, "s"),
                 vol.Required(CONF_SLIDING_WINDOW_MAX_TOKENS): _number(256, 1_000_000, 1),
-                vol.Required(CONF_PRESERVE_SYSTEM): BooleanSelector(),
+                # Empty: what the deployment's model takes (memory.tokens.context_limit_for_model).
+                vol.Optional(CONF_CONTEXT_LIMIT): _number(0, 10_000_000, 1, "tokens"),
                 vol.Required(CONF_PREFER_LOCAL_INTENTS): BooleanSelector(),
             }
         )
@@ -371,6 +446,8 @@ class AgentSubentryFlow(ConfigSubentryFlow):
         if user_input is not None:
             data = {key: _whole(value) for key, value in user_input.items()}
             data[CONF_LLM_HASS_API] = llm_api_option(data.get(CONF_LLM_HASS_API))
+            if not data.get(CONF_CONTEXT_LIMIT):
+                data.pop(CONF_CONTEXT_LIMIT, None)  # 0 or empty: follow the deployment
             title = data.pop(CONF_NAME, None)
             errors = await self._async_check_agent(data)
             if not errors:
@@ -393,29 +470,21 @@ class AgentSubentryFlow(ConfigSubentryFlow):
         entry = self._get_entry()
         if data[CONF_EARLY_TIMEOUT] >= data[CONF_REQUEST_TIMEOUT]:
             return {CONF_EARLY_TIMEOUT: "early_timeout_too_long"}
-        settings = settings_from_entry_data(dict(entry.data))
+        settings = settings_from_entry_data(entry.data)
         if (
             data[CONF_API_MODE] == API_MODE_RESPONSES
             and settings.api_style == API_STYLE_DEPLOYMENT
             and settings.api_version[:10] < RESPONSES_MIN_API_VERSION[:10]
         ):
             return {CONF_API_MODE: "responses_needs_api_version"}
-        client = await async_create_client(self.hass, settings)
-        try:
-            await async_check_deployment(
-                client,
-                data[CONF_DEPLOYMENT],
-                data[CONF_API_MODE],
-                data[CONF_REASONING_EFFORT],
-            )
-        except API_ERRORS as err:
-            kind = classify_error(err)
-            if kind is ErrorKind.NOT_FOUND:
-                return {CONF_DEPLOYMENT: "deployment_not_found"}
-            if kind in _FLOW_ERRORS:
-                return {"base": _FLOW_ERRORS[kind]}
-            if kind is ErrorKind.BAD_REQUEST:
-                return {"base": "deployment_rejected"}
-            _LOGGER.warning("Unexpected answer while checking the deployment: %s", kind)
-            return {"base": "unknown"}
-        return {}
+        kind, error = await _async_check_deployment(
+            self.hass,
+            entry.data,
+            data[CONF_DEPLOYMENT],
+            data[CONF_API_MODE],
+            data[CONF_REASONING_EFFORT],
+        )
+        if kind is None:
+            return {}
+        # A rejected request here is most often a reasoning model without an effort.
+        return {CONF_DEPLOYMENT if kind is ErrorKind.NOT_FOUND else "base": error}

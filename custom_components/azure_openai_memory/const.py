@@ -33,8 +33,10 @@ CONF_REASONING_EFFORT: Final = "reasoning_effort"
 CONF_REQUEST_TIMEOUT: Final = "request_timeout"
 CONF_EARLY_TIMEOUT: Final = "early_timeout"
 CONF_SLIDING_WINDOW_MAX_TOKENS: Final = "sliding_window_max_tokens"
-CONF_PRESERVE_SYSTEM: Final = "preserve_system_messages"
 CONF_PREFER_LOCAL_INTENTS: Final = "prefer_local_intents"
+# Tokens one request may carry (prompt + context + history + the new message);
+# 0 or absent means "derive it from the deployment name" (memory.tokens).
+CONF_CONTEXT_LIMIT: Final = "context_limit"
 
 API_MODE_CHAT: Final = "chat_completions"
 API_MODE_RESPONSES: Final = "responses"
@@ -55,7 +57,6 @@ RECOMMENDED_REASONING_EFFORT: Final = REASONING_EFFORT_OFF
 RECOMMENDED_REQUEST_TIMEOUT: Final = 30.0
 RECOMMENDED_EARLY_TIMEOUT: Final = 10.0
 RECOMMENDED_SLIDING_WINDOW_MAX_TOKENS: Final = 4000
-RECOMMENDED_PRESERVE_SYSTEM: Final = True
 RECOMMENDED_PREFER_LOCAL_INTENTS: Final = True
 
 # Entry options: memory features and retention.
@@ -73,13 +74,14 @@ RECOMMENDED_TIMESERIES_CONTEXT: Final = True
 RECOMMENDED_TIMESERIES_MAX_ENTRIES: Final = 10_000
 RECOMMENDED_TIMESERIES_KEEP_DAYS: Final = 90
 
+# The entry's own options. The two series settings (CONF_TIMESERIES_MAX_ENTRIES,
+# CONF_TIMESERIES_KEEP_DAYS) belong to the installation: the time-series store keeps
+# them; the options flow shows them and entries of config version 1.1 had them here.
 RECOMMENDED_OPTIONS: Final = {
     CONF_CONVERSATION_IDLE_MINUTES: RECOMMENDED_CONVERSATION_IDLE_MINUTES,
     CONF_MAX_CONVERSATIONS: RECOMMENDED_MAX_CONVERSATIONS,
     CONF_CONTINUATION_MINUTES: RECOMMENDED_CONTINUATION_MINUTES,
     CONF_TIMESERIES_CONTEXT: RECOMMENDED_TIMESERIES_CONTEXT,
-    CONF_TIMESERIES_MAX_ENTRIES: RECOMMENDED_TIMESERIES_MAX_ENTRIES,
-    CONF_TIMESERIES_KEEP_DAYS: RECOMMENDED_TIMESERIES_KEEP_DAYS,
 }
 
 # How long the config flow waits for its one proving request.

@@ -11,6 +11,7 @@ from homeassistant.core import HomeAssistant
 from . import AzureOpenAIMemoryConfigEntry
 from .const import CONF_ENDPOINT
 from .llm.client import SDK_TAKES_HTTPX
+from .services import DATA_TIMESERIES
 
 
 def _redact_endpoint(endpoint: str) -> str:
@@ -35,6 +36,7 @@ async def async_get_config_entry_diagnostics(
             for subentry in entry.subentries.values()
         },
         "sdk_uses_ha_http_client": SDK_TAKES_HTTPX,
+        "timeseries_settings": hass.data[DATA_TIMESERIES].settings.as_dict(),
         "state": entry.state.value,
         **_runtime_figures(entry),
     }
@@ -47,5 +49,8 @@ def _runtime_figures(entry: AzureOpenAIMemoryConfigEntry) -> dict[str, Any]:
     runtime = entry.runtime_data
     return {
         "statistics": runtime.stats.as_dict(),
-        "memory": {sid: memory.totals() for sid, memory in runtime.memories.items()},
+        "memory": {
+            sid: {**memory.totals(), "encoding_wanted": memory.counter.wanted}
+            for sid, memory in runtime.memories.items()
+        },
     }

@@ -2,7 +2,6 @@
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
 
 from homeassistant.components.sensor import (
     SensorEntity,
@@ -12,9 +11,10 @@ from homeassistant.components.sensor import (
 from homeassistant.const import EntityCategory, UnitOfTime
 from homeassistant.core import HomeAssistant, callback
 from homeassistant.helpers import device_registry as dr
-from homeassistant.helpers.entity_platform import AddEntitiesCallback
+from homeassistant.helpers.typing import StateType
 
 from . import AzureOpenAIMemoryConfigEntry, Runtime
+from .compat import AddConfigEntryEntitiesCallback
 from .const import DOMAIN
 
 
@@ -22,11 +22,11 @@ from .const import DOMAIN
 class StatSensorDescription(SensorEntityDescription):
     """A statistic and how to read it."""
 
-    value_fn: Callable[[Runtime], Any]
+    value_fn: Callable[[Runtime], StateType]
 
 
-def _memory_total(key: str) -> Callable[[Runtime], Any]:
-    return lambda runtime: sum(m.totals()[key] for m in runtime.memories.values())
+def _memory_total(key: str) -> Callable[[Runtime], StateType]:
+    return lambda runtime: sum(int(m.totals()[key]) for m in runtime.memories.values())
 
 
 SENSORS: tuple[StatSensorDescription, ...] = (
@@ -104,7 +104,7 @@ SENSORS: tuple[StatSensorDescription, ...] = (
 async def async_setup_entry(
     hass: HomeAssistant,
     entry: AzureOpenAIMemoryConfigEntry,
-    async_add_entities: AddEntitiesCallback,
+    async_add_entities: AddConfigEntryEntitiesCallback,
 ) -> None:
     """The statistics sensors of one entry."""
     async_add_entities(StatSensor(entry, description) for description in SENSORS)
@@ -134,7 +134,7 @@ class StatSensor(SensorEntity):
         )
 
     @property
-    def native_value(self) -> Any:
+    def native_value(self) -> StateType:
         """The current figure."""
         return self.entity_description.value_fn(self._runtime)
 

@@ -291,6 +291,19 @@ class ConversationWindow:
         return window
 
 
+# Version 2: an agent's windows hold the conversation only; its prompt is rebuilt every turn.
+WINDOWS_VERSION = 2
+
+
+def migrate_windows(version: int, data: dict[str, Any]) -> dict[str, Any]:
+    """Stored windows of an older version, as this version stores them."""
+    if version < 2:
+        for manager in data.get("agents", {}).values():
+            for window in manager.get("conversations", {}).values():
+                window.pop("system", None)
+    return data
+
+
 @dataclass
 class MemorySettings:
     """How windows behave; one set per agent."""
