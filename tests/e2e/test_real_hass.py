@@ -206,7 +206,7 @@ def test_real_home_assistant(hass_process: Hass, stub_port: int) -> None:
         (agent,) = stats["agents"].values()
         return dict(agent["conversations"]["e2e"])
 
-    assert window_stats()["message_count"] == 3  # system, user, assistant
+    assert window_stats()["message_count"] == 2  # the question and its answer
 
     hass.stop()
     hass.start()
@@ -216,7 +216,7 @@ def test_real_home_assistant(hass_process: Hass, stub_port: int) -> None:
         if any(e["entry_id"] == entry_id and e["state"] == "loaded" for e in entries):
             break
         time.sleep(0.3)
-    assert window_stats()["message_count"] == 3  # the window survived the restart
+    assert window_stats()["message_count"] == 2  # the window survived the restart
     series = hass.request(
         "POST", "/api/services/azure_openai_memory/timeseries_list?return_response", {}
     )["service_response"]
