@@ -15,11 +15,11 @@ from homeassistant.config_entries import ConfigSubentry
 from homeassistant.const import CONF_LLM_HASS_API, MATCH_ALL
 from homeassistant.core import HomeAssistant
 from homeassistant.helpers import device_registry as dr, intent, translation
-from homeassistant.helpers.entity_platform import AddEntitiesCallback
 import orjson
 
 from . import AzureOpenAIMemoryConfigEntry, Runtime
 from .compat import (
+    AddConfigEntryEntitiesCallback,
     async_handle_intents,
     async_provide_llm_data,
     conversation_source,
@@ -78,14 +78,14 @@ TAG_TOOL_CALL = "tool_call"
 async def async_setup_entry(
     hass: HomeAssistant,
     entry: AzureOpenAIMemoryConfigEntry,
-    async_add_entities: AddEntitiesCallback,
+    async_add_entities: AddConfigEntryEntitiesCallback,
 ) -> None:
     """One conversation entity per agent subentry."""
     for subentry in entry.subentries.values():
         if subentry.subentry_type == SUBENTRY_AGENT:
             async_add_entities(
                 [AzureOpenAIMemoryAgent(entry, subentry)],
-                config_subentry_id=subentry.subentry_id,  # type: ignore[call-arg]
+                config_subentry_id=subentry.subentry_id,
             )
 
 
