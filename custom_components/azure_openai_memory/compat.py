@@ -87,6 +87,15 @@ async def async_handle_intents(
     return await conversation.async_handle_intents(hass, user_input)  # type: ignore[call-arg]
 
 
+def in_assist_pipeline(chat_log: conversation.ChatLog) -> bool:
+    """The turn comes from an Assist pipeline, which has its own local-intent setting.
+
+    ConversationInput does not say so (2025.4 or 2026.x), but only assist_pipeline opens
+    the chat log with a delta listener, and the agent is handed that same chat log.
+    """
+    return chat_log.delta_listener is not None
+
+
 def conversation_source(user_input: conversation.ConversationInput) -> str | None:
     """Who is speaking, for continuing a conversation: satellite, device, else user."""
     if satellite_id := getattr(user_input, "satellite_id", None):

@@ -1,7 +1,7 @@
 """The conversation agent: local intents first, then Azure OpenAI with the memory window."""
 
 import asyncio
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field, replace
 import json
 import logging
@@ -23,6 +23,7 @@ from .compat import (
     async_handle_intents,
     async_provide_llm_data,
     conversation_source,
+    in_assist_pipeline,
     llm_api_ids,
 )
 from .const import (
@@ -53,7 +54,7 @@ from .const import (
     SUBENTRY_AGENT,
 )
 from .context import MAX_CONTEXT_TOKENS, async_turn_context
-from .llm.client import RequestOptions, Usage, create_llm_client
+from .llm.client import Delta, ILLMClient, RequestOptions, Usage, create_llm_client
 from .llm.errors import ErrorKind, classify_error
 from .llm.tools import tool_spec
 from .memory.tokens import context_limit_for_model
@@ -184,6 +185,8 @@ class AzureOpenAIMemoryAgent(conversation.ConversationEntity, AbstractConversati
         if llm_api_ids(self.options.get(CONF_LLM_HASS_API)):
             self._attr_supported_features = conversation.ConversationEntityFeature.CONTROL
         self._locks: weakref.WeakValueDictionary[str, asyncio.Lock] = weakref.WeakValueDictionary()
+        # Options change only through a reload, which makes a new entity: build once.
+        self._llm: tuple[RequestOptions, ILLMClient] | None = None
 
     @property
     def supported_languages(self) -> list[str] | Literal["*"]:
@@ -213,7 +216,12 @@ class AzureOpenAIMemoryAgent(conversation.ConversationEntity, AbstractConversati
         conversation_id = self.memory.continue_conversation(
             chat_log.conversation_id, conversation_source(user_input)
         )
-        if self._option(CONF_PREFER_LOCAL_INTENTS, RECOMMENDED_PREFER_LOCAL_INTENTS):
+        # An Assist pipeline has its own "prefer handling commands locally": it has tried
+        # already (leaving to an agent that controls the home what it should answer), or
+        # was told not to. Only elsewhere is it ours to try.
+        if self._option(
+            CONF_PREFER_LOCAL_INTENTS, RECOMMENDED_PREFER_LOCAL_INTENTS
+        ) and not in_assist_pipeline(chat_log):
             response = await async_handle_intents(self.hass, user_input, chat_log)
             if response is not None:
                 self._remember_local_turn(conversation_id, user_input.text, response)
@@ -276,7 +284,7 @@ class AzureOpenAIMemoryAgent(conversation.ConversationEntity, AbstractConversati
 
     async def _async_run_turn(self, turn: Turn, agent_id: str | None) -> None:
         """Talk to the model (with tool rounds) and record the turn only if it completes."""
-        options = self._request_options()
+        options, client = self._llm_client()
         async with self._conversation_lock(turn.conversation_id):
             usage = Usage()
             private = replace(
@@ -286,11 +294,10 @@ class AzureOpenAIMemoryAgent(conversation.ConversationEntity, AbstractConversati
             try:
                 async with asyncio.timeout(options.timeout):
                     request = await self._async_prepare(turn, private, options)
-                    prompt_tokens = self.hass.async_add_executor_job(
-                        self.memory.counter.count, request.prompt_text
+                    prompt_tokens = await self._async_converse(
+                        turn, private, request, client, usage, agent_id
                     )
-                    await self._async_converse(turn, private, request, options, usage, agent_id)
-                    self._record_request(request, await prompt_tokens)
+                    self._record_request(request, prompt_tokens)
             except Exception as err:
                 kind = ErrorKind.TIMEOUT if isinstance(err, TimeoutError) else classify_error(err)
                 self._report_failure(kind, err)
@@ -364,23 +371,41 @@ class AzureOpenAIMemoryAgent(conversation.ConversationEntity, AbstractConversati
         turn: Turn,
         chat_log: conversation.ChatLog,
         request: Request,
-        options: RequestOptions,
+        client: ILLMClient,
         usage: Usage,
         agent_id: str | None,
-    ) -> None:
-        """Stream rounds until the model answers without asking for a tool."""
-        client = create_llm_client(self.runtime.client, options)
+    ) -> int:
+        """Stream rounds until the model answers without asking for a tool.
+
+        Returns the prompt's exact token count (for the statistics), taken while the model
+        writes: counted beside the request, it held the request up.
+        """
+        counted: asyncio.Future[int] | None = None
+
+        async def stream(messages: list[dict[str, Any]]) -> AsyncIterator[Delta]:
+            nonlocal counted
+            async for delta in client.stream(messages, request.tools, usage):
+                if counted is None:
+                    counted = self.hass.async_add_executor_job(
+                        self.memory.counter.count, request.prompt_text
+                    )
+                yield delta
+
         messages = request.messages
         for _round in range(MAX_TOOL_ITERATIONS):
             async for content in chat_log.async_add_delta_content_stream(
-                agent_id or self.entity_id,
-                client.stream(messages, request.tools, usage),
+                agent_id or self.entity_id, stream(messages)
             ):
                 message = _pending_from_content(content)
                 turn.pending.append(message)
                 messages.append(message.to_api_message())
             if not chat_log.unresponded_tool_results:
                 break
+        if counted is None:
+            return await self.hass.async_add_executor_job(
+                self.memory.counter.count, request.prompt_text
+            )
+        return await counted
 
     def _record_request(self, request: Request, prompt_tokens: int) -> None:
         self.runtime.stats.record_request(
@@ -393,6 +418,12 @@ class AzureOpenAIMemoryAgent(conversation.ConversationEntity, AbstractConversati
             self.options.get(CONF_CONTEXT_LIMIT)
             or context_limit_for_model(self.options[CONF_DEPLOYMENT])
         )
+
+    def _llm_client(self) -> tuple[RequestOptions, ILLMClient]:
+        if self._llm is None:
+            options = self._request_options()
+            self._llm = (options, create_llm_client(self.runtime.client, options))
+        return self._llm
 
     def _request_options(self) -> RequestOptions:
         settings = self.runtime.settings
