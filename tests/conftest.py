@@ -7,7 +7,7 @@ from typing import Any
 from homeassistant import block_async_io
 from homeassistant.components import conversation
 from homeassistant.components.conversation import ConversationResult
-from homeassistant.const import CONF_API_KEY
+from homeassistant.const import CONF_API_KEY, CONF_LLM_HASS_API
 from homeassistant.core import Context, HomeAssistant
 from homeassistant.helpers import entity_registry as er
 from homeassistant.setup import async_setup_component
@@ -20,7 +20,9 @@ from custom_components.azure_openai_memory.const import (
     API_STYLE_V1,
     CONF_API_STYLE,
     CONF_API_VERSION,
+    CONF_EARLY_TIMEOUT,
     CONF_ENDPOINT,
+    CONF_PREFER_LOCAL_INTENTS,
     DEFAULT_AGENT_NAME,
     DOMAIN,
     RECOMMENDED_OPTIONS,
@@ -30,6 +32,10 @@ from custom_components.azure_openai_memory.const import (
 from .azure_stub import DEFAULT_KEY, AzureStub
 
 pytest_plugins = ["pytest_homeassistant_custom_component"]
+
+# Agents for tests of the LLM route: no local intents, no early answer; with or without tools.
+LLM_ONLY = {**RECOMMENDED_AGENT, CONF_PREFER_LOCAL_INTENTS: False, CONF_EARLY_TIMEOUT: 0}
+NO_TOOLS = {**LLM_ONLY, CONF_LLM_HASS_API: None}
 
 
 @pytest.fixture(autouse=True)
@@ -154,3 +160,14 @@ async def converse(
         agent_id=agent_entity_id(hass, entry),
         device_id=device_id,
     )
+
+
+def memory_of(entry: MockConfigEntry) -> Any:
+    """The windows of the entry's only agent."""
+    (memory,) = entry.runtime_data.memories.values()
+    return memory
+
+
+def speech(result: ConversationResult) -> str:
+    """What the agent said."""
+    return str(result.response.speech["plain"]["speech"])

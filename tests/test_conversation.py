@@ -13,14 +13,12 @@ from homeassistant.util import dt as dt_util
 import pytest
 from pytest_homeassistant_custom_component.common import MockConfigEntry, async_mock_service
 
-from custom_components.azure_openai_memory.config_flow import RECOMMENDED_AGENT
 from custom_components.azure_openai_memory.const import (
     API_MODE_RESPONSES,
     API_STYLE_DEPLOYMENT,
     API_STYLE_V1,
     CONF_API_MODE,
     CONF_EARLY_TIMEOUT,
-    CONF_PREFER_LOCAL_INTENTS,
     CONF_REASONING_EFFORT,
     CONF_REQUEST_TIMEOUT,
     CONF_SLIDING_WINDOW_MAX_TOKENS,
@@ -28,19 +26,7 @@ from custom_components.azure_openai_memory.const import (
 )
 
 from .azure_stub import DEFAULT_KEY, AzureStub, Reply, ToolCall
-from .conftest import converse
-
-NO_TOOLS = {**RECOMMENDED_AGENT, CONF_LLM_HASS_API: None, CONF_EARLY_TIMEOUT: 0}
-LLM_ONLY = {**RECOMMENDED_AGENT, CONF_PREFER_LOCAL_INTENTS: False, CONF_EARLY_TIMEOUT: 0}
-
-
-def memory_of(entry: MockConfigEntry) -> Any:
-    (memory,) = entry.runtime_data.memories.values()
-    return memory
-
-
-def speech(result: Any) -> str:
-    return str(result.response.speech["plain"]["speech"])
+from .conftest import LLM_ONLY, NO_TOOLS, converse, memory_of, speech
 
 
 def chat_calls(azure: AzureStub) -> list[Any]:

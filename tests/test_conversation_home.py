@@ -1,10 +1,11 @@
 """The agent in a real home: a large Assist prompt, odd servers, overlapping turns, failures."""
 
-from datetime import timedelta
+from collections.abc import Callable
+from datetime import UTC, timedelta
 import logging
 from typing import Any
 
-from homeassistant.components import conversation
+from homeassistant.components import conversation, persistent_notification
 from homeassistant.components.conversation import trace
 from homeassistant.const import CONF_LLM_HASS_API
 from homeassistant.core import Context, HomeAssistant
@@ -15,34 +16,22 @@ from pytest_homeassistant_custom_component.common import MockConfigEntry, async_
 import voluptuous as vol
 
 from custom_components.azure_openai_memory.compat import llm_api_option
-from custom_components.azure_openai_memory.config_flow import RECOMMENDED_AGENT
 from custom_components.azure_openai_memory.const import (
     API_MODE_RESPONSES,
     CONF_API_MODE,
     CONF_CONTEXT_LIMIT,
     CONF_EARLY_TIMEOUT,
     CONF_MAX_TOKENS,
-    CONF_PREFER_LOCAL_INTENTS,
     CONF_REQUEST_TIMEOUT,
     CONF_SLIDING_WINDOW_MAX_TOKENS,
     DOMAIN,
 )
-from custom_components.azure_openai_memory.context import MAX_CONTEXT_TOKENS
+from custom_components.azure_openai_memory.context import MAX_CONTEXT_TOKENS, build_turn_context
+from custom_components.azure_openai_memory.memory.timeseries import TimeSeries, format_time
+from custom_components.azure_openai_memory.memory.tokens import load_counter
 
 from .azure_stub import DEFAULT_KEY, AzureStub, Reply, ToolCall
-from .conftest import agent_entity_id, converse
-
-LLM_ONLY = {**RECOMMENDED_AGENT, CONF_PREFER_LOCAL_INTENTS: False, CONF_EARLY_TIMEOUT: 0}
-NO_TOOLS = {**LLM_ONLY, CONF_LLM_HASS_API: None}
-
-
-def memory_of(entry: MockConfigEntry) -> Any:
-    (memory,) = entry.runtime_data.memories.values()
-    return memory
-
-
-def speech(result: Any) -> str:
-    return str(result.response.speech["plain"]["speech"])
+from .conftest import LLM_ONLY, NO_TOOLS, agent_entity_id, converse, memory_of, speech
 
 
 def llm_calls(azure: AzureStub) -> list[Any]:
@@ -197,28 +186,20 @@ async def test_overlapping_turns_commit_in_order(
     assert second_request == ["First question", "First answer.", "Second question"]
 
 
-@pytest.mark.parametrize(
-    "agent_options", [{**NO_TOOLS, CONF_EARLY_TIMEOUT: 0.2, CONF_REQUEST_TIMEOUT: 5}]
-)
-async def test_late_answer_never_streams_into_an_ended_run(
-    hass: HomeAssistant, loaded_entry: MockConfigEntry, azure: AzureStub
-) -> None:
-    """As a pipeline does: a delta listener on the chat log; nothing reaches it after the run."""
-    azure.queue(Reply(text="Words that come far too late.", delay=0.5))
-    azure.word_delay = 0.0
-    received: list[tuple[bool, dict[str, Any]]] = []
-    run_over = False
-
-    def listener(_chat_log: conversation.ChatLog, delta: dict[str, Any]) -> None:
-        received.append((run_over, delta))
-
+async def converse_with_listener(
+    hass: HomeAssistant,
+    entry: MockConfigEntry,
+    text: str,
+    listener: Callable[[conversation.ChatLog, dict[str, Any]], None],
+) -> conversation.ConversationResult:
+    """One turn as an Assist pipeline runs it: the chat log opened with a delta listener."""
     user_input = conversation.ConversationInput(
-        text="Tell me something slow",
+        text=text,
         context=Context(),
         conversation_id="c",
         device_id=None,
         language="en",
-        agent_id=agent_entity_id(hass, loaded_entry),
+        agent_id=agent_entity_id(hass, entry),
         **({"satellite_id": None} if _has_satellite_id() else {}),
     )
     with (
@@ -227,14 +208,30 @@ async def test_late_answer_never_streams_into_an_ended_run(
             hass, session, user_input, chat_log_delta_listener=listener
         ),
     ):
-        result = await conversation.async_converse(
-            hass,
-            user_input.text,
-            "c",
-            Context(),
-            language="en",
-            agent_id=user_input.agent_id,
+        return await conversation.async_converse(
+            hass, text, "c", Context(), language="en", agent_id=user_input.agent_id
         )
+
+
+def _has_satellite_id() -> bool:
+    return "satellite_id" in conversation.ConversationInput.__dataclass_fields__
+
+
+@pytest.mark.parametrize(
+    "agent_options", [{**NO_TOOLS, CONF_EARLY_TIMEOUT: 0.2, CONF_REQUEST_TIMEOUT: 5}]
+)
+async def test_late_answer_never_streams_into_an_ended_run(
+    hass: HomeAssistant, loaded_entry: MockConfigEntry, azure: AzureStub
+) -> None:
+    """As a pipeline does: a delta listener on the chat log; nothing reaches it after the run."""
+    azure.queue(Reply(text="Words that come far too late.", delay=0.5))
+    received: list[tuple[bool, dict[str, Any]]] = []
+    run_over = False
+
+    def listener(_chat_log: conversation.ChatLog, delta: dict[str, Any]) -> None:
+        received.append((run_over, delta))
+
+    result = await converse_with_listener(hass, loaded_entry, "Tell me something slow", listener)
     run_over = True
     assert "still working" in speech(result)
     await hass.async_block_till_done(wait_background_tasks=True)
@@ -242,11 +239,82 @@ async def test_late_answer_never_streams_into_an_ended_run(
     assert [delta for over, delta in received if over] == []
 
 
-def _has_satellite_id() -> bool:
-    return "satellite_id" in conversation.ConversationInput.__dataclass_fields__
+LONG_ANSWER = " ".join(f"word{i}" for i in range(40)) + "."
+
+
+@pytest.mark.parametrize(
+    "agent_options", [{**NO_TOOLS, CONF_EARLY_TIMEOUT: 0.3, CONF_REQUEST_TIMEOUT: 10}]
+)
+async def test_no_early_answer_once_words_are_spoken(
+    hass: HomeAssistant, loaded_entry: MockConfigEntry, azure: AzureStub
+) -> None:
+    """A satellite speaking the streamed answer is not cut off mid-sentence by the early timer."""
+    azure.queue(Reply(text=LONG_ANSWER))
+    azure.word_delay = 0.03  # about 1.2 s of streaming, the first word at once
+    heard: list[str] = []
+
+    def listener(_chat_log: conversation.ChatLog, delta: dict[str, Any]) -> None:
+        if content := delta.get("content"):
+            heard.append(content)
+
+    result = await converse_with_listener(hass, loaded_entry, "Tell me a long story", listener)
+    assert speech(result) == LONG_ANSWER
+    assert "".join(heard) == LONG_ANSWER
+    assert loaded_entry.runtime_data.stats.early_timeouts == 0
+
+
+@pytest.mark.parametrize(
+    "agent_options", [{**NO_TOOLS, CONF_EARLY_TIMEOUT: 0.2, CONF_REQUEST_TIMEOUT: 5}]
+)
+async def test_follow_up_under_a_new_id_waits_for_the_late_turn(
+    hass: HomeAssistant, loaded_entry: MockConfigEntry, azure: AzureStub
+) -> None:
+    """Same satellite, new conversation id, first answer still coming: one window, in order."""
+    await converse(hass, loaded_entry, "Hello", "a", device_id="d1")
+    azure.queue(Reply(text="First answer.", delay=0.5), Reply(text="Second answer."))
+    await converse(hass, loaded_entry, "First question", "a", device_id="d1")
+    await converse(hass, loaded_entry, "Second question", "b", device_id="d1")
+    await hass.async_block_till_done(wait_background_tasks=True)
+    expected = ["Hello", "You said: Hello", "First question", "First answer."]
+    assert contents(loaded_entry, "b") == [*expected, "Second question", "Second answer."]
+    assert contents(loaded_entry, "a") == []
+    third_request = [m["content"] for m in llm_calls(azure)[2].body["messages"][1:]]
+    assert third_request == [*expected, "Second question"]
+
+
+@pytest.mark.parametrize(
+    "agent_options", [{**NO_TOOLS, CONF_EARLY_TIMEOUT: 0.2, CONF_REQUEST_TIMEOUT: 5}]
+)
+async def test_late_failure_is_notified(
+    hass: HomeAssistant, loaded_entry: MockConfigEntry, azure: AzureStub
+) -> None:
+    """The early reply promised a notification: a turn failing later still posts one."""
+    azure.queue(Reply(text="half of it", delay=0.5, cut_after_chunks=2))
+    result = await converse(hass, loaded_entry, "Something slow", "c")
+    assert "still working" in speech(result)
+    await hass.async_block_till_done(wait_background_tasks=True)
+    assert loaded_entry.runtime_data.stats.errors == {"stream_interrupted": 1}
+    (note,) = persistent_notification._async_get_or_create_notifications(hass).values()
+    assert note["title"] == "Answer to: Something slow"
+    assert "cut off" in note["message"]
+    assert contents(loaded_entry) == []
 
 
 # -- item 5: every failure is spoken ----------------------------------------------------
+
+
+def assert_spoken_failure(
+    result: conversation.ConversationResult,
+    entry: MockConfigEntry,
+    kind: str,
+    window_before: list[str],
+) -> None:
+    """A friendly spoken error, counted once by kind, the window as it was."""
+    assert result.response.response_type is intent.IntentResponseType.ERROR
+    assert "Traceback" not in speech(result)
+    assert len(speech(result)) > 10
+    assert entry.runtime_data.stats.errors == {kind: 1}
+    assert contents(entry) == window_before
 
 
 RESPONSES_FAILURES = [
@@ -280,10 +348,7 @@ async def test_responses_stream_failures_are_spoken(
     azure.queue(reply)
     with caplog.at_level(logging.DEBUG, logger="custom_components.azure_openai_memory"):
         result = await converse(hass, loaded_entry, "And now this?", "c")
-    assert result.response.response_type is intent.IntentResponseType.ERROR
-    assert "Traceback" not in speech(result)
-    assert contents(loaded_entry) == before
-    assert loaded_entry.runtime_data.stats.errors == {kind: 1}
+    assert_spoken_failure(result, loaded_entry, kind, before)
     failures = [r for r in caplog.records if f"failed ({kind})" in r.getMessage()]
     assert len(failures) == 1
     assert failures[0].exc_info is not None  # the traceback, because debug logging is on
@@ -331,10 +396,7 @@ async def test_tool_raising_anything_is_spoken(
     azure.queue(Reply(tool_calls=[ToolCall("BrokenTool", {})]))
     with caplog.at_level(logging.INFO):
         result = await converse(hass, loaded_entry, "Use the broken tool", "c")
-    assert result.response.response_type is intent.IntentResponseType.ERROR
-    assert "Traceback" not in speech(result)
-    assert loaded_entry.runtime_data.stats.errors == {"unknown": 1}
-    assert contents(loaded_entry) == []
+    assert_spoken_failure(result, loaded_entry, "unknown", [])
     assert "failed (unknown): RuntimeError" in caplog.text
     assert "Traceback" not in caplog.text  # no traceback at info level
 
@@ -412,9 +474,79 @@ async def test_failing_stored_data_is_spoken(
     await hass.async_block_till_done()
     with caplog.at_level(logging.INFO):
         result = await converse(hass, config_entry, "Who gave me kudos in the last 2 days?", "c")
-    assert result.response.response_type is intent.IntentResponseType.ERROR
-    assert "Traceback" not in speech(result)
-    assert config_entry.runtime_data.stats.errors == {"unknown": 1}
-    assert contents(config_entry) == []
+    assert_spoken_failure(result, config_entry, "unknown", [])
     assert llm_calls(azure) == []
     assert "failed (unknown): KeyError" in caplog.text
+
+
+def kudos(now: Any, count: int, minutes: int = 5) -> list[dict[str, Any]]:
+    return [
+        {
+            "id": f"k{i}",
+            "athlete_name": f"Runner {i} from the club down the road",
+            "timestamp": (now - timedelta(minutes=minutes * i)).isoformat(),
+        }
+        for i in range(count)
+    ]
+
+
+@pytest.mark.parametrize(
+    "agent_options", [{**NO_TOOLS, CONF_CONTEXT_LIMIT: 1500, CONF_MAX_TOKENS: 200}]
+)
+async def test_stored_data_respects_the_context_limit(
+    hass: HomeAssistant, loaded_entry: MockConfigEntry, azure: AzureStub
+) -> None:
+    """Data gets what the limit leaves after prompt, question and last exchange; no more."""
+    await hass.services.async_call(
+        DOMAIN,
+        "timeseries_merge",
+        {"key": "kudos_timeseries", "entries": kudos(dt_util.utcnow(), 400)},
+        blocking=True,
+    )
+    await converse(hass, loaded_entry, "Hello there, " + "how are you " * 40, "c")
+    await converse(hass, loaded_entry, "Who gave me kudos in the last 2 days?", "c")
+    counter = memory_of(loaded_entry).counter
+    messages = llm_calls(azure)[-1].body["messages"]
+    sent = sum(counter.count(m["content"]) + 4 for m in messages)
+    assert sent <= 1500 - 200
+    data = messages[-2]["content"]
+    assert data.startswith("Reference data")
+    assert "older entries not shown" in data
+    # The last exchange still went, whole.
+    assert messages[1]["content"].startswith("Hello there, how are you")
+
+
+def gappy_series(key: str, now: float, hours: int) -> TimeSeries:
+    """A series fetched in 15-minute windows every hour: a gap each hour."""
+    series = TimeSeries(key)
+    stamp = format_time(now)
+    for hour in range(hours):
+        start = now - (hour + 1) * 3600
+        entries = [
+            {"id": f"{key}-{hour}-{i}", "note": f"event {i} of hour {hour}", "timestamp": start + i}
+            for i in range(20)
+        ]
+        prepared = series.prepare(entries, "id", "timestamp", UTC, stamp)
+        series.merge(prepared, stamp, (start, start + 900))
+    return series
+
+
+@pytest.mark.parametrize(("budget", "at_least"), [(40, 0), (120, 0), (300, 1), (800, 3), (2000, 7)])
+def test_data_message_never_exceeds_its_budget(
+    budget: int, at_least: int, hass: HomeAssistant
+) -> None:
+    """Twelve series, each with 48 gaps: every line counts, and each series gets its share."""
+    counter = load_counter("gpt-4", None)
+    now = dt_util.utcnow().timestamp()
+    series = [gappy_series(f"series_{n}_timeseries", now, 48) for n in range(12)]
+    context = build_turn_context(series, now - 2 * 86400, now, counter, budget)
+    if at_least == 0:  # not even one series' tags and notes fit
+        assert context is None
+        return
+    assert context is not None
+    assert counter.count(context.message) == context.tokens <= budget
+    assert len(context.sources) >= at_least
+    assert (
+        context.message.count("<data ") == context.message.count("</data>") == len(context.sources)
+    )
+    assert context.message.count("and 43 more gaps") == len(context.sources)

@@ -18,7 +18,7 @@ from .memory.timeseries import TimeSeries, matching_keys, range_in_text
 from .memory.tokens import TokenCounter
 from .services import DATA_TIMESERIES
 
-# At most this many tokens of stored data per turn, whatever the context limit allows.
+# At most this many tokens of stored data per turn; less when the context limit is near.
 MAX_CONTEXT_TOKENS = 2000
 
 DATA_NOTICE = (
@@ -37,56 +37,91 @@ class TurnContext:
     sources: tuple[str, ...]
 
 
+# Gaps listed by name in a series' block; the rest are counted.
+MAX_GAPS_SHOWN = 5
+# What the "(N older entries not shown.)" line may cost.
+_FOOTER_TOKENS = 12
+_CLOSE = "</data>"
+
+
 def _json(entry: Any) -> str:
     return orjson.dumps(entry).decode().replace("<", "\\u003c")
 
 
-def _series_block(key: str, result: dict[str, Any], counter: TokenCounter, budget: int) -> str:
-    """One series for the asked range: coverage, gaps, then as many entries as fit."""
+def _notes(result: dict[str, Any]) -> list[str]:
+    """What we (not the data) say about a series' coverage for the asked range."""
+    if result["coverage"] == "full":
+        return ["Complete for the asked range: answer from it, no fetching needed."]
+    gaps = result["gaps"]
+    if not gaps:
+        return []
+    missing = ", ".join(f"{gap['start']} to {gap['end']}" for gap in gaps[:MAX_GAPS_SHOWN])
+    if len(gaps) > MAX_GAPS_SHOWN:
+        missing += f" and {len(gaps) - MAX_GAPS_SHOWN} more gaps"
+    return [f"Not fetched yet, so unknown: {missing}. Say so if it matters."]
+
+
+def _render(key: str, result: dict[str, Any], entries: list[str]) -> str:
     head = (
         f'<data source="timeseries" key="{key}" coverage="{result["coverage"]}" '
         f'entries="{result["count"]}">'
     )
-    lines = [head]
-    if result["coverage"] == "full":
-        lines.append("Complete for the asked range: answer from it, no fetching needed.")
-    elif result["gaps"]:
-        missing = ", ".join(f"{gap['start']} to {gap['end']}" for gap in result["gaps"])
-        lines.append(f"Not fetched yet, so unknown: {missing}. Say so if it matters.")
-    used = counter.count("\n".join(lines)) + 8
-    shown = 0
+    lines = [head, *_notes(result), *entries]
+    if len(entries) < result["count"]:
+        lines.append(f"({result['count'] - len(entries)} older entries not shown.)")
+    lines.append(_CLOSE)
+    return "\n".join(lines)
+
+
+def _series_block(
+    key: str, result: dict[str, Any], counter: TokenCounter, budget: int
+) -> str | None:
+    """One series for the asked range in at most budget tokens, newest entries first."""
+    used = counter.count(_render(key, {**result, "count": 0}, [])) + _FOOTER_TOKENS
+    if used > budget:
+        return None
+    entries: list[str] = []
     for entry in result["entries"]:  # newest first
         line = _json(entry)
         cost = counter.count(line) + 1
         if used + cost > budget:
             break
-        lines.append(line)
+        entries.append(line)
         used += cost
-        shown += 1
-    if shown < result["count"]:
-        lines.append(f"({result['count'] - shown} older entries not shown.)")
-    lines.append("</data>")
-    return "\n".join(lines)
+    # Counting lines one by one is close, not exact: check the whole block.
+    block = _render(key, result, entries)
+    while counter.count(block) > budget:
+        if not entries:
+            return None
+        entries.pop()
+        block = _render(key, result, entries)
+    return block
 
 
 def build_turn_context(
     series: list[TimeSeries], start: float, end: float, counter: TokenCounter, budget: int
 ) -> TurnContext | None:
-    """The data message for these series over [start, end]; blocking, run in the executor."""
-    blocks: list[str] = []
-    used = counter.count(DATA_NOTICE)
-    for one in series:
-        remaining = budget - used
-        if remaining <= 0:
-            break
-        block = _series_block(one.key, one.query(start, end), counter, remaining)
-        blocks.append(block)
-        used += counter.count(block)
-    if not blocks:
+    """The data message for these series over [start, end]; blocking, run in the executor.
+
+    Every line counts against budget: the notice, each block's tags and notes, entries.
+    """
+    parts = [DATA_NOTICE]
+    sources: list[str] = []
+    for index, one in enumerate(series):
+        # Each series gets an equal share of what is left, so the first cannot take it all.
+        remaining = budget - counter.count("\n\n".join(parts)) - 2
+        share = remaining // (len(series) - index)
+        block = _series_block(one.key, one.query(start, end), counter, share)
+        if block is not None:
+            parts.append(block)
+            sources.append(f"timeseries:{one.key}")
+    while len(parts) > 1 and counter.count("\n\n".join(parts)) > budget:
+        parts.pop()
+        sources.pop()
+    if len(parts) == 1:
         return None
-    message = "\n\n".join([DATA_NOTICE, *blocks])
-    sources = tuple(f"timeseries:{one.key}" for one in series[: len(blocks)])
-    return TurnContext(message, used, sources)
+    message = "\n\n".join(parts)
+    return TurnContext(message, counter.count(message), tuple(sources))
 
 
 async def async_turn_context(

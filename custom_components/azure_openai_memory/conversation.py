@@ -122,17 +122,20 @@ class Turn:
     """
 
     conversation_id: str
+    source: str | None
     user_text: str
     chat_log: conversation.ChatLog
     listener: DeltaListener | None
     attached: bool = True
+    spoken: bool = False
     pending: list[MessageEntry] = field(default_factory=list)
     answer: str = ""
 
     def forward(self, _log: conversation.ChatLog, delta: dict[str, Any]) -> None:
-        """The private log's delta listener."""
+        """The private log's delta listener; notes when words have reached the listener."""
         if self.attached and self.listener is not None:
             self.listener(self.chat_log, delta)
+            self.spoken = self.spoken or bool(delta.get("content"))
 
 
 @dataclass
@@ -213,9 +216,8 @@ class AzureOpenAIMemoryAgent(conversation.ConversationEntity, AbstractConversati
     ) -> conversation.ConversationResult:
         """Answer one turn: locally when Home Assistant understands it, else with the LLM."""
         started = time.perf_counter()
-        conversation_id = self.memory.continue_conversation(
-            chat_log.conversation_id, conversation_source(user_input)
-        )
+        conversation_id = chat_log.conversation_id
+        source = conversation_source(user_input)
         # An Assist pipeline has its own "prefer handling commands locally": it has tried
         # already (leaving to an agent that controls the home what it should answer), or
         # was told not to. Only elsewhere is it ours to try.
@@ -224,7 +226,7 @@ class AzureOpenAIMemoryAgent(conversation.ConversationEntity, AbstractConversati
         ) and not in_assist_pipeline(chat_log):
             response = await async_handle_intents(self.hass, user_input, chat_log)
             if response is not None:
-                self._remember_local_turn(conversation_id, user_input.text, response)
+                self._remember_local_turn(conversation_id, source, user_input.text, response)
                 self.runtime.stats.record_turn(ROUTE_LOCAL, _ms_since(started))
                 return conversation.ConversationResult(
                     response=response, conversation_id=chat_log.conversation_id
@@ -241,7 +243,7 @@ class AzureOpenAIMemoryAgent(conversation.ConversationEntity, AbstractConversati
         except conversation.ConverseError as err:
             return err.as_conversation_result()
 
-        turn = Turn(conversation_id, user_input.text, chat_log, chat_log.delta_listener)
+        turn = Turn(conversation_id, source, user_input.text, chat_log, chat_log.delta_listener)
         task = self.hass.async_create_background_task(
             self._async_run_turn(turn, user_input.agent_id),
             f"{DOMAIN} turn {conversation_id}",
@@ -249,7 +251,8 @@ class AzureOpenAIMemoryAgent(conversation.ConversationEntity, AbstractConversati
         early = float(self._option(CONF_EARLY_TIMEOUT, RECOMMENDED_EARLY_TIMEOUT))
         if early > 0:
             done, _ = await asyncio.wait({task}, timeout=early)
-            if not done:
+            # Once words are being spoken, the answer is on its way: let it finish.
+            if not done and not turn.spoken:
                 turn.attached = False
                 self.runtime.stats.record_early_timeout()
                 self.runtime.stats.record_turn(ROUTE_LLM, _ms_since(started))
@@ -273,19 +276,23 @@ class AzureOpenAIMemoryAgent(conversation.ConversationEntity, AbstractConversati
             continue_conversation=chat_log.continue_conversation,
         )
 
-    def _conversation_lock(self, conversation_id: str) -> asyncio.Lock:
-        """Turns of one conversation run one after another, in the order they were asked.
+    def _conversation_lock(self, conversation_id: str, source: str | None) -> asyncio.Lock:
+        """Turns of one speaker run one after another, in the order they were asked.
 
-        A lock lives as long as a turn holds or awaits it.
+        Keyed by who speaks (satellite, device, user) rather than by conversation id: a
+        follow-up under a new id continues the same window, so it must wait for the turn
+        still writing to it. A lock lives as long as a turn holds or awaits it.
         """
-        if (lock := self._locks.get(conversation_id)) is None:
-            lock = self._locks[conversation_id] = asyncio.Lock()
+        key = source or conversation_id
+        if (lock := self._locks.get(key)) is None:
+            lock = self._locks[key] = asyncio.Lock()
         return lock
 
     async def _async_run_turn(self, turn: Turn, agent_id: str | None) -> None:
         """Talk to the model (with tool rounds) and record the turn only if it completes."""
         options, client = self._llm_client()
-        async with self._conversation_lock(turn.conversation_id):
+        async with self._conversation_lock(turn.conversation_id, turn.source):
+            self.memory.continue_conversation(turn.conversation_id, turn.source)
             usage = Usage()
             private = replace(
                 turn.chat_log, content=turn.chat_log.content.copy(), delta_listener=turn.forward
@@ -330,26 +337,35 @@ class AzureOpenAIMemoryAgent(conversation.ConversationEntity, AbstractConversati
                 for tool in chat_log.llm_api.tools
             ]
         system_prompt = getattr(chat_log.content[0], "content", None) or ""
-        context = None
-        if self.entry.options.get(CONF_TIMESERIES_CONTEXT, RECOMMENDED_TIMESERIES_CONTEXT):
-            context = await async_turn_context(
-                self.hass, turn.user_text, self.memory.counter, MAX_CONTEXT_TOKENS
-            )
+        memory, conversation_id = self.memory, turn.conversation_id
         user = pending("user", turn.user_text, frozenset({TAG_INPUT}))
         turn.pending.append(user)
 
         prompt_text = system_prompt + (orjson.dumps(tools).decode() if tools else "")
-        other = self.memory.count_tokens(turn.user_text)
-        if context is not None:
-            other += context.tokens + MESSAGE_OVERHEAD_TOKENS
-        budget = self._context_limit() - options.max_tokens - other
+        question = memory.count_tokens(turn.user_text)
+        room = self._context_limit() - options.max_tokens - question
         # A token is at least one byte: the byte length bounds the prompt's cost, so the
         # exact count is needed here only when that bound does not fit.
-        prompt_bound = len(prompt_text.encode())
-        window_tokens = self.memory.window_tokens(turn.conversation_id)
-        if prompt_bound + window_tokens > budget:
-            budget -= await self.hass.async_add_executor_job(self.memory.counter.count, prompt_text)
-        history, left_out = self.memory.get_recent_messages(turn.conversation_id, max(budget, 0))
+        prompt = len(prompt_text.encode())
+        if prompt + memory.window_tokens(conversation_id) + MAX_CONTEXT_TOKENS > room:
+            prompt = await self.hass.async_add_executor_job(memory.counter.count, prompt_text)
+        room -= prompt
+        context = None
+        data_budget = min(
+            MAX_CONTEXT_TOKENS,
+            room - memory.last_exchange_tokens(conversation_id) - MESSAGE_OVERHEAD_TOKENS,
+        )
+        if data_budget > 0 and self.entry.options.get(
+            CONF_TIMESERIES_CONTEXT, RECOMMENDED_TIMESERIES_CONTEXT
+        ):
+            context = await async_turn_context(
+                self.hass, turn.user_text, memory.counter, data_budget
+            )
+        other = question
+        if context is not None:
+            other += context.tokens + MESSAGE_OVERHEAD_TOKENS
+            room -= context.tokens + MESSAGE_OVERHEAD_TOKENS
+        history, left_out = memory.get_recent_messages(conversation_id, max(room, 0))
         if left_out:
             LOGGER.debug(
                 "Context limit: %d older messages of %s left out of this request",
@@ -479,43 +495,56 @@ class AzureOpenAIMemoryAgent(conversation.ConversationEntity, AbstractConversati
         )
 
     def _remember_local_turn(
-        self, conversation_id: str, text: str, response: intent.IntentResponse
+        self,
+        conversation_id: str,
+        source: str | None,
+        text: str,
+        response: intent.IntentResponse,
     ) -> None:
         speech = response.speech.get("plain", {}).get("speech", "")
-        lock = self._locks.get(conversation_id)
+        lock = self._locks.get(source or conversation_id)
         if lock is None:
-            self._add_local_turn(conversation_id, text, speech)
+            self._add_local_turn(conversation_id, source, text, speech)
         else:
-            # An earlier turn of this conversation is still running: this one comes after.
+            # An earlier turn of this speaker is still running: this one comes after.
             self.hass.async_create_task(
-                self._async_add_local_turn_after(lock, conversation_id, text, speech),
+                self._async_add_local_turn_after(lock, conversation_id, source, text, speech),
                 f"{DOMAIN} local turn {conversation_id}",
             )
 
     async def _async_add_local_turn_after(
-        self, lock: asyncio.Lock, conversation_id: str, text: str, speech: str
+        self, lock: asyncio.Lock, conversation_id: str, source: str | None, text: str, speech: str
     ) -> None:
         async with lock:
-            self._add_local_turn(conversation_id, text, speech)
+            self._add_local_turn(conversation_id, source, text, speech)
 
-    def _add_local_turn(self, conversation_id: str, text: str, speech: str) -> None:
-        self.memory.add_message(conversation_id, "user", text, {TAG_INPUT, ROUTE_LOCAL})
-        self.memory.add_message(conversation_id, "assistant", speech, {TAG_OUTPUT, ROUTE_LOCAL})
+    def _add_local_turn(
+        self, conversation_id: str, source: str | None, text: str, speech: str
+    ) -> None:
+        memory = self.memory
+        memory.continue_conversation(conversation_id, source)
+        memory.add_message(conversation_id, "user", text, {TAG_INPUT, ROUTE_LOCAL})
+        memory.add_message(conversation_id, "assistant", speech, {TAG_OUTPUT, ROUTE_LOCAL})
         self.runtime.windows_store.async_schedule_save()
 
     async def _async_deliver_late(
         self, task: asyncio.Task[None], turn: Turn, language: str
     ) -> None:
-        """The answer came after the early reply: it is in the window; show it too."""
+        """The answer came after the early reply: it is in the window; show it too.
+
+        The early reply promised a notification, so a turn that fails later says so there.
+        """
         try:
             await task
-        except TurnFailed:
-            return
-        self.runtime.stats.record_late_answer()
+        except TurnFailed as err:
+            message = await self._async_text(language, f"api_{err.kind.value}")
+        else:
+            self.runtime.stats.record_late_answer()
+            message = turn.answer or await self._async_text(language, "no_answer")
         title = await self._async_text(language, "late_answer_title", {"question": turn.user_text})
         persistent_notification.async_create(
             self.hass,
-            turn.answer,
+            message,
             title=title,
             notification_id=f"{DOMAIN}_{turn.conversation_id}",
         )

@@ -254,6 +254,16 @@ class ConversationWindow:
         kept.sort()
         return [messages[seq] for seq in kept], len(messages) - len(kept)
 
+    def last_exchange_tokens(self) -> int:
+        """Tokens of the last user message and everything after it (what a request always carries)."""
+        messages = self._messages
+        used = 0
+        for seqs in reversed(self._groups.values()):
+            used += sum(messages[seq].token_count for seq in seqs)
+            if messages[seqs[0]].role == "user":
+                break
+        return used
+
     def stats(self) -> dict[str, Any]:
         """The seed's statistics, plus evictions."""
         return {
@@ -395,6 +405,11 @@ class ConversationMemoryManager:
         if window is None:
             return 0
         return window.current_tokens - (window.system.token_count if window.system else 0)
+
+    def last_exchange_tokens(self, conversation_id: str) -> int:
+        """Tokens of a conversation's last question and everything after it."""
+        window = self.windows.get(conversation_id)
+        return window.last_exchange_tokens() if window is not None else 0
 
     def get_recent_messages(
         self, conversation_id: str, budget: int
