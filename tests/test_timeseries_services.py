@@ -12,6 +12,7 @@ from homeassistant.const import EVENT_HOMEASSISTANT_FINAL_WRITE
 from homeassistant.core import Context, HomeAssistant
 from homeassistant.exceptions import ServiceValidationError, Unauthorized
 from homeassistant.setup import async_setup_component
+from homeassistant.util import dt as dt_util
 import pytest
 
 from custom_components.azure_openai_memory.const import DOMAIN
@@ -528,3 +529,34 @@ async def test_index_of_version_1_migrates(
     fresh.async_update_settings(TimeseriesSettings(max_entries=20, keep_days=90))
     await hass.async_block_till_done()
     assert (await call(hass, "list"))["keys"][0]["count"] == 20
+
+
+async def test_fetched_up_to_now_is_full_when_queried_up_to_now(
+    hass: HomeAssistant, services: None
+) -> None:
+    """README's automation: merge what was fetched until now, then ask for the last 24 hours."""
+    now = dt_util.utcnow()
+    await call(
+        hass,
+        "merge",
+        key=KEY,
+        entries=[{"id": "k1", "timestamp": (now - timedelta(hours=2)).isoformat()}],
+        window_start=(now - timedelta(hours=24)).isoformat(),
+        window_end=now.isoformat(),
+    )
+    stored = await call(hass, "query", key=KEY, last="24h")
+    assert (stored["coverage"], stored["needs_api_call"], stored["gaps"]) == ("full", False, [])
+    # A real hole of a few seconds is still one.
+    fetched_until = now - timedelta(seconds=5)
+    await call(
+        hass,
+        "merge",
+        key="other_timeseries",
+        entries=[{"id": "k1", "timestamp": (now - timedelta(hours=2)).isoformat()}],
+        window_start=(now - timedelta(hours=24)).isoformat(),
+        window_end=fetched_until.isoformat(),
+    )
+    stored = await call(hass, "query", key="other_timeseries", last="24h")
+    assert stored["coverage"] == "partial"
+    (gap,) = stored["gaps"]
+    assert gap["start"] == format_time(fetched_until.timestamp())

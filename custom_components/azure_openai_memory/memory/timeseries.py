@@ -26,6 +26,8 @@ from typing import Any
 import orjson
 
 MAX_ENTRIES_PER_CALL = 10_000
+# Uncovered stretches shorter than this are not reported as gaps (see _gaps).
+MIN_GAP_SECONDS = 1.0
 DEFAULT_MAX_ENTRIES = 10_000
 DEFAULT_KEEP_DAYS = 90.0
 # The version of a series' stored form; 2: max_entries is the series' own cap or null.
@@ -172,7 +174,11 @@ def _add_interval(intervals: list[list[float]], start: float, end: float) -> Non
 def _gaps(
     intervals: Sequence[Sequence[float]], start: float, end: float
 ) -> list[tuple[float, float]]:
-    """The parts of [start, end] no interval covers."""
+    """The parts of [start, end] no interval covers, ignoring slivers under MIN_GAP_SECONDS.
+
+    A fetch that ended "now" and a query that ends "now" a moment later leave a gap of a
+    few milliseconds that nothing could fill: it is not worth another API call.
+    """
     gaps: list[tuple[float, float]] = []
     cursor = start
     for lo, hi in intervals:
@@ -187,7 +193,7 @@ def _gaps(
             break
     if cursor < end:
         gaps.append((cursor, end))
-    return gaps
+    return [(lo, hi) for lo, hi in gaps if hi - lo >= MIN_GAP_SECONDS]
 
 
 @dataclass(slots=True)
