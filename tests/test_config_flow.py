@@ -184,16 +184,29 @@ async def test_user_flow_deployment_style_sends_api_version(
         ({CONF_ENDPOINT: "http://127.0.0.1:1"}, {"base": "cannot_connect"}),
         (
             {CONF_API_STYLE: API_STYLE_DEPLOYMENT, CONF_API_VERSION: "latest"},
-            {"base": "unknown"},
+            {CONF_API_VERSION: "invalid_api_version"},
+        ),
+        (
+            {CONF_API_STYLE: API_STYLE_DEPLOYMENT, CONF_API_VERSION: "2099-01-01"},
+            {CONF_API_VERSION: "invalid_api_version"},
         ),
         ({CONF_ENDPOINT: "{endpoint}/elsewhere"}, {"base": "endpoint_not_found"}),
     ],
-    ids=["wrong_key", "malformed", "wrong_scheme", "unreachable", "bad_version", "wrong_path"],
+    ids=[
+        "wrong_key",
+        "malformed",
+        "wrong_scheme",
+        "unreachable",
+        "bad_version",
+        "unknown_version",
+        "wrong_path",
+    ],
 )
 async def test_user_flow_errors_then_recovers(
     hass: HomeAssistant, azure: AzureStub, overrides: dict[str, Any], errors: dict[str, str]
 ) -> None:
     """Each failure has its own message, and fixing the input creates the entry."""
+    azure.refused_api_versions = {"2099-01-01"}
     if CONF_ENDPOINT in overrides:
         overrides[CONF_ENDPOINT] = overrides[CONF_ENDPOINT].format(endpoint=azure.endpoint)
     result = await _start_user_flow(hass)
@@ -223,13 +236,17 @@ async def test_same_endpoint_cannot_be_added_twice(
     hass: HomeAssistant, config_entry: MockConfigEntry, azure: AzureStub
 ) -> None:
     """The endpoint is the unique id, however it is spelled."""
-    result = await _start_user_flow(hass)
-    result = await hass.config_entries.flow.async_configure(
-        result["flow_id"],
-        _user_input(azure, **{CONF_ENDPOINT: azure.endpoint.upper().replace("HTTP", "http") + "/"}),
-    )
-    assert result["type"] is FlowResultType.ABORT
-    assert result["reason"] == "already_configured"
+    for spelling in (
+        azure.endpoint.upper().replace("HTTP", "http") + "/",
+        azure.endpoint + "/openai/v1/",
+        azure.endpoint + "/openai",
+    ):
+        result = await _start_user_flow(hass)
+        result = await hass.config_entries.flow.async_configure(
+            result["flow_id"], _user_input(azure, **{CONF_ENDPOINT: spelling})
+        )
+        assert result["type"] is FlowResultType.ABORT
+        assert result["reason"] == "already_configured"
     assert azure.requests == []
 
 
@@ -422,12 +439,14 @@ async def test_add_agent_subentry(
         result["flow_id"],
         {
             CONF_NAME: "Reasoner",
-            **_agent_input(**{CONF_DEPLOYMENT: "o4-mini", CONF_REASONING_EFFORT: "low"}),
+            # Pasted with a space around it: still the deployment.
+            **_agent_input(**{CONF_DEPLOYMENT: " o4-mini ", CONF_REASONING_EFFORT: "low"}),
         },
     )
     assert result["type"] is FlowResultType.CREATE_ENTRY
     titles = sorted(s.title for s in loaded_entry.subentries.values())
     assert titles == ["Azure OpenAI agent", "Reasoner"]
+    assert result["data"][CONF_DEPLOYMENT] == "o4-mini"
     probe = azure.calls("/chat/completions")[-1]
     assert probe.body is not None
     assert probe.body["model"] == "o4-mini"

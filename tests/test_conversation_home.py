@@ -109,13 +109,20 @@ async def test_context_limit_leaves_out_oldest_history_of_the_request(
     "agent_options", [{**NO_TOOLS, CONF_CONTEXT_LIMIT: 120, CONF_MAX_TOKENS: 100}]
 )
 async def test_context_limit_never_drops_the_last_exchange(
-    hass: HomeAssistant, loaded_entry: MockConfigEntry, azure: AzureStub
+    hass: HomeAssistant,
+    loaded_entry: MockConfigEntry,
+    azure: AzureStub,
+    caplog: pytest.LogCaptureFixture,
 ) -> None:
     """Even when nothing fits, the previous question and answer still go with the request."""
     for text in ("First question", "Second question", "Third question"):
         await converse(hass, loaded_entry, text, "c")
     history = [m["content"] for m in llm_calls(azure)[-1].body["messages"][1:]]
     assert history == ["Second question", "You said: Second question", "Third question"]
+    # A limit below prompt + answer can never be met: said once, as a warning to act on.
+    warnings = [r for r in caplog.records if "context limit" in r.getMessage()]
+    assert [r.levelno for r in warnings] == [logging.WARNING]
+    assert "(120 tokens) is smaller than its prompt" in warnings[0].getMessage()
 
 
 # -- item 2: tool calls without ids -----------------------------------------------------

@@ -239,6 +239,14 @@ async def test_encoding_download_is_bounded_and_retried(
     await second
     failures = [r for r in caplog.records if "could not be downloaded" in r.getMessage()]
     assert [r.levelno for r in failures] == [logging.WARNING, logging.DEBUG]
+
+    # A reload (an options change, a new agent) does not warn again.
+    assert await hass.config_entries.async_reload(config_entry.entry_id)
+    third = config_entry.runtime_data.encoding_task
+    assert third is not None
+    await third
+    failures = [r for r in caplog.records if "could not be downloaded" in r.getMessage()]
+    assert [r.levelno for r in failures] == [logging.WARNING, logging.DEBUG, logging.DEBUG]
     await hass.config_entries.async_unload(config_entry.entry_id)
 
 

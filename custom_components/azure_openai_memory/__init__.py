@@ -15,6 +15,7 @@ from homeassistant.helpers import config_validation as cv
 from homeassistant.helpers.event import async_track_time_interval
 from homeassistant.helpers.httpx_client import get_async_client
 from homeassistant.helpers.typing import ConfigType
+from homeassistant.util.hass_dict import HassKey
 import tiktoken
 
 from .const import (
@@ -69,6 +70,7 @@ CONFIG_SCHEMA = cv.config_entry_only_config_schema(DOMAIN)
 # An entry's options, and per subentry its type, title, unique id and data.
 type SetUpFrom = tuple[dict[str, Any], dict[str, tuple[str, str, str | None, dict[str, Any]]]]
 MAINTENANCE_INTERVAL = timedelta(minutes=10)
+DATA_ENCODING_WARNED: HassKey[set[str]] = HassKey(f"{DOMAIN}_encoding_warned")
 # Token encodings are fetched in the background, each try bounded; a failed try is
 # repeated at the next maintenance run.
 ENCODING_DOWNLOAD_BASE = PUBLIC_ENCODINGS_URL
@@ -90,7 +92,6 @@ class Runtime:
     set_up_from: SetUpFrom | None = None
     token_cache_dir: Path | None = None
     encoding_task: asyncio.Task[None] | None = None
-    encoding_failure_logged: bool = False
 
 
 type AzureOpenAIMemoryConfigEntry = ConfigEntry[Runtime]
@@ -277,8 +278,10 @@ async def _async_fetch_encodings(hass: HomeAssistant, runtime: Runtime) -> None:
         try:
             encoding = await _async_load_encoding(hass, name, runtime.token_cache_dir)
         except Exception as err:  # offline, blocked, a wrong file: try again later
-            log = LOGGER.debug if runtime.encoding_failure_logged else LOGGER.warning
-            runtime.encoding_failure_logged = True
+            # Warned once per Home Assistant run and encoding, not again at every reload.
+            warned = hass.data.setdefault(DATA_ENCODING_WARNED, set())
+            log = LOGGER.debug if name in warned else LOGGER.warning
+            warned.add(name)
             log(
                 "Token encoding %s could not be downloaded (%s); counting with %s, "
                 "which is not exact, and trying again every %d minutes",

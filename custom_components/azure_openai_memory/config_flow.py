@@ -2,6 +2,7 @@
 
 from collections.abc import Mapping
 import logging
+import re
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -94,6 +95,9 @@ from .services import DATA_TIMESERIES
 _LOGGER = logging.getLogger(__name__)
 
 # Flow error keys for the kinds of failure; anything not listed is "unknown".
+# Azure's dated api-versions: 2024-10-21, 2025-04-01-preview.
+API_VERSION_PATTERN = re.compile(r"^\d{4}-\d{2}-\d{2}(-preview)?$")
+
 _FLOW_ERRORS = {
     ErrorKind.INVALID_AUTH: "invalid_auth",
     ErrorKind.CANNOT_CONNECT: "cannot_connect",
@@ -163,6 +167,9 @@ async def _async_check_resource(hass: HomeAssistant, data: Mapping[str, Any]) ->
         await async_check_resource(client)
     except API_ERRORS as err:
         kind = classify_error(err)
+        if kind is ErrorKind.BAD_REQUEST and data[CONF_API_STYLE] == API_STYLE_DEPLOYMENT:
+            # Listing models takes nothing but the api-version that could be refused.
+            return "invalid_api_version"
         if kind not in _FLOW_ERRORS:
             _LOGGER.warning("Unexpected answer while checking the resource: %s", kind)
         return _FLOW_ERRORS.get(kind, "unknown")
@@ -215,8 +222,13 @@ class AzureOpenAIMemoryConfigFlow(ConfigFlow, domain=DOMAIN):
         data = {**user_input, CONF_ENDPOINT: endpoint}
         if data[CONF_API_STYLE] != API_STYLE_DEPLOYMENT:
             data.pop(CONF_API_VERSION, None)
+        else:
+            data[CONF_API_VERSION] = str(data.get(CONF_API_VERSION) or "").strip()
+            if not API_VERSION_PATTERN.match(data[CONF_API_VERSION]):
+                errors[CONF_API_VERSION] = "invalid_api_version"
+                return None
         if (error := await _async_check_resource(self.hass, data)) is not None:
-            errors["base"] = error
+            errors[CONF_API_VERSION if error == "invalid_api_version" else "base"] = error
             return None
         return data
 
@@ -446,6 +458,7 @@ class AgentSubentryFlow(ConfigSubentryFlow):
         if user_input is not None:
             data = {key: _whole(value) for key, value in user_input.items()}
             data[CONF_LLM_HASS_API] = llm_api_option(data.get(CONF_LLM_HASS_API))
+            data[CONF_DEPLOYMENT] = str(data[CONF_DEPLOYMENT]).strip()
             if not data.get(CONF_CONTEXT_LIMIT):
                 data.pop(CONF_CONTEXT_LIMIT, None)  # 0 or empty: follow the deployment
             title = data.pop(CONF_NAME, None)

@@ -188,6 +188,7 @@ class AzureOpenAIMemoryAgent(conversation.ConversationEntity, AbstractConversati
         if llm_api_ids(self.options.get(CONF_LLM_HASS_API)):
             self._attr_supported_features = conversation.ConversationEntityFeature.CONTROL
         self._locks: weakref.WeakValueDictionary[str, asyncio.Lock] = weakref.WeakValueDictionary()
+        self._limit_warned = False
         # Options change only through a reload, which makes a new entity: build once.
         self._llm: tuple[RequestOptions, ILLMClient] | None = None
 
@@ -350,6 +351,8 @@ class AzureOpenAIMemoryAgent(conversation.ConversationEntity, AbstractConversati
         if prompt + memory.window_tokens(conversation_id) + MAX_CONTEXT_TOKENS > room:
             prompt = await self.hass.async_add_executor_job(memory.counter.count, prompt_text)
         room -= prompt
+        if room < 0:
+            self._warn_limit_too_small(prompt, options.max_tokens)
         context = None
         data_budget = min(
             MAX_CONTEXT_TOKENS,
@@ -422,6 +425,21 @@ class AzureOpenAIMemoryAgent(conversation.ConversationEntity, AbstractConversati
                 self.memory.counter.count, request.prompt_text
             )
         return await counted
+
+    def _warn_limit_too_small(self, prompt: int, max_tokens: int) -> None:
+        """Once per agent: a limit that cannot be met is a setting to fix, not a debug line."""
+        if self._limit_warned:
+            return
+        self._limit_warned = True
+        LOGGER.warning(
+            "The context limit of %s (%d tokens) is smaller than its prompt and tools "
+            "(%d tokens) plus the answer's maximum (%d tokens): every request carries only "
+            "the last exchange. Raise the context limit or lower the maximum tokens",
+            self.entity_id,
+            self._context_limit(),
+            prompt,
+            max_tokens,
+        )
 
     def _record_request(self, request: Request, prompt_tokens: int) -> None:
         self.runtime.stats.record_request(

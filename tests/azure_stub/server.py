@@ -123,6 +123,8 @@ class AzureStub:
         self.replies: deque[Reply] = deque()
         self.requests: list[RecordedRequest] = []
         self.models_delay = 0.0
+        # Well-formed api-versions this resource does not know (Azure answers 400).
+        self.refused_api_versions: set[str] = set()
         # Seconds between streamed words, so time to the first word can be measured.
         self.word_delay = 0.0
         self._runner: web.AppRunner | None = None
@@ -201,7 +203,7 @@ class AzureStub:
             version = recorded.query.get("api-version")
             if version is None:
                 return _error(404, {"code": "404", "message": "Resource not found"})
-            if not _API_VERSION.match(version):
+            if not _API_VERSION.match(version) or version in self.refused_api_versions:
                 return _error(
                     400,
                     {

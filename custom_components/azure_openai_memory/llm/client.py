@@ -53,6 +53,11 @@ def normalize_endpoint(endpoint: str) -> str:
     except ValueError as err:
         raise InvalidEndpoint(endpoint) from err
     path = parts.path.rstrip("/")
+    # Azure's own paths are added by the client: https://x/openai/v1 is https://x.
+    for suffix in ("/openai/v1", "/openai"):
+        if path.lower().endswith(suffix):
+            path = path[: -len(suffix)]
+            break
     return f"{parts.scheme}://{parts.netloc.lower()}{path}"
 
 
