@@ -15,7 +15,8 @@ import pytest
 from pytest_homeassistant_custom_component.common import MockConfigEntry
 
 from custom_components.azure_openai_memory.config_flow import RECOMMENDED_AGENT
-from custom_components.azure_openai_memory.const import CONF_EARLY_TIMEOUT
+from custom_components.azure_openai_memory.const import CONF_EARLY_TIMEOUT, CONF_HISTORY_RECORDING
+from custom_components.azure_openai_memory.recording import DATA_HISTORY
 from tests.azure_stub import AzureStub
 from tests.conftest import converse
 
@@ -79,3 +80,43 @@ async def test_local_route_makes_no_request(
         f"\nlocal route: {made} HTTP requests for 50 turns (target 0); p50 {statistics.median(times):.2f} ms"
     )
     assert made == 0
+
+
+async def _turns_p50(hass: HomeAssistant, entry: MockConfigEntry, prefix: str) -> float:
+    times = []
+    for i in range(TURNS):
+        start = time.perf_counter()
+        await converse(hass, entry, f"How warm is it in room {i}?", f"{prefix}{i % 10}")
+        times.append((time.perf_counter() - start) * 1000)
+    return statistics.median(times)
+
+
+@pytest.mark.parametrize(
+    "agent_options", [{**RECOMMENDED_AGENT, CONF_LLM_HASS_API: None, CONF_EARLY_TIMEOUT: 10}]
+)
+async def test_recording_overhead(
+    hass: HomeAssistant, loaded_entry: MockConfigEntry, azure: AzureStub, agent_options: Any
+) -> None:
+    """A turn with history recording on against the same turn with it off (issue 9)."""
+    hass.loop.set_debug(False)
+    for i in range(20):
+        await converse(hass, loaded_entry, f"How warm is it in room {i}?", f"w{i % 5}")
+    rounds_on, rounds_off = [], []
+    for round_ in range(3):  # interleaved, so drift hits both
+        for recording in (True, False):
+            hass.config_entries.async_update_entry(
+                loaded_entry,
+                options={**loaded_entry.options, CONF_HISTORY_RECORDING: recording},
+            )
+            await hass.async_block_till_done()
+            p50 = await _turns_p50(hass, loaded_entry, f"r{round_}{recording}")
+            (rounds_on if recording else rounds_off).append(p50)
+    on, off = statistics.median(rounds_on), statistics.median(rounds_off)
+    events = (
+        await hass.data[DATA_HISTORY].async_run(hass.data[DATA_HISTORY].store.get_statistics, None)
+    ).total_events
+    verdict = "OK" if on - off <= 2 else "MISSED"
+    print(
+        f"\nturn p50 with recording {on:.2f} ms, without {off:.2f} ms: "
+        f"+{on - off:.2f} ms   target <= 2 ms   {verdict} ({events} events recorded)"
+    )

@@ -2,6 +2,7 @@
 
 from collections.abc import AsyncIterator, Iterator
 import os
+from pathlib import Path
 from typing import Any
 
 from homeassistant import block_async_io
@@ -117,8 +118,13 @@ def config_entry(
 
 
 @pytest.fixture(autouse=True)
-async def setup_ha(hass: HomeAssistant) -> None:
-    """The parts of HA an agent needs, set up before anything depending on conversation."""
+async def setup_ha(hass: HomeAssistant, tmp_path: Path) -> None:
+    """The parts of HA an agent needs, set up before anything depending on conversation.
+
+    Each test gets its own config directory: the history database, the token cache and any
+    file a test writes stay in it (the plugin's default is one shared folder).
+    """
+    hass.config.config_dir = str(tmp_path)
     assert await async_setup_component(hass, "homeassistant", {})
     assert await async_setup_component(hass, "conversation", {})
 

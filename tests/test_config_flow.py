@@ -24,6 +24,7 @@ from custom_components.azure_openai_memory.const import (
     CONF_DEPLOYMENT,
     CONF_EARLY_TIMEOUT,
     CONF_ENDPOINT,
+    CONF_HISTORY_RETENTION_DAYS,
     CONF_MAX_CONVERSATIONS,
     CONF_REASONING_EFFORT,
     CONF_REQUEST_TIMEOUT,
@@ -36,6 +37,7 @@ from custom_components.azure_openai_memory.const import (
     SUBENTRY_AGENT,
 )
 from custom_components.azure_openai_memory.memory.timeseries import TimeseriesSettings
+from custom_components.azure_openai_memory.recording import DATA_HISTORY
 from custom_components.azure_openai_memory.services import DATA_TIMESERIES
 
 from .azure_stub import DEFAULT_KEY, AzureStub, Reply
@@ -325,7 +327,12 @@ def _suggested(result: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-SERIES_DEFAULTS = {CONF_TIMESERIES_MAX_ENTRIES: 10_000, CONF_TIMESERIES_KEEP_DAYS: 90.0}
+# The installation-wide settings the options form shows beside the entry's own.
+SERIES_DEFAULTS = {
+    CONF_TIMESERIES_MAX_ENTRIES: 10_000,
+    CONF_TIMESERIES_KEEP_DAYS: 90.0,
+    CONF_HISTORY_RETENTION_DAYS: 90.0,
+}
 
 
 async def test_options_flow(
@@ -373,11 +380,13 @@ async def test_options_flow_series_settings_belong_to_the_installation(
             **RECOMMENDED_OPTIONS,
             CONF_TIMESERIES_MAX_ENTRIES: 500.0,
             CONF_TIMESERIES_KEEP_DAYS: 30.0,
+            CONF_HISTORY_RETENTION_DAYS: 14.0,
         },
     )
     assert result["type"] is FlowResultType.CREATE_ENTRY
     await hass.async_block_till_done()
     assert hass.data[DATA_TIMESERIES].settings == TimeseriesSettings(500, 30.0)
+    assert await hass.data[DATA_HISTORY].async_retention_days() == 14.0
     assert dict(loaded_entry.options) == RECOMMENDED_OPTIONS
     assert len(azure.calls("/models")) == before  # nothing of the entry changed
 
@@ -385,6 +394,7 @@ async def test_options_flow_series_settings_belong_to_the_installation(
     shown = _suggested(result)
     assert shown[CONF_TIMESERIES_MAX_ENTRIES] == 500
     assert shown[CONF_TIMESERIES_KEEP_DAYS] == 30.0
+    assert shown[CONF_HISTORY_RETENTION_DAYS] == 14.0
 
 
 async def test_migration_moves_series_settings_to_the_store(

@@ -93,7 +93,7 @@ class TestRealFiles:
     @pytest.fixture
     def config_dir(self, hass: HomeAssistant, tmp_path: Path) -> Path:
         hass.config.config_dir = str(tmp_path)
-        (tmp_path / ".storage").mkdir()
+        (tmp_path / ".storage").mkdir(exist_ok=True)
         return tmp_path
 
     @pytest.mark.parametrize("agent_options", [NO_TOOLS])

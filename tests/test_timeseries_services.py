@@ -22,6 +22,7 @@ from custom_components.azure_openai_memory.memory.timeseries import (
     TimeseriesSettings,
     format_time,
 )
+from custom_components.azure_openai_memory.recording import DATA_HISTORY
 from custom_components.azure_openai_memory.services import (
     DATA_TIMESERIES,
     async_register_services,
@@ -86,7 +87,7 @@ async def restart(hass: HomeAssistant, memory_budget: int | None = None) -> Time
     fresh = TimeseriesStore(hass, INDEX, **kwargs)
     await fresh.async_load()
     hass.data[DATA_TIMESERIES] = fresh
-    async_register_services(hass, fresh)
+    async_register_services(hass, fresh, hass.data[DATA_HISTORY])
     return fresh
 
 

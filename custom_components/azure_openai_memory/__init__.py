@@ -8,13 +8,14 @@ from pathlib import Path
 from typing import Any
 
 from homeassistant.config_entries import ConfigEntry, ConfigSubentry
-from homeassistant.const import CONF_API_KEY, Platform
-from homeassistant.core import HomeAssistant, callback
+from homeassistant.const import CONF_API_KEY, EVENT_HOMEASSISTANT_FINAL_WRITE, Platform
+from homeassistant.core import Event, HomeAssistant, callback
 from homeassistant.exceptions import ConfigEntryAuthFailed, ConfigEntryNotReady
 from homeassistant.helpers import config_validation as cv
 from homeassistant.helpers.event import async_track_time_interval
 from homeassistant.helpers.httpx_client import get_async_client
 from homeassistant.helpers.typing import ConfigType
+from homeassistant.util import dt as dt_util
 from homeassistant.util.hass_dict import HassKey
 import tiktoken
 
@@ -61,6 +62,7 @@ from .memory.window import (
     MemorySettings,
     migrate_windows,
 )
+from .recording import DATA_HISTORY, HistoryRecorder
 from .services import DATA_TIMESERIES, async_register_services
 from .stats import TurnStatistics
 from .storage import DebouncedStore, TimeseriesStore
@@ -70,6 +72,7 @@ CONFIG_SCHEMA = cv.config_entry_only_config_schema(DOMAIN)
 # An entry's options, and per subentry its type, title, unique id and data.
 type SetUpFrom = tuple[dict[str, Any], dict[str, tuple[str, str, str | None, dict[str, Any]]]]
 MAINTENANCE_INTERVAL = timedelta(minutes=10)
+HISTORY_PURGE_INTERVAL = timedelta(days=1)
 DATA_ENCODING_WARNED: HassKey[set[str]] = HassKey(f"{DOMAIN}_encoding_warned")
 # Token encodings are fetched in the background, each try bounded; a failed try is
 # repeated at the next maintenance run.
@@ -119,7 +122,21 @@ async def async_setup(hass: HomeAssistant, config: ConfigType) -> bool:
     )
     await timeseries.async_load()
     hass.data[DATA_TIMESERIES] = timeseries
-    async_register_services(hass, timeseries)
+    history = hass.data[DATA_HISTORY] = await HistoryRecorder.async_open(hass)
+
+    async def _async_close_history(_event: Event) -> None:
+        await history.async_close()
+
+    hass.bus.async_listen_once(EVENT_HOMEASSISTANT_FINAL_WRITE, _async_close_history)
+
+    async def _async_purge_history(_now: Any = None) -> None:
+        await history.async_purge(dt_util.utcnow().timestamp())
+
+    async_track_time_interval(
+        hass, _async_purge_history, HISTORY_PURGE_INTERVAL, cancel_on_shutdown=True
+    )
+    hass.async_create_background_task(_async_purge_history(), f"{DOMAIN} history purge")
+    async_register_services(hass, timeseries, history)
     return True
 
 

@@ -49,6 +49,8 @@ from .const import (
     CONF_DEPLOYMENT,
     CONF_EARLY_TIMEOUT,
     CONF_ENDPOINT,
+    CONF_HISTORY_RECORDING,
+    CONF_HISTORY_RETENTION_DAYS,
     CONF_MAX_CONVERSATIONS,
     CONF_MAX_TOKENS,
     CONF_PREFER_LOCAL_INTENTS,
@@ -90,6 +92,7 @@ from .llm.client import (
 )
 from .llm.errors import API_ERRORS, ErrorKind, classify_error
 from .memory.timeseries import TimeseriesSettings
+from .recording import DATA_HISTORY
 from .services import DATA_TIMESERIES
 
 _LOGGER = logging.getLogger(__name__)
@@ -368,6 +371,9 @@ OPTIONS_SCHEMA = vol.Schema(
         # time-series store, not in this entry's options.
         vol.Required(CONF_TIMESERIES_MAX_ENTRIES): _number(100, 1_000_000, 100),
         vol.Required(CONF_TIMESERIES_KEEP_DAYS): _number(1, 3650, 1, "d"),
+        vol.Required(CONF_HISTORY_RECORDING): BooleanSelector(),
+        # Shared by the whole installation too: kept in the history database.
+        vol.Required(CONF_HISTORY_RETENTION_DAYS): _number(1, 3650, 1, "d"),
     }
 )
 
@@ -378,6 +384,7 @@ class MemoryOptionsFlow(OptionsFlow):
     async def async_step_init(self, user_input: dict[str, Any] | None = None) -> ConfigFlowResult:
         """One form; a change of the entry's part reloads the entry."""
         series = self.hass.data[DATA_TIMESERIES]
+        history = self.hass.data[DATA_HISTORY]
         if user_input is not None:
             options = {key: _whole(value) for key, value in user_input.items()}
             series.async_update_settings(
@@ -386,6 +393,7 @@ class MemoryOptionsFlow(OptionsFlow):
                     keep_days=float(options.pop(CONF_TIMESERIES_KEEP_DAYS)),
                 )
             )
+            await history.async_set_retention_days(float(options.pop(CONF_HISTORY_RETENTION_DAYS)))
             return self.async_create_entry(data=options)
         return self.async_show_form(
             step_id="init",
@@ -396,6 +404,7 @@ class MemoryOptionsFlow(OptionsFlow):
                     **self.config_entry.options,
                     CONF_TIMESERIES_MAX_ENTRIES: series.settings.max_entries,
                     CONF_TIMESERIES_KEEP_DAYS: series.settings.keep_days,
+                    CONF_HISTORY_RETENTION_DAYS: await history.async_retention_days(),
                 },
             ),
         )

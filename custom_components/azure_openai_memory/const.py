@@ -77,11 +77,18 @@ RECOMMENDED_TIMESERIES_KEEP_DAYS: Final = 90
 # The entry's own options. The two series settings (CONF_TIMESERIES_MAX_ENTRIES,
 # CONF_TIMESERIES_KEEP_DAYS) belong to the installation: the time-series store keeps
 # them; the options flow shows them and entries of config version 1.1 had them here.
+# History: recording is an entry's choice; retention belongs to the installation's database.
+CONF_HISTORY_RECORDING: Final = "history_recording"
+CONF_HISTORY_RETENTION_DAYS: Final = "history_retention_days"
+RECOMMENDED_HISTORY_RECORDING: Final = True
+RECOMMENDED_HISTORY_RETENTION_DAYS: Final = 90
+
 RECOMMENDED_OPTIONS: Final = {
     CONF_CONVERSATION_IDLE_MINUTES: RECOMMENDED_CONVERSATION_IDLE_MINUTES,
     CONF_MAX_CONVERSATIONS: RECOMMENDED_MAX_CONVERSATIONS,
     CONF_CONTINUATION_MINUTES: RECOMMENDED_CONTINUATION_MINUTES,
     CONF_TIMESERIES_CONTEXT: RECOMMENDED_TIMESERIES_CONTEXT,
+    CONF_HISTORY_RECORDING: RECOMMENDED_HISTORY_RECORDING,
 }
 
 # How long the config flow waits for its one proving request.

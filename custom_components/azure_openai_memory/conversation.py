@@ -32,6 +32,7 @@ from .const import (
     CONF_CONTEXT_LIMIT,
     CONF_DEPLOYMENT,
     CONF_EARLY_TIMEOUT,
+    CONF_HISTORY_RECORDING,
     CONF_MAX_TOKENS,
     CONF_PREFER_LOCAL_INTENTS,
     CONF_PROMPT,
@@ -44,6 +45,7 @@ from .const import (
     LOGGER,
     RECOMMENDED_API_MODE,
     RECOMMENDED_EARLY_TIMEOUT,
+    RECOMMENDED_HISTORY_RECORDING,
     RECOMMENDED_MAX_TOKENS,
     RECOMMENDED_PREFER_LOCAL_INTENTS,
     RECOMMENDED_REASONING_EFFORT,
@@ -64,6 +66,7 @@ from .memory.window import (
     MessageEntry,
     ToolCallEntry,
 )
+from .recording import DATA_HISTORY, HistoryRecorder, TurnRecording
 from .stats import ROUTE_LLM, ROUTE_LOCAL
 
 # Max number of back and forth with the LLM to generate a response
@@ -126,6 +129,7 @@ class Turn:
     user_text: str
     chat_log: conversation.ChatLog
     listener: DeltaListener | None
+    recording: TurnRecording
     attached: bool = True
     spoken: bool = False
     pending: list[MessageEntry] = field(default_factory=list)
@@ -210,6 +214,12 @@ class AzureOpenAIMemoryAgent(conversation.ConversationEntity, AbstractConversati
     def _option(self, key: str, default: Any) -> Any:
         return self.options.get(key, default)
 
+    def _recorder(self) -> HistoryRecorder | None:
+        """The history, when this entry records."""
+        if not self.entry.options.get(CONF_HISTORY_RECORDING, RECOMMENDED_HISTORY_RECORDING):
+            return None
+        return self.hass.data.get(DATA_HISTORY)
+
     async def _async_handle_message(
         self,
         user_input: conversation.ConversationInput,
@@ -219,19 +229,36 @@ class AzureOpenAIMemoryAgent(conversation.ConversationEntity, AbstractConversati
         started = time.perf_counter()
         conversation_id = chat_log.conversation_id
         source = conversation_source(user_input)
+        recording = TurnRecording(self._recorder(), self.entity_id, conversation_id)
+        recording.asked(
+            user_input.text,
+            user_input.language,
+            user_input.device_id,
+            getattr(user_input, "satellite_id", None),
+        )
         # An Assist pipeline has its own "prefer handling commands locally": it has tried
         # already (leaving to an agent that controls the home what it should answer), or
         # was told not to. Only elsewhere is it ours to try.
-        if self._option(
-            CONF_PREFER_LOCAL_INTENTS, RECOMMENDED_PREFER_LOCAL_INTENTS
-        ) and not in_assist_pipeline(chat_log):
+        if not self._option(CONF_PREFER_LOCAL_INTENTS, RECOMMENDED_PREFER_LOCAL_INTENTS):
+            reason = "local intents are off for this agent"
+        elif in_assist_pipeline(chat_log):
+            reason = "the Assist pipeline handles local intents itself"
+        else:
+            reason = "no local intent matched"
             response = await async_handle_intents(self.hass, user_input, chat_log)
             if response is not None:
-                self._remember_local_turn(conversation_id, source, user_input.text, response)
+                speech = response.speech.get("plain", {}).get("speech", "")
+                recording.decided(ROUTE_LOCAL, "a local intent matched")
+                recording.acted(
+                    response.intent.intent_type if response.intent else "", response.as_dict()
+                )
+                recording.answered(speech)
+                self._remember_local_turn(conversation_id, source, user_input.text, speech)
                 self.runtime.stats.record_turn(ROUTE_LOCAL, _ms_since(started))
                 return conversation.ConversationResult(
                     response=response, conversation_id=chat_log.conversation_id
                 )
+        recording.decided(ROUTE_LLM, reason)
 
         try:
             await async_provide_llm_data(
@@ -244,7 +271,9 @@ class AzureOpenAIMemoryAgent(conversation.ConversationEntity, AbstractConversati
         except conversation.ConverseError as err:
             return err.as_conversation_result()
 
-        turn = Turn(conversation_id, source, user_input.text, chat_log, chat_log.delta_listener)
+        turn = Turn(
+            conversation_id, source, user_input.text, chat_log, chat_log.delta_listener, recording
+        )
         task = self.hass.async_create_background_task(
             self._async_run_turn(turn, user_input.agent_id),
             f"{DOMAIN} turn {conversation_id}",
@@ -309,8 +338,10 @@ class AzureOpenAIMemoryAgent(conversation.ConversationEntity, AbstractConversati
             except Exception as err:
                 kind = ErrorKind.TIMEOUT if isinstance(err, TimeoutError) else classify_error(err)
                 self._report_failure(kind, err)
+                turn.recording.failed(kind.value)
                 raise TurnFailed(kind) from err
             finally:
+                _record_tools(turn)
                 self.runtime.stats.record_usage(usage.input_tokens, usage.output_tokens)
                 if usage.input_tokens or usage.output_tokens:
                     private.async_trace(
@@ -326,6 +357,7 @@ class AzureOpenAIMemoryAgent(conversation.ConversationEntity, AbstractConversati
             final = turn.pending[-1]
             turn.answer = final.content if final.role == "assistant" else ""
             self._commit(turn)
+            turn.recording.answered(turn.answer, late=not turn.attached)
 
     async def _async_prepare(
         self, turn: Turn, chat_log: conversation.ChatLog, options: RequestOptions
@@ -517,9 +549,8 @@ class AzureOpenAIMemoryAgent(conversation.ConversationEntity, AbstractConversati
         conversation_id: str,
         source: str | None,
         text: str,
-        response: intent.IntentResponse,
+        speech: str,
     ) -> None:
-        speech = response.speech.get("plain", {}).get("speech", "")
         lock = self._locks.get(source or conversation_id)
         if lock is None:
             self._add_local_turn(conversation_id, source, text, speech)
@@ -601,6 +632,19 @@ class AzureOpenAIMemoryAgent(conversation.ConversationEntity, AbstractConversati
         return conversation.ConversationResult(
             response=response, conversation_id=chat_log.conversation_id
         )
+
+
+def _record_tools(turn: Turn) -> None:
+    """Every tool call of the turn, with its result (also when the turn failed after it)."""
+    results = {m.tool_call_id: m.content for m in turn.pending if m.role == "tool"}
+    for message in turn.pending:
+        for call in message.tool_calls:
+            raw = results.get(call.id)
+            try:
+                result = orjson.loads(raw) if raw is not None else None
+            except orjson.JSONDecodeError:
+                result = raw
+            turn.recording.used_tool(call.name, call.arguments, result)
 
 
 def _ms_since(started: float) -> float:

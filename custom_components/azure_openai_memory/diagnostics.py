@@ -11,6 +11,7 @@ from homeassistant.core import HomeAssistant
 from . import AzureOpenAIMemoryConfigEntry
 from .const import CONF_ENDPOINT
 from .llm.client import SDK_TAKES_HTTPX
+from .recording import DATA_HISTORY
 from .services import DATA_TIMESERIES
 
 
@@ -37,8 +38,26 @@ async def async_get_config_entry_diagnostics(
         },
         "sdk_uses_ha_http_client": SDK_TAKES_HTTPX,
         "timeseries_settings": hass.data[DATA_TIMESERIES].settings.as_dict(),
+        "history": await _async_history_figures(hass),
         "state": entry.state.value,
         **_runtime_figures(entry),
+    }
+
+
+async def _async_history_figures(hass: HomeAssistant) -> dict[str, Any]:
+    """The history database's size, event counts and schema; no event content."""
+    recorder = hass.data[DATA_HISTORY]
+    store = recorder.store
+    stats = await recorder.async_run(store.get_statistics, None)
+    return {
+        "size_bytes": await recorder.async_run(store.size_bytes),
+        "schema_version": store.schema_version,
+        "total_events": stats.total_events,
+        "events_by_type": stats.events_by_type,
+        "total_snapshots": stats.total_snapshots,
+        "unique_sessions": stats.unique_sessions,
+        "dropped_events": store.dropped_events,
+        "retention_days": await recorder.async_retention_days(),
     }
 
 

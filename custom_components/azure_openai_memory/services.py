@@ -2,6 +2,7 @@
 
 from collections.abc import Callable, Coroutine
 from typing import TYPE_CHECKING, Any
+from uuid import uuid4
 
 from homeassistant.config_entries import ConfigEntryState
 from homeassistant.core import HomeAssistant, ServiceCall, ServiceResponse, SupportsResponse
@@ -12,6 +13,13 @@ from homeassistant.util.hass_dict import HassKey
 import voluptuous as vol
 
 from .const import DOMAIN
+from .memory.history import (
+    AgentHistoryEvent,
+    HistoryError,
+    HistoryEventType,
+    HistoryQuery,
+    HistorySnapshot,
+)
 from .memory.timeseries import (
     TimeSeries,
     TimeseriesError,
@@ -20,6 +28,7 @@ from .memory.timeseries import (
     parse_time,
     validate_key,
 )
+from .recording import HistoryRecorder
 from .storage import TimeseriesStore
 
 if TYPE_CHECKING:
@@ -38,6 +47,14 @@ SERVICE_TIMESERIES_MERGE = "timeseries_merge"
 SERVICE_TIMESERIES_QUERY = "timeseries_query"
 SERVICE_TIMESERIES_CLEANUP = "timeseries_cleanup"
 SERVICE_TIMESERIES_LIST = "timeseries_list"
+SERVICE_HISTORY_RECORD = "history_record"
+SERVICE_HISTORY_QUERY = "history_query"
+SERVICE_HISTORY_STATISTICS = "history_statistics"
+SERVICE_HISTORY_SNAPSHOT = "history_snapshot"
+SERVICE_HISTORY_EVENT_CHAIN = "history_event_chain"
+SERVICE_HISTORY_PURGE = "history_purge"
+# Who recorded an event that an automation adds without saying.
+DEFAULT_HISTORY_AGENT = "automation"
 
 CONVERSATION_SCHEMA = vol.Schema(
     {
@@ -70,6 +87,47 @@ TIMESERIES_CLEANUP_SCHEMA = vol.Schema(
         vol.Required("key"): cv.string,
         vol.Optional("keep_days"): vol.All(vol.Coerce(float), vol.Range(min=0, min_included=False)),
     }
+)
+
+# Event types, limits and ids are checked by memory.history, whose errors are translated.
+HISTORY_RECORD_SCHEMA = vol.Schema(
+    {
+        vol.Required("event_type"): cv.string,
+        vol.Required("event_data"): object,
+        vol.Optional("agent_id", default=DEFAULT_HISTORY_AGENT): cv.string,
+        vol.Optional("session_id"): cv.string,
+        vol.Optional("parent_event_id"): cv.string,
+        vol.Optional("tags", default=list): vol.All(cv.ensure_list, [cv.string]),
+        vol.Optional("metadata"): dict,
+        vol.Optional("ref"): cv.string,
+    }
+)
+HISTORY_QUERY_SCHEMA = vol.Schema(
+    {
+        vol.Optional("agent_id"): cv.string,
+        vol.Optional("session_id"): cv.string,
+        vol.Optional("event_type"): cv.string,
+        vol.Optional("tags", default=list): vol.All(cv.ensure_list, [cv.string]),
+        vol.Optional("start_time"): object,
+        vol.Optional("end_time"): object,
+        vol.Optional("limit", default=100): vol.Coerce(int),
+        vol.Optional("offset", default=0): vol.All(vol.Coerce(int), vol.Range(min=0)),
+        vol.Optional("ascending", default=False): cv.boolean,
+    }
+)
+HISTORY_STATISTICS_SCHEMA = vol.Schema({vol.Optional("agent_id"): cv.string})
+HISTORY_SNAPSHOT_SCHEMA = vol.Schema(
+    {
+        vol.Required("agent_id"): cv.string,
+        vol.Optional("description"): cv.string,
+        vol.Optional("ref"): cv.string,
+        vol.Optional("metadata"): dict,
+        vol.Optional("limit", default=100): vol.Coerce(int),
+    }
+)
+HISTORY_EVENT_CHAIN_SCHEMA = vol.Schema({vol.Required("event_id"): cv.string})
+HISTORY_PURGE_SCHEMA = vol.Schema(
+    {vol.Optional("keep_days"): vol.All(vol.Coerce(float), vol.Range(min=0))}
 )
 
 type Handler = Callable[[ServiceCall], Coroutine[Any, Any, ServiceResponse]]
@@ -143,7 +201,7 @@ async def _async_conversation_reset(hass: HomeAssistant, call: ServiceCall) -> S
     return {"reset": removed}
 
 
-def _invalid(err: TimeseriesError) -> ServiceValidationError:
+def _invalid(err: TimeseriesError | HistoryError) -> ServiceValidationError:
     return ServiceValidationError(
         translation_domain=DOMAIN,
         translation_key=err.key,
@@ -178,6 +236,17 @@ def _query_range(data: dict[str, Any], now: float) -> tuple[float, float]:
     start = parse_time(data["start_time"], tz, "start_time")
     end = parse_time(data["end_time"], tz, "end_time") if "end_time" in data else now
     return start, end
+
+
+def _record_service(recorder: HistoryRecorder, call: ServiceCall, data: dict[str, Any]) -> None:
+    """A service call that changed state, in the history (who: the service; session: the call)."""
+    recorder.record(
+        f"{DOMAIN}.{call.service}",
+        HistoryEventType.STATE_CHANGE,
+        data,
+        session_id=call.context.id,
+        tags=("service",),
+    )
 
 
 async def _async_timeseries_merge(store: TimeseriesStore, call: ServiceCall) -> ServiceResponse:
@@ -245,17 +314,23 @@ async def _async_timeseries_list(store: TimeseriesStore) -> ServiceResponse:
     return {"keys": summaries}
 
 
-def async_register_services(hass: HomeAssistant, timeseries: TimeseriesStore) -> None:
-    """Register every service of the integration."""
+def async_register_services(
+    hass: HomeAssistant, timeseries: TimeseriesStore, history: HistoryRecorder
+) -> None:
+    """Register every service of the integration; those that change state are recorded."""
 
     async def ts_merge(call: ServiceCall) -> ServiceResponse:
-        return await _async_timeseries_merge(timeseries, call)
+        result = await _async_timeseries_merge(timeseries, call)
+        _record_service(history, call, {"key": call.data["key"], **(result or {})})
+        return result
 
     async def ts_query(call: ServiceCall) -> ServiceResponse:
         return await _async_timeseries_query(timeseries, call)
 
     async def ts_cleanup(call: ServiceCall) -> ServiceResponse:
-        return await _async_timeseries_cleanup(timeseries, call)
+        result = await _async_timeseries_cleanup(timeseries, call)
+        _record_service(history, call, {"key": call.data["key"], **(result or {})})
+        return result
 
     async def ts_list(call: ServiceCall) -> ServiceResponse:
         return await _async_timeseries_list(timeseries)
@@ -279,7 +354,9 @@ def async_register_services(hass: HomeAssistant, timeseries: TimeseriesStore) ->
         return await _async_conversation_stats(hass, call)
 
     async def reset(call: ServiceCall) -> ServiceResponse:
-        return await _async_conversation_reset(hass, call)
+        result = await _async_conversation_reset(hass, call)
+        _record_service(history, call, {**call.data, **(result or {})})
+        return result
 
     hass.services.async_register(
         DOMAIN,
@@ -295,3 +372,178 @@ def async_register_services(hass: HomeAssistant, timeseries: TimeseriesStore) ->
         schema=CONVERSATION_SCHEMA,
         supports_response=SupportsResponse.OPTIONAL,
     )
+    async_register_history_services(hass, history)
+
+
+def _history_time(data: dict[str, Any], name: str) -> float | None:
+    if name not in data:
+        return None
+    return parse_time(data[name], dt_util.get_default_time_zone(), name)
+
+
+def _agent_state(hass: HomeAssistant, agent_id: str) -> dict[str, Any] | None:
+    """One of our agents, by entity id: its options and its windows' statistics."""
+    for entry in hass.config_entries.async_loaded_entries(DOMAIN):
+        for sid, name in _agent_names(hass, entry).items():
+            if name != agent_id:
+                continue
+            memory = entry.runtime_data.memories[sid]
+            return {
+                "options": dict(entry.subentries[sid].data),
+                "memory": memory.totals(),
+                "conversations": {
+                    cid: memory.get_stats(cid) for cid in memory.get_all_conversations()
+                },
+                "statistics": entry.runtime_data.stats.as_dict(),
+            }
+    return None
+
+
+async def _async_history_record(recorder: HistoryRecorder, call: ServiceCall) -> ServiceResponse:
+    data = call.data
+    try:
+        event = AgentHistoryEvent.new(
+            data["agent_id"],
+            data["event_type"],
+            data["event_data"],
+            session_id=data.get("session_id"),
+            parent_event_id=data.get("parent_event_id"),
+            tags=tuple(data["tags"]),
+            metadata=data.get("metadata"),
+            ref=data.get("ref"),
+        )
+    except HistoryError as err:
+        raise _invalid(err) from err
+    await recorder.async_run(recorder.store.record_event, event)
+    recorder.async_announce(event)
+    return {"event": event.as_dict()}
+
+
+async def _async_history_query(recorder: HistoryRecorder, call: ServiceCall) -> ServiceResponse:
+    data = dict(call.data)
+    try:
+        query = HistoryQuery(
+            agent_id=data.get("agent_id"),
+            session_id=data.get("session_id"),
+            event_type=HistoryEventType(data["event_type"]) if "event_type" in data else None,
+            tags=tuple(data["tags"]),
+            start_time=_history_time(data, "start_time"),
+            end_time=_history_time(data, "end_time"),
+            limit=data["limit"],
+            offset=data["offset"],
+            ascending=data["ascending"],
+        )
+    except ValueError as err:
+        raise _invalid(_history_error(err, data)) from err
+    events, total = await recorder.async_run(recorder.store.query_events, query)
+    return {"events": [event.as_dict() for event in events], "total": total}
+
+
+def _history_error(err: ValueError, data: dict[str, Any]) -> TimeseriesError | HistoryError:
+    """Our error for a bad field: an unknown event type is the enum's plain ValueError."""
+    if isinstance(err, TimeseriesError | HistoryError):
+        return err
+    return HistoryError("unknown_event_type", event_type=data.get("event_type"))
+
+
+async def _async_history_statistics(
+    recorder: HistoryRecorder, call: ServiceCall
+) -> ServiceResponse:
+    stats = await recorder.async_run(recorder.store.get_statistics, call.data.get("agent_id"))
+    return stats.as_dict()
+
+
+async def _async_history_snapshot(
+    hass: HomeAssistant, recorder: HistoryRecorder, call: ServiceCall
+) -> ServiceResponse:
+    data = call.data
+    agent_id = data["agent_id"]
+    try:
+        query = HistoryQuery(agent_id=agent_id, limit=data["limit"])
+    except HistoryError as err:
+        raise _invalid(err) from err
+    store = recorder.store
+    events, _total = await recorder.async_run(store.query_events, query)
+    snapshot = HistorySnapshot(
+        snapshot_id=str(uuid4()),
+        agent_id=agent_id,
+        timestamp=dt_util.utcnow().timestamp(),
+        events=tuple(events),
+        ref=data.get("ref"),
+        description=data.get("description"),
+        metadata=data.get("metadata"),
+        agent_state=_agent_state(hass, agent_id),
+    )
+    await recorder.async_run(store.create_snapshot, snapshot)
+    return {"snapshot": snapshot.as_dict()}
+
+
+async def _async_history_event_chain(
+    recorder: HistoryRecorder, call: ServiceCall
+) -> ServiceResponse:
+    try:
+        chain = await recorder.async_run(recorder.store.get_event_chain, call.data["event_id"])
+    except HistoryError as err:
+        raise _invalid(err) from err
+    return {"events": [event.as_dict() for event in chain]}
+
+
+async def _async_history_purge(recorder: HistoryRecorder, call: ServiceCall) -> ServiceResponse:
+    keep_days = call.data.get("keep_days")
+    if keep_days is None:
+        keep_days = await recorder.async_retention_days()
+    cutoff = dt_util.utcnow().timestamp() - float(keep_days) * 86400
+    deleted = await recorder.async_run(recorder.store.delete_events_before, cutoff)
+    return {"deleted": deleted, "cutoff": format_time(cutoff)}
+
+
+def async_register_history_services(hass: HomeAssistant, recorder: HistoryRecorder) -> None:
+    """The history services: record, query, statistics, snapshot, chain, purge (admin)."""
+
+    def bound(
+        handler: Callable[[HistoryRecorder, ServiceCall], Coroutine[Any, Any, ServiceResponse]],
+    ) -> Handler:
+        async def call_handler(call: ServiceCall) -> ServiceResponse:
+            return await handler(recorder, call)
+
+        return call_handler
+
+    async def snapshot(call: ServiceCall) -> ServiceResponse:
+        return await _async_history_snapshot(hass, recorder, call)
+
+    for name, handler, schema, support in (
+        (
+            SERVICE_HISTORY_RECORD,
+            bound(_async_history_record),
+            HISTORY_RECORD_SCHEMA,
+            SupportsResponse.OPTIONAL,
+        ),
+        (
+            SERVICE_HISTORY_QUERY,
+            bound(_async_history_query),
+            HISTORY_QUERY_SCHEMA,
+            SupportsResponse.ONLY,
+        ),
+        (
+            SERVICE_HISTORY_STATISTICS,
+            bound(_async_history_statistics),
+            HISTORY_STATISTICS_SCHEMA,
+            SupportsResponse.ONLY,
+        ),
+        (SERVICE_HISTORY_SNAPSHOT, snapshot, HISTORY_SNAPSHOT_SCHEMA, SupportsResponse.OPTIONAL),
+        (
+            SERVICE_HISTORY_EVENT_CHAIN,
+            bound(_async_history_event_chain),
+            HISTORY_EVENT_CHAIN_SCHEMA,
+            SupportsResponse.ONLY,
+        ),
+        (
+            SERVICE_HISTORY_PURGE,
+            admin_only(hass, bound(_async_history_purge)),
+            HISTORY_PURGE_SCHEMA,
+            SupportsResponse.OPTIONAL,
+        ),
+    ):
+        hass.services.async_register(
+            DOMAIN, name, handler, schema=schema, supports_response=support
+        )

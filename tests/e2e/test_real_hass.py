@@ -208,6 +208,16 @@ def test_real_home_assistant(hass_process: Hass, stub_port: int) -> None:
 
     assert window_stats()["message_count"] == 2  # the question and its answer
 
+    def history() -> list[str]:
+        result = hass.request(
+            "POST",
+            "/api/services/azure_openai_memory/history_query?return_response",
+            {"session_id": "e2e", "ascending": True},
+        )["service_response"]
+        return [e["event_type"] for e in result["events"]]
+
+    assert history() == ["communication", "decision", "communication"]
+
     hass.stop()
     hass.start()
     deadline = time.monotonic() + 60
@@ -221,6 +231,7 @@ def test_real_home_assistant(hass_process: Hass, stub_port: int) -> None:
         "POST", "/api/services/azure_openai_memory/timeseries_list?return_response", {}
     )["service_response"]
     assert series["keys"][0]["key"] == "owls_timeseries"
+    assert history() == ["communication", "decision", "communication"]  # kept on disk
 
     log = hass.log.read_text()
     assert DEFAULT_KEY not in log

@@ -1,0 +1,302 @@
+"""What the agent did, recorded: the Home Assistant side of the history database.
+
+One SQLite file for the installation (`<config>/azure_openai_memory/history.db`), kept by
+memory.history.HistoryStore. Events of a turn are queued and committed in batches by the
+store's writer thread, so a turn never waits on the disk; every recorded event is also
+fired on the bus (ids and type only, never its data) for automations to trigger on.
+"""
+
+from collections.abc import Callable, Iterable
+import logging
+from pathlib import Path
+from typing import Any, Final
+
+from homeassistant.core import HomeAssistant, callback
+from homeassistant.helpers import issue_registry as ir
+from homeassistant.util.hass_dict import HassKey
+import orjson
+
+from .const import DOMAIN, RECOMMENDED_HISTORY_RETENTION_DAYS
+from .memory.history import (
+    AgentHistoryEvent,
+    HistoryError,
+    HistoryEventType,
+    HistoryStore,
+)
+
+_LOGGER = logging.getLogger(__name__)
+
+DATA_HISTORY: HassKey["HistoryRecorder"] = HassKey(f"{DOMAIN}_history")
+EVENT_HISTORY: Final = f"{DOMAIN}_event"
+ISSUE_CORRUPT = "history_corrupt"
+ISSUE_WRITE_FAILED = "history_write_failed"
+SETTING_RETENTION_DAYS = "retention_days"
+# A tool's result kept in its event; the rest is cut (the window keeps what the model saw).
+MAX_RECORDED_RESULT = 4096
+
+
+def _bounded(value: Any) -> Any:
+    """Value as recorded: JSON-able, and no larger than MAX_RECORDED_RESULT once encoded."""
+    try:
+        text = orjson.dumps(value, default=str).decode()
+    except TypeError:
+        text = str(value)
+    else:
+        if len(text) <= MAX_RECORDED_RESULT:
+            return orjson.loads(text)
+    return {"truncated": text[:MAX_RECORDED_RESULT]}
+
+
+class HistoryRecorder:
+    """The installation's history: record, query, purge; every call off the event loop."""
+
+    def __init__(self, hass: HomeAssistant, store: HistoryStore) -> None:
+        self.hass = hass
+        self.store = store
+
+    @classmethod
+    async def async_open(cls, hass: HomeAssistant) -> "HistoryRecorder":
+        """Open (or create) the database in the executor; a corrupt one is set aside."""
+        recorder: HistoryRecorder
+
+        def failed(err: Exception) -> None:  # the writer thread
+            hass.loop.call_soon_threadsafe(recorder.async_write_failed, err)
+
+        store = HistoryStore(Path(hass.config.path(DOMAIN, "history.db")), on_failure=failed)
+        recorder = cls(hass, store)
+        moved = await hass.async_add_executor_job(store.open)
+        if moved is not None:
+            _LOGGER.warning(
+                "The history database was unreadable; it was moved to %s and a new one started",
+                moved,
+            )
+            ir.async_create_issue(
+                hass,
+                DOMAIN,
+                ISSUE_CORRUPT,
+                is_fixable=False,
+                severity=ir.IssueSeverity.WARNING,
+                translation_key=ISSUE_CORRUPT,
+                translation_placeholders={"path": str(moved)},
+            )
+        return recorder
+
+    @callback
+    def async_write_failed(self, err: Exception) -> None:
+        """A batch could not be written (locked, disk full): say so once; it is retried."""
+        _LOGGER.warning("History events could not be written and will be retried: %s", err)
+        ir.async_create_issue(
+            self.hass,
+            DOMAIN,
+            ISSUE_WRITE_FAILED,
+            is_fixable=False,
+            severity=ir.IssueSeverity.WARNING,
+            translation_key=ISSUE_WRITE_FAILED,
+            translation_placeholders={"error": str(err)},
+        )
+
+    @callback
+    def record(
+        self,
+        agent_id: str,
+        event_type: HistoryEventType,
+        data: dict[str, Any],
+        *,
+        session_id: str | None = None,
+        parent: AgentHistoryEvent | None = None,
+        tags: Iterable[str] = (),
+    ) -> AgentHistoryEvent | None:
+        """Queue an event of ours (never waits on the disk) and announce it on the bus."""
+        try:
+            event = AgentHistoryEvent.new(
+                agent_id,
+                event_type,
+                data,
+                session_id=session_id,
+                parent_event_id=parent.event_id if parent is not None else None,
+                tags=tuple(tags),
+            )
+        except HistoryError as err:  # our own data should always fit; never fail a turn
+            _LOGGER.debug("History event not recorded: %s", err)
+            return None
+        self.store.enqueue(event)
+        self.async_announce(event)
+        return event
+
+    @callback
+    def async_announce(self, event: AgentHistoryEvent) -> None:
+        """Fire the bus event automations trigger on: type and ids, never the data."""
+        self.hass.bus.async_fire(
+            EVENT_HISTORY,
+            {
+                "event_id": event.event_id,
+                "event_type": event.event_type.value,
+                "agent_id": event.agent_id,
+                "session_id": event.session_id,
+                "parent_event_id": event.parent_event_id,
+            },
+        )
+
+    async def async_run[T](self, func: Callable[..., T], *args: Any) -> T:
+        """Run a blocking store call in the executor."""
+        return await self.hass.async_add_executor_job(func, *args)
+
+    async def async_retention_days(self) -> float:
+        """Days of history kept (installation-wide, stored in the database itself)."""
+        days = await self.async_run(
+            self.store.get_setting, SETTING_RETENTION_DAYS, RECOMMENDED_HISTORY_RETENTION_DAYS
+        )
+        return float(days)
+
+    async def async_set_retention_days(self, days: float) -> None:
+        """Change the retention; the next daily purge applies it."""
+        await self.async_run(self.store.set_setting, SETTING_RETENTION_DAYS, days)
+
+    async def async_purge(self, now: float) -> int:
+        """Delete what is older than the retention; how many events went."""
+        days = await self.async_retention_days()
+        deleted = await self.async_run(self.store.delete_events_before, now - days * 86400)
+        if deleted:
+            _LOGGER.debug("History purge: %d events older than %s days deleted", deleted, days)
+        return deleted
+
+    async def async_close(self) -> None:
+        """Commit what is queued and close the database."""
+        await self.async_run(self.store.close)
+
+
+def tool_events(
+    recorder: HistoryRecorder,
+    agent_id: str,
+    session_id: str,
+    parent: AgentHistoryEvent | None,
+    tool_name: str,
+    arguments: dict[str, Any],
+    result: Any,
+) -> AgentHistoryEvent | None:
+    """A ToolUse event, then an Action event per device the tool acted on."""
+    used = recorder.record(
+        agent_id,
+        HistoryEventType.TOOL_USE,
+        {"tool": tool_name, "arguments": _bounded(arguments), "result": _bounded(result)},
+        session_id=session_id,
+        parent=parent,
+    )
+    action_events(recorder, agent_id, session_id, used, tool_name, result)
+    return used
+
+
+def action_events(
+    recorder: HistoryRecorder,
+    agent_id: str,
+    session_id: str,
+    parent: AgentHistoryEvent | None,
+    intent: str,
+    result: Any,
+) -> None:
+    """One Action event per target an intent reports as done (its `data.success`)."""
+    data = result.get("data") if isinstance(result, dict) else None
+    for target in (data or {}).get("success") or ():
+        if not isinstance(target, dict):
+            continue
+        recorder.record(
+            agent_id,
+            HistoryEventType.ACTION,
+            {
+                "intent": intent,
+                "target": target.get("id"),
+                "name": target.get("name"),
+                "type": target.get("type"),
+            },
+            session_id=session_id,
+            parent=parent,
+        )
+
+
+class TurnRecording:
+    """The events of one turn, chained: question → decision → tools → actions → answer.
+
+    With recording off (recorder None) every method does nothing, so the agent's code reads
+    the same either way.
+    """
+
+    def __init__(self, recorder: HistoryRecorder | None, agent_id: str, session_id: str) -> None:
+        self._recorder = recorder
+        self._agent_id = agent_id
+        self._session_id = session_id
+        self._question: AgentHistoryEvent | None = None
+        self._decision: AgentHistoryEvent | None = None
+
+    def _record(
+        self,
+        event_type: HistoryEventType,
+        data: dict[str, Any],
+        parent: AgentHistoryEvent | None,
+        tags: Iterable[str] = (),
+    ) -> AgentHistoryEvent | None:
+        if self._recorder is None:
+            return None
+        return self._recorder.record(
+            self._agent_id,
+            event_type,
+            data,
+            session_id=self._session_id,
+            parent=parent,
+            tags=tags,
+        )
+
+    def asked(
+        self, text: str, language: str, device_id: str | None, satellite_id: str | None
+    ) -> None:
+        """The user's words, where they came from."""
+        self._question = self._record(
+            HistoryEventType.COMMUNICATION,
+            {
+                "direction": "in",
+                "text": text,
+                "language": language,
+                "device_id": device_id,
+                "satellite_id": satellite_id,
+            },
+            None,
+            ("user",),
+        )
+
+    def decided(self, route: str, reason: str) -> None:
+        """Local route or LLM, and why."""
+        self._decision = self._record(
+            HistoryEventType.DECISION, {"route": route, "reason": reason}, self._question
+        )
+
+    def used_tool(self, tool_name: str, arguments: dict[str, Any], result: Any) -> None:
+        """A tool call with its result, and the devices it acted on."""
+        if self._recorder is not None:
+            tool_events(
+                self._recorder,
+                self._agent_id,
+                self._session_id,
+                self._decision,
+                tool_name,
+                arguments,
+                result,
+            )
+
+    def acted(self, intent: str, result: Any) -> None:
+        """A local intent's actions (its response's successful targets)."""
+        if self._recorder is not None:
+            action_events(
+                self._recorder, self._agent_id, self._session_id, self._decision, intent, result
+            )
+
+    def failed(self, kind: str) -> None:
+        """The turn failed: its kind only (never a key, never a request)."""
+        self._record(HistoryEventType.ERROR, {"kind": kind}, self._decision)
+
+    def answered(self, text: str, *, late: bool = False) -> None:
+        """What the agent said (or posted, for a late answer)."""
+        self._record(
+            HistoryEventType.COMMUNICATION,
+            {"direction": "out", "text": text, "late": late},
+            self._decision,
+            ("agent",),
+        )
