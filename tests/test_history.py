@@ -5,7 +5,7 @@ from pathlib import Path
 from typing import Any
 
 from homeassistant.auth.const import GROUP_ID_ADMIN, GROUP_ID_USER
-from homeassistant.core import Context, Event, HomeAssistant
+from homeassistant.core import Context, Event, HomeAssistant, callback
 from homeassistant.exceptions import ServiceValidationError, Unauthorized
 from homeassistant.helpers import issue_registry as ir
 from homeassistant.setup import async_setup_component
@@ -68,7 +68,12 @@ async def test_llm_turn_leaves_its_chain(
 ) -> None:
     """Question, decision, tool use, device action, answer: chained, one session, one agent."""
     fired: list[Event] = []
-    hass.bus.async_listen(EVENT_HISTORY, fired.append)
+
+    @callback
+    def heard(event: Event) -> None:
+        fired.append(event)
+
+    hass.bus.async_listen(EVENT_HISTORY, heard)
     azure.queue(
         Reply(tool_calls=[ToolCall("HassTurnOn", {"name": "Kitchen"})]),
         Reply(text="The kitchen light is on."),
@@ -254,6 +259,15 @@ async def test_record_query_and_chain_services(hass: HomeAssistant, loaded_entry
             "history_end_before_start",
         ),
         ("query", {"start_time": "yesterday"}, "invalid_time"),
+        (
+            "record",
+            {
+                "event_type": "action",
+                "event_data": {},
+                "parent_event_id": "3f2b9c4e-1d2a-4b8e-9f00-0c1d2e3f4a5b",
+            },
+            "unknown_event",
+        ),
         ("event_chain", {"event_id": "not-a-uuid"}, "invalid_event_id"),
         ("event_chain", {"event_id": "3f2b9c4e-1d2a-4b8e-9f00-0c1d2e3f4a5b"}, "unknown_event"),
     ],

@@ -9,6 +9,7 @@ fired on the bus (ids and type only, never its data) for automations to trigger 
 from collections.abc import Callable, Iterable
 import logging
 from pathlib import Path
+import sqlite3
 from typing import Any, Final
 
 from homeassistant.core import HomeAssistant, callback
@@ -53,6 +54,7 @@ class HistoryRecorder:
     def __init__(self, hass: HomeAssistant, store: HistoryStore) -> None:
         self.hass = hass
         self.store = store
+        self._closed = False
 
     @classmethod
     async def async_open(cls, hass: HomeAssistant) -> "HistoryRecorder":
@@ -153,15 +155,26 @@ class HistoryRecorder:
         await self.async_run(self.store.set_setting, SETTING_RETENTION_DAYS, days)
 
     async def async_purge(self, now: float) -> int:
-        """Delete what is older than the retention; how many events went."""
-        days = await self.async_retention_days()
-        deleted = await self.async_run(self.store.delete_events_before, now - days * 86400)
+        """Delete what is older than the retention; how many events went.
+
+        A purge that cannot run (the database closed at shutdown, or locked) is skipped: the
+        next day's purge catches up.
+        """
+        if self._closed:
+            return 0
+        try:
+            days = await self.async_retention_days()
+            deleted = await self.async_run(self.store.delete_events_before, now - days * 86400)
+        except (sqlite3.Error, RuntimeError) as err:
+            _LOGGER.debug("History purge skipped: %s", err)
+            return 0
         if deleted:
             _LOGGER.debug("History purge: %d events older than %s days deleted", deleted, days)
         return deleted
 
     async def async_close(self) -> None:
         """Commit what is queued and close the database."""
+        self._closed = True
         await self.async_run(self.store.close)
 
 

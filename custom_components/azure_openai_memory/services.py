@@ -1,12 +1,13 @@
 """Service schemas and handlers: validate, call memory/, shape the response."""
 
 from collections.abc import Callable, Coroutine
+import sqlite3
 from typing import TYPE_CHECKING, Any
 from uuid import uuid4
 
 from homeassistant.config_entries import ConfigEntryState
 from homeassistant.core import HomeAssistant, ServiceCall, ServiceResponse, SupportsResponse
-from homeassistant.exceptions import ServiceValidationError, Unauthorized
+from homeassistant.exceptions import HomeAssistantError, ServiceValidationError, Unauthorized
 from homeassistant.helpers import config_validation as cv, entity_registry as er
 from homeassistant.util import dt as dt_util
 from homeassistant.util.hass_dict import HassKey
@@ -414,7 +415,16 @@ async def _async_history_record(recorder: HistoryRecorder, call: ServiceCall) ->
         )
     except HistoryError as err:
         raise _invalid(err) from err
-    await recorder.async_run(recorder.store.record_event, event)
+    try:
+        await recorder.async_run(recorder.store.record_event, event)
+    except HistoryError as err:  # a parent that was never recorded
+        raise _invalid(err) from err
+    except sqlite3.Error as err:
+        raise HomeAssistantError(
+            translation_domain=DOMAIN,
+            translation_key="history_unavailable",
+            translation_placeholders={"error": str(err)},
+        ) from err
     recorder.async_announce(event)
     return {"event": event.as_dict()}
 

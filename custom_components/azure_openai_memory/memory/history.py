@@ -17,6 +17,9 @@ How it is stored, and why:
 * The index columns beyond the seed's names are chosen so the statistics read indexes only:
   `idx_history_agent_id` is (agent_id, session_id), which still filters by agent and also
   counts an agent's sessions without touching the table.
+* New event ids are UUID version 7 (time first, then random bits; see _new_event_id), so
+  the primary key grows at its end instead of at random pages; ids of any UUID version are
+  accepted.
 * One writer thread owns the write connection. A turn only appends to a queue (`enqueue`);
   the writer commits what has queued at most `batch_window` seconds after the first event,
   in one transaction. A turn never waits on the disk, and a crash loses at most one batch
@@ -85,7 +88,7 @@ BUSY_TIMEOUT = 1.0
 
 _US = 1_000_000
 _JSON_OPTIONS = orjson.OPT_NON_STR_KEYS
-_CANONICAL_UUID = re.compile(r"^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$")
+_CANONICAL_UUID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
 _SQLITE_MAGIC = b"SQLite format 3\x00"
 # Idle read connections kept for reuse; more may be open while many threads read at once.
 _IDLE_READERS = 4
@@ -127,7 +130,7 @@ def _event_type(value: object) -> HistoryEventType:
 def _uuid_text(value: object, field: str) -> str:
     """The canonical text of a UUID (lower case, hyphens), so lookups match however typed."""
     if isinstance(value, str):
-        if _CANONICAL_UUID.match(value):
+        if _CANONICAL_UUID.fullmatch(value):
             return value
         with suppress(ValueError):
             return str(uuid.UUID(value))
@@ -139,9 +142,10 @@ def _new_event_id(timestamp: float) -> str:
     milliseconds, then random bits.
 
     Not version 4: the events' primary key is an index on this text, and random keys land
-    on random pages of it, which made record_events into a history of 1,000,000 events
-    3.4 times slower (see benchmarks/bench_history.py). Ids that grow with time are
-    appended where the index ends. The time is the event's own, so importing old events
+    on random pages of it. record_events of 10,000 into a history of 1,000,000 events ran
+    at about 36,000 events/s with random ids against 125,000 with these (run
+    benchmarks/bench_history.py with HISTORY_BENCH_RANDOM_IDS=1). Ids that grow with time
+    are appended where the index ends. The time is the event's own, so importing old events
     stays local too. Any UUID is still accepted wherever an id is read.
     """
     millis = min(max(int(timestamp * 1000), 0), (1 << 48) - 1)
@@ -189,6 +193,12 @@ def _optional_text(value: object, field: str) -> str | None:
     if value is None or isinstance(value, str):
         return value
     raise TypeError(f"{field} must be text, not {type(value).__name__}")
+
+
+def _agent_text(value: object) -> str:
+    if isinstance(value, str):
+        return value
+    raise TypeError(f"agent_id must be text, not {type(value).__name__}")
 
 
 def _tags(values: Iterable[str]) -> tuple[str, ...]:
@@ -242,6 +252,7 @@ class AgentHistoryEvent:
         stored: the event equals what a later query gives back.
         """
         kind = _event_type(event_type)
+        _agent_text(agent_id)
         data = orjson.loads(_encode_json(event_data, "event_data"))
         meta = None if metadata is None else orjson.loads(_encode_json(metadata, "metadata"))
         when = _from_us(_to_us(time.time() if timestamp is None else timestamp))
@@ -251,8 +262,8 @@ class AgentHistoryEvent:
             timestamp=when,
             event_type=kind,
             event_data=data,
-            ref=ref,
-            session_id=session_id,
+            ref=_optional_text(ref, "ref"),
+            session_id=_optional_text(session_id, "session_id"),
             parent_event_id=_optional_uuid(parent_event_id, "parent_event_id"),
             tags=_tags(tags),
             metadata=meta,
@@ -515,11 +526,9 @@ def _encode_event(event: AgentHistoryEvent) -> _Row:
     """Validate an event and encode it for the database, now: the queue then holds what the
     event was when it was handed over, and the writer can never meet an event it cannot
     store."""
-    if not isinstance(event.agent_id, str):
-        raise TypeError(f"agent_id must be text, not {type(event.agent_id).__name__}")
     return (
         _uuid_text(event.event_id, "event_id"),
-        event.agent_id,
+        _agent_text(event.agent_id),
         _to_us(event.timestamp),
         _event_type(event.event_type).value,
         _encode_json(event.event_data, "event_data"),
