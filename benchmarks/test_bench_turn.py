@@ -120,3 +120,4 @@ async def test_recording_overhead(
         f"\nturn p50 with recording {on:.2f} ms, without {off:.2f} ms: "
         f"+{on - off:.2f} ms   target <= 2 ms   {verdict} ({events} events recorded)"
     )
+    assert on - off <= 2

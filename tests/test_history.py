@@ -2,11 +2,14 @@
 
 from datetime import timedelta
 from pathlib import Path
+import sqlite3
 from typing import Any
 
 from homeassistant.auth.const import GROUP_ID_ADMIN, GROUP_ID_USER
+from homeassistant.const import CONF_LLM_HASS_API
 from homeassistant.core import Context, Event, HomeAssistant, callback
-from homeassistant.exceptions import ServiceValidationError, Unauthorized
+from homeassistant.data_entry_flow import FlowResultType
+from homeassistant.exceptions import HomeAssistantError, ServiceValidationError, Unauthorized
 from homeassistant.helpers import issue_registry as ir
 from homeassistant.setup import async_setup_component
 from homeassistant.util import dt as dt_util
@@ -17,8 +20,11 @@ from pytest_homeassistant_custom_component.common import (
     async_mock_service,
 )
 
+from custom_components.azure_openai_memory.compat import llm_api_option
 from custom_components.azure_openai_memory.const import (
+    CONF_EARLY_TIMEOUT,
     CONF_HISTORY_RECORDING,
+    CONF_REQUEST_TIMEOUT,
     DOMAIN,
     RECOMMENDED_OPTIONS,
 )
@@ -31,7 +37,13 @@ from custom_components.azure_openai_memory.recording import DATA_HISTORY, EVENT_
 from .azure_stub import DEFAULT_KEY, AzureStub, Reply, ToolCall
 from .conftest import LLM_ONLY, NO_TOOLS, agent_entity_id, converse
 
-SUCCESS = {"success": True}
+# What the options form holds: the entry's options and the installation's settings.
+OPTIONS_FORM = {
+    **RECOMMENDED_OPTIONS,
+    "timeseries_max_entries": 10_000,
+    "timeseries_keep_days": 90,
+    "history_retention_days": 90,
+}
 
 
 async def call(
@@ -293,9 +305,9 @@ async def test_snapshot_keeps_events_and_agent_state(
         await call(hass, "snapshot", agent_id=agent, description="before the update", limit=3)
     )["snapshot"]
     assert snapshot["description"] == "before the update"
-    events = snapshot["events"]  # newest first: the answer, the decision, the question
+    events = snapshot["events"]  # oldest first: the question, the decision, the answer
     assert [e["event_type"] for e in events] == ["communication", "decision", "communication"]
-    assert [e["event_data"]["direction"] for e in (events[0], events[2])] == ["out", "in"]
+    assert [e["event_data"]["direction"] for e in (events[0], events[2])] == ["in", "out"]
     state = snapshot["agent_state"]
     assert state["conversations"]["c"]["message_count"] == 2
     assert state["options"]["deployment"] == "gpt-4o-mini"
@@ -334,12 +346,7 @@ async def test_daily_purge_applies_the_retention(hass: HomeAssistant, loaded_ent
     result = await hass.config_entries.options.async_init(loaded_entry.entry_id)
     result = await hass.config_entries.options.async_configure(
         result["flow_id"],
-        {
-            **RECOMMENDED_OPTIONS,
-            "timeseries_max_entries": 10_000,
-            "timeseries_keep_days": 90,
-            "history_retention_days": 3,
-        },
+        {**OPTIONS_FORM, "history_retention_days": 3},
     )
     assert await recorder.async_retention_days() == 3
     async_fire_time_changed(hass, dt_util.utcnow() + timedelta(days=1, seconds=1))
@@ -393,3 +400,151 @@ async def test_corrupt_database_is_set_aside(hass: HomeAssistant, azure: AzureSt
     assert ir.async_get(hass).async_get_issue(DOMAIN, "history_corrupt") is not None
     await call(hass, "record", event_type="system", event_data={"fresh": True})
     assert (await call(hass, "statistics"))["total_events"] == 1
+
+
+@pytest.mark.parametrize("agent_options", [NO_TOOLS])
+async def test_history_that_cannot_open_leaves_the_agent_answering(
+    hass: HomeAssistant, azure: AzureStub, config_entry: MockConfigEntry
+) -> None:
+    """A database from a newer version (after a downgrade): no history, the rest works."""
+    folder = Path(hass.config.path(DOMAIN))
+    folder.mkdir(parents=True, exist_ok=True)
+    newer = sqlite3.connect(folder / "history.db")
+    newer.execute("PRAGMA user_version = 99")
+    newer.close()
+    assert await hass.config_entries.async_setup(config_entry.entry_id)
+    await hass.async_block_till_done()
+    result = await converse(hass, config_entry, "Still there?", "c")
+    assert result.response.speech["plain"]["speech"] == "You said: Still there?"
+    assert ir.async_get(hass).async_get_issue(DOMAIN, "history_unavailable") is not None
+    with pytest.raises(HomeAssistantError) as caught:
+        await call(hass, "query")
+    assert caught.value.translation_key == "history_unavailable"
+    diagnostics = await async_get_config_entry_diagnostics(hass, config_entry)
+    assert diagnostics["history"]["available"] is False
+    # The options still save; only a changed retention would need the database.
+    result = await hass.config_entries.options.async_init(config_entry.entry_id)
+    result = await hass.config_entries.options.async_configure(
+        result["flow_id"], {**OPTIONS_FORM, "history_retention_days": 7}
+    )
+    assert result["errors"] == {"history_retention_days": "history_unavailable"}
+    result = await hass.config_entries.options.async_configure(
+        result["flow_id"], {**OPTIONS_FORM, CONF_HISTORY_RECORDING: False}
+    )
+    assert result["type"] is FlowResultType.CREATE_ENTRY
+    assert config_entry.options[CONF_HISTORY_RECORDING] is False
+
+
+@pytest.mark.parametrize("agent_options", [NO_TOOLS])
+async def test_locked_database_keeps_the_agent_answering_and_recovers(
+    hass: HomeAssistant, loaded_entry: MockConfigEntry, azure: AzureStub
+) -> None:
+    """Another program locks the file: answers go on, a repair says so, nothing is lost."""
+    recorder = hass.data[DATA_HISTORY]
+    lock = sqlite3.connect(recorder.store.path, isolation_level=None)
+    lock.execute("BEGIN EXCLUSIVE")
+    try:
+        result = await converse(hass, loaded_entry, "Tell me a joke", "locked")
+        assert result.response.speech["plain"]["speech"] == "You said: Tell me a joke"
+        await recorder.async_run(recorder.store.flush)  # gives up after the busy timeout
+        await hass.async_block_till_done()
+        assert ir.async_get(hass).async_get_issue(DOMAIN, "history_write_failed") is not None
+    finally:
+        lock.execute("ROLLBACK")
+        lock.close()
+    await recorder.async_run(recorder.store.flush)  # the queued events are written now
+    await converse(hass, loaded_entry, "And another", "locked")
+    assert [e["event_data"].get("text") for e in await session_events(hass, "locked")] == [
+        "Tell me a joke",
+        None,
+        "You said: Tell me a joke",
+        "And another",
+        None,
+        "You said: And another",
+    ]
+    assert ir.async_get(hass).async_get_issue(DOMAIN, "history_write_failed") is None
+
+
+@pytest.mark.parametrize(
+    "agent_options", [{**NO_TOOLS, CONF_EARLY_TIMEOUT: 0.2, CONF_REQUEST_TIMEOUT: 5}]
+)
+async def test_late_answer_is_recorded_in_the_returned_session(
+    hass: HomeAssistant, loaded_entry: MockConfigEntry, azure: AzureStub
+) -> None:
+    """session_id is the conversation id the caller got back; a late answer says it was late."""
+    azure.queue(Reply(text="Forty-two.", delay=0.5))
+    result = await converse(hass, loaded_entry, "What is the answer?")
+    await hass.async_block_till_done(wait_background_tasks=True)
+    events = await session_events(hass, result.conversation_id)
+    assert shape(events) == [
+        ("communication", None),
+        ("decision", "communication"),
+        ("communication", "decision"),
+    ]
+    assert events[2]["event_data"] == {"direction": "out", "text": "Forty-two.", "late": True}
+
+
+@pytest.mark.parametrize("agent_options", [LLM_ONLY])
+async def test_tool_before_failure_keeps_its_order(
+    hass: HomeAssistant, loaded_entry: MockConfigEntry, azure: AzureStub, kitchen_light: list[Any]
+) -> None:
+    """A tool ran, then the next request failed: the tool's events come before the error."""
+    azure.queue(
+        Reply(tool_calls=[ToolCall("HassTurnOn", {"name": "Kitchen"})]),
+        Reply.failure(401, "401", "Access denied"),
+    )
+    await converse(hass, loaded_entry, "Light the kitchen", "c")
+    assert [e["event_type"] for e in await session_events(hass, "c")] == [
+        "communication",
+        "decision",
+        "tool_use",
+        "action",
+        "error",
+    ]
+
+
+@pytest.mark.parametrize(
+    "agent_options", [{**NO_TOOLS, CONF_LLM_HASS_API: llm_api_option("no_such_api")}]
+)
+async def test_llm_api_that_fails_leaves_an_error(
+    hass: HomeAssistant, loaded_entry: MockConfigEntry, azure: AzureStub
+) -> None:
+    """A turn refused before any request (its LLM API is gone) still ends its chain."""
+    await converse(hass, loaded_entry, "Anything", "c")
+    events = await session_events(hass, "c")
+    assert [e["event_type"] for e in events] == ["communication", "decision", "error"]
+    assert events[2]["event_data"] == {"kind": "llm_api"}
+
+
+@pytest.mark.parametrize("agent_options", [NO_TOOLS])
+async def test_snapshots_are_read_back(
+    hass: HomeAssistant, loaded_entry: MockConfigEntry, azure: AzureStub
+) -> None:
+    """A snapshot taken can be read by its id; an unknown id or no agent is refused."""
+    await converse(hass, loaded_entry, "Hello", "c")
+    taken = (await call(hass, "snapshot", agent_id=agent_entity_id(hass, loaded_entry)))["snapshot"]
+    assert "prompt" not in taken["agent_state"]["options"]
+    read = (await call(hass, "snapshot", snapshot_id=taken["snapshot_id"]))["snapshot"]
+    assert read == taken
+    for data, key in (
+        ({"snapshot_id": "3f2b9c4e-1d2a-4b8e-9f00-0c1d2e3f4a5b"}, "unknown_snapshot"),
+        ({}, "snapshot_needs_agent"),
+    ):
+        with pytest.raises(ServiceValidationError) as caught:
+            await call(hass, "snapshot", **data)
+        assert caught.value.translation_key == key
+
+
+async def test_query_forgives_case_and_refuses_absurd_input(
+    hass: HomeAssistant, loaded_entry: Any
+) -> None:
+    """'Action' is action; a time beyond year 9999 or a negative offset is a clear error."""
+    await call(hass, "record", event_type="Action", event_data={"n": 1})
+    assert (await call(hass, "query", event_type="Action"))["total"] == 1
+    for data, key in (
+        ({"start_time": 1e300}, "invalid_time"),
+        ({"offset": -1}, "history_limit_out_of_range"),
+    ):
+        with pytest.raises(ServiceValidationError) as caught:
+            await call(hass, "query", **data)
+        assert caught.value.translation_key == key

@@ -16,6 +16,7 @@ from homeassistant.config_entries import (
 )
 from homeassistant.const import CONF_API_KEY, CONF_LLM_HASS_API, CONF_NAME
 from homeassistant.core import HomeAssistant, callback
+from homeassistant.exceptions import HomeAssistantError
 from homeassistant.helpers import llm
 from homeassistant.helpers.selector import (
     BooleanSelector,
@@ -72,6 +73,7 @@ from .const import (
     RECOMMENDED_API_VERSION,
     RECOMMENDED_DEPLOYMENT,
     RECOMMENDED_EARLY_TIMEOUT,
+    RECOMMENDED_HISTORY_RETENTION_DAYS,
     RECOMMENDED_MAX_TOKENS,
     RECOMMENDED_OPTIONS,
     RECOMMENDED_PREFER_LOCAL_INTENTS,
@@ -385,16 +387,27 @@ class MemoryOptionsFlow(OptionsFlow):
         """One form; a change of the entry's part reloads the entry."""
         series = self.hass.data[DATA_TIMESERIES]
         history = self.hass.data[DATA_HISTORY]
+        try:
+            retention = await history.async_retention_days()
+        except HomeAssistantError:  # unavailable: shown as the default, saved if changed
+            retention = float(RECOMMENDED_HISTORY_RETENTION_DAYS)
+        errors: dict[str, str] = {}
         if user_input is not None:
             options = {key: _whole(value) for key, value in user_input.items()}
-            series.async_update_settings(
-                TimeseriesSettings(
-                    max_entries=int(options.pop(CONF_TIMESERIES_MAX_ENTRIES)),
-                    keep_days=float(options.pop(CONF_TIMESERIES_KEEP_DAYS)),
+            wanted = float(options.pop(CONF_HISTORY_RETENTION_DAYS))
+            try:
+                if wanted != retention:
+                    await history.async_set_retention_days(wanted)
+            except HomeAssistantError:
+                errors[CONF_HISTORY_RETENTION_DAYS] = "history_unavailable"
+            else:
+                series.async_update_settings(
+                    TimeseriesSettings(
+                        max_entries=int(options.pop(CONF_TIMESERIES_MAX_ENTRIES)),
+                        keep_days=float(options.pop(CONF_TIMESERIES_KEEP_DAYS)),
+                    )
                 )
-            )
-            await history.async_set_retention_days(float(options.pop(CONF_HISTORY_RETENTION_DAYS)))
-            return self.async_create_entry(data=options)
+                return self.async_create_entry(data=options)
         return self.async_show_form(
             step_id="init",
             data_schema=self.add_suggested_values_to_schema(
@@ -404,9 +417,11 @@ class MemoryOptionsFlow(OptionsFlow):
                     **self.config_entry.options,
                     CONF_TIMESERIES_MAX_ENTRIES: series.settings.max_entries,
                     CONF_TIMESERIES_KEEP_DAYS: series.settings.keep_days,
-                    CONF_HISTORY_RETENTION_DAYS: await history.async_retention_days(),
+                    CONF_HISTORY_RETENTION_DAYS: retention,
+                    **(user_input or {}),
                 },
             ),
+            errors=errors,
         )
 
 

@@ -269,6 +269,7 @@ class AzureOpenAIMemoryAgent(conversation.ConversationEntity, AbstractConversati
                 self.options.get(CONF_PROMPT),
             )
         except conversation.ConverseError as err:
+            recording.failed("llm_api")
             return err.as_conversation_result()
 
         turn = Turn(
@@ -338,10 +339,10 @@ class AzureOpenAIMemoryAgent(conversation.ConversationEntity, AbstractConversati
             except Exception as err:
                 kind = ErrorKind.TIMEOUT if isinstance(err, TimeoutError) else classify_error(err)
                 self._report_failure(kind, err)
+                _record_tools(turn)  # what ran before the failure comes before it
                 turn.recording.failed(kind.value)
                 raise TurnFailed(kind) from err
             finally:
-                _record_tools(turn)
                 self.runtime.stats.record_usage(usage.input_tokens, usage.output_tokens)
                 if usage.input_tokens or usage.output_tokens:
                     private.async_trace(
@@ -354,6 +355,7 @@ class AzureOpenAIMemoryAgent(conversation.ConversationEntity, AbstractConversati
                     )
             if turn.attached:
                 turn.chat_log.content.extend(private.content[first_new:])
+            _record_tools(turn)
             final = turn.pending[-1]
             turn.answer = final.content if final.role == "assistant" else ""
             self._commit(turn)

@@ -7,6 +7,7 @@ from homeassistant.components.diagnostics import REDACTED, async_redact_data
 from homeassistant.config_entries import ConfigEntryState
 from homeassistant.const import CONF_API_KEY
 from homeassistant.core import HomeAssistant
+from homeassistant.exceptions import HomeAssistantError
 
 from . import AzureOpenAIMemoryConfigEntry
 from .const import CONF_ENDPOINT
@@ -48,8 +49,12 @@ async def _async_history_figures(hass: HomeAssistant) -> dict[str, Any]:
     """The history database's size, event counts and schema; no event content."""
     recorder = hass.data[DATA_HISTORY]
     store = recorder.store
-    stats = await recorder.async_run(store.get_statistics, None)
+    try:
+        stats = await recorder.async_run(store.get_statistics, None)
+    except HomeAssistantError as err:
+        return {"available": False, "error": str(err)}
     return {
+        "available": True,
         "size_bytes": await recorder.async_run(store.size_bytes),
         "schema_version": store.schema_version,
         "total_events": stats.total_events,

@@ -13,6 +13,7 @@ import sqlite3
 from typing import Any, Final
 
 from homeassistant.core import HomeAssistant, callback
+from homeassistant.exceptions import HomeAssistantError
 from homeassistant.helpers import issue_registry as ir
 from homeassistant.util.hass_dict import HassKey
 import orjson
@@ -31,9 +32,28 @@ DATA_HISTORY: HassKey["HistoryRecorder"] = HassKey(f"{DOMAIN}_history")
 EVENT_HISTORY: Final = f"{DOMAIN}_event"
 ISSUE_CORRUPT = "history_corrupt"
 ISSUE_WRITE_FAILED = "history_write_failed"
+ISSUE_UNAVAILABLE = "history_unavailable"
 SETTING_RETENTION_DAYS = "retention_days"
 # A tool's result kept in its event; the rest is cut (the window keeps what the model saw).
 MAX_RECORDED_RESULT = 4096
+MAX_RECORDED_TEXT = 16_384
+
+
+def _issue(hass: HomeAssistant, issue_id: str, placeholders: dict[str, str]) -> None:
+    ir.async_create_issue(
+        hass,
+        DOMAIN,
+        issue_id,
+        is_fixable=False,
+        severity=ir.IssueSeverity.WARNING,
+        translation_key=issue_id,
+        translation_placeholders=placeholders,
+    )
+
+
+def _text(text: str) -> str:
+    """A question or answer as recorded: whole, unless it is longer than anyone speaks."""
+    return text if len(text) <= MAX_RECORDED_TEXT else text[:MAX_RECORDED_TEXT] + " …"
 
 
 def _bounded(value: Any) -> Any:
@@ -51,51 +71,55 @@ def _bounded(value: Any) -> Any:
 class HistoryRecorder:
     """The installation's history: record, query, purge; every call off the event loop."""
 
-    def __init__(self, hass: HomeAssistant, store: HistoryStore) -> None:
+    def __init__(self, hass: HomeAssistant, store: HistoryStore, *, available: bool) -> None:
         self.hass = hass
         self.store = store
+        self.available = available
         self._closed = False
+        self._write_issue = False
 
     @classmethod
     async def async_open(cls, hass: HomeAssistant) -> "HistoryRecorder":
-        """Open (or create) the database in the executor; a corrupt one is set aside."""
+        """Open (or create) the database in the executor.
+
+        A corrupt file is set aside and a fresh one started. A database that cannot be opened
+        at all (locked, a newer schema, a full disk, an unwritable folder) leaves the history
+        unavailable until the next start, with a Repairs issue: the agent answers regardless.
+        """
         recorder: HistoryRecorder
 
         def failed(err: Exception) -> None:  # the writer thread
             hass.loop.call_soon_threadsafe(recorder.async_write_failed, err)
 
         store = HistoryStore(Path(hass.config.path(DOMAIN, "history.db")), on_failure=failed)
-        recorder = cls(hass, store)
-        moved = await hass.async_add_executor_job(store.open)
+        try:
+            moved = await hass.async_add_executor_job(store.open)
+        except (sqlite3.Error, OSError) as err:
+            _LOGGER.warning("The history database cannot be opened; nothing is recorded: %s", err)
+            _issue(hass, ISSUE_UNAVAILABLE, {"error": str(err)})
+            return cls(hass, store, available=False)
+        recorder = cls(hass, store, available=True)
         if moved is not None:
             _LOGGER.warning(
                 "The history database was unreadable; it was moved to %s and a new one started",
                 moved,
             )
-            ir.async_create_issue(
-                hass,
-                DOMAIN,
-                ISSUE_CORRUPT,
-                is_fixable=False,
-                severity=ir.IssueSeverity.WARNING,
-                translation_key=ISSUE_CORRUPT,
-                translation_placeholders={"path": str(moved)},
-            )
+            _issue(hass, ISSUE_CORRUPT, {"path": str(moved)})
         return recorder
 
     @callback
     def async_write_failed(self, err: Exception) -> None:
         """A batch could not be written (locked, disk full): say so once; it is retried."""
         _LOGGER.warning("History events could not be written and will be retried: %s", err)
-        ir.async_create_issue(
-            self.hass,
-            DOMAIN,
-            ISSUE_WRITE_FAILED,
-            is_fixable=False,
-            severity=ir.IssueSeverity.WARNING,
-            translation_key=ISSUE_WRITE_FAILED,
-            translation_placeholders={"error": str(err)},
-        )
+        _issue(self.hass, ISSUE_WRITE_FAILED, {"error": str(err)})
+        self._write_issue = True
+
+    @callback
+    def _async_check_recovered(self) -> None:
+        """Writes work again: the Repairs issue about them goes."""
+        if self._write_issue and not self.store.failing:
+            self._write_issue = False
+            ir.async_delete_issue(self.hass, DOMAIN, ISSUE_WRITE_FAILED)
 
     @callback
     def record(
@@ -121,6 +145,9 @@ class HistoryRecorder:
         except HistoryError as err:  # our own data should always fit; never fail a turn
             _LOGGER.debug("History event not recorded: %s", err)
             return None
+        if not self.available:
+            return None
+        self._async_check_recovered()
         self.store.enqueue(event)
         self.async_announce(event)
         return event
@@ -140,8 +167,21 @@ class HistoryRecorder:
         )
 
     async def async_run[T](self, func: Callable[..., T], *args: Any) -> T:
-        """Run a blocking store call in the executor."""
-        return await self.hass.async_add_executor_job(func, *args)
+        """Run a blocking store call in the executor; a database failure is a translated error."""
+        if not self.available or self._closed:
+            raise HomeAssistantError(
+                translation_domain=DOMAIN,
+                translation_key="history_unavailable",
+                translation_placeholders={"error": "not open"},
+            )
+        try:
+            return await self.hass.async_add_executor_job(func, *args)
+        except sqlite3.Error as err:
+            raise HomeAssistantError(
+                translation_domain=DOMAIN,
+                translation_key="history_unavailable",
+                translation_placeholders={"error": str(err)},
+            ) from err
 
     async def async_retention_days(self) -> float:
         """Days of history kept (installation-wide, stored in the database itself)."""
@@ -160,12 +200,10 @@ class HistoryRecorder:
         A purge that cannot run (the database closed at shutdown, or locked) is skipped: the
         next day's purge catches up.
         """
-        if self._closed:
-            return 0
         try:
             days = await self.async_retention_days()
             deleted = await self.async_run(self.store.delete_events_before, now - days * 86400)
-        except (sqlite3.Error, RuntimeError) as err:
+        except (HomeAssistantError, RuntimeError) as err:
             _LOGGER.debug("History purge skipped: %s", err)
             return 0
         if deleted:
@@ -174,8 +212,9 @@ class HistoryRecorder:
 
     async def async_close(self) -> None:
         """Commit what is queued and close the database."""
-        self._closed = True
-        await self.async_run(self.store.close)
+        if self.available and not self._closed:
+            self._closed = True
+            await self.hass.async_add_executor_job(self.store.close)
 
 
 def tool_events(
@@ -266,7 +305,7 @@ class TurnRecording:
             HistoryEventType.COMMUNICATION,
             {
                 "direction": "in",
-                "text": text,
+                "text": _text(text),
                 "language": language,
                 "device_id": device_id,
                 "satellite_id": satellite_id,
@@ -309,7 +348,7 @@ class TurnRecording:
         """What the agent said (or posted, for a late answer)."""
         self._record(
             HistoryEventType.COMMUNICATION,
-            {"direction": "out", "text": text, "late": late},
+            {"direction": "out", "text": _text(text), "late": late},
             self._decision,
             ("agent",),
         )

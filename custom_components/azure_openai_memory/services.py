@@ -1,13 +1,12 @@
 """Service schemas and handlers: validate, call memory/, shape the response."""
 
 from collections.abc import Callable, Coroutine
-import sqlite3
 from typing import TYPE_CHECKING, Any
 from uuid import uuid4
 
 from homeassistant.config_entries import ConfigEntryState
 from homeassistant.core import HomeAssistant, ServiceCall, ServiceResponse, SupportsResponse
-from homeassistant.exceptions import HomeAssistantError, ServiceValidationError, Unauthorized
+from homeassistant.exceptions import ServiceValidationError, Unauthorized
 from homeassistant.helpers import config_validation as cv, entity_registry as er
 from homeassistant.util import dt as dt_util
 from homeassistant.util.hass_dict import HassKey
@@ -54,6 +53,8 @@ SERVICE_HISTORY_STATISTICS = "history_statistics"
 SERVICE_HISTORY_SNAPSHOT = "history_snapshot"
 SERVICE_HISTORY_EVENT_CHAIN = "history_event_chain"
 SERVICE_HISTORY_PURGE = "history_purge"
+# The conversations (most recent) whose statistics a snapshot keeps.
+SNAPSHOT_CONVERSATIONS = 20
 # Who recorded an event that an automation adds without saying.
 DEFAULT_HISTORY_AGENT = "automation"
 
@@ -112,14 +113,15 @@ HISTORY_QUERY_SCHEMA = vol.Schema(
         vol.Optional("start_time"): object,
         vol.Optional("end_time"): object,
         vol.Optional("limit", default=100): vol.Coerce(int),
-        vol.Optional("offset", default=0): vol.All(vol.Coerce(int), vol.Range(min=0)),
+        vol.Optional("offset", default=0): vol.Coerce(int),
         vol.Optional("ascending", default=False): cv.boolean,
     }
 )
 HISTORY_STATISTICS_SCHEMA = vol.Schema({vol.Optional("agent_id"): cv.string})
 HISTORY_SNAPSHOT_SCHEMA = vol.Schema(
     {
-        vol.Required("agent_id"): cv.string,
+        vol.Optional("agent_id"): cv.string,
+        vol.Optional("snapshot_id"): cv.string,
         vol.Optional("description"): cv.string,
         vol.Optional("ref"): cv.string,
         vol.Optional("metadata"): dict,
@@ -376,10 +378,17 @@ def async_register_services(
     async_register_history_services(hass, history)
 
 
+# Times a person could mean: years 1 to 9999.
+_EARLIEST, _LATEST = -62_135_596_800.0, 253_402_300_799.0
+
+
 def _history_time(data: dict[str, Any], name: str) -> float | None:
     if name not in data:
         return None
-    return parse_time(data[name], dt_util.get_default_time_zone(), name)
+    moment = parse_time(data[name], dt_util.get_default_time_zone(), name)
+    if not _EARLIEST <= moment <= _LATEST:
+        raise TimeseriesError("invalid_time", field=name, value=data[name])
+    return moment
 
 
 def _agent_state(hass: HomeAssistant, agent_id: str) -> dict[str, Any] | None:
@@ -389,12 +398,12 @@ def _agent_state(hass: HomeAssistant, agent_id: str) -> dict[str, Any] | None:
             if name != agent_id:
                 continue
             memory = entry.runtime_data.memories[sid]
+            recent = memory.get_all_conversations()[-SNAPSHOT_CONVERSATIONS:]
             return {
-                "options": dict(entry.subentries[sid].data),
+                # The prompt can be long and says nothing of the agent's state: left out.
+                "options": {k: v for k, v in entry.subentries[sid].data.items() if k != "prompt"},
                 "memory": memory.totals(),
-                "conversations": {
-                    cid: memory.get_stats(cid) for cid in memory.get_all_conversations()
-                },
+                "conversations": {cid: memory.get_stats(cid) for cid in recent},
                 "statistics": entry.runtime_data.stats.as_dict(),
             }
     return None
@@ -419,12 +428,6 @@ async def _async_history_record(recorder: HistoryRecorder, call: ServiceCall) ->
         await recorder.async_run(recorder.store.record_event, event)
     except HistoryError as err:  # a parent that was never recorded
         raise _invalid(err) from err
-    except sqlite3.Error as err:
-        raise HomeAssistantError(
-            translation_domain=DOMAIN,
-            translation_key="history_unavailable",
-            translation_placeholders={"error": str(err)},
-        ) from err
     recorder.async_announce(event)
     return {"event": event.as_dict()}
 
@@ -435,7 +438,11 @@ async def _async_history_query(recorder: HistoryRecorder, call: ServiceCall) -> 
         query = HistoryQuery(
             agent_id=data.get("agent_id"),
             session_id=data.get("session_id"),
-            event_type=HistoryEventType(data["event_type"]) if "event_type" in data else None,
+            event_type=(
+                HistoryEventType(str(data["event_type"]).strip().lower())
+                if "event_type" in data
+                else None
+            ),
             tags=tuple(data["tags"]),
             start_time=_history_time(data, "start_time"),
             end_time=_history_time(data, "end_time"),
@@ -467,24 +474,34 @@ async def _async_history_snapshot(
     hass: HomeAssistant, recorder: HistoryRecorder, call: ServiceCall
 ) -> ServiceResponse:
     data = call.data
-    agent_id = data["agent_id"]
+    store = recorder.store
+    if snapshot_id := data.get("snapshot_id"):
+        stored = await recorder.async_run(store.get_snapshot, snapshot_id)
+        if stored is None:
+            raise _invalid(HistoryError("unknown_snapshot", snapshot_id=snapshot_id))
+        return {"snapshot": stored.as_dict()}
+    agent_id = data.get("agent_id")
+    if not agent_id:
+        raise _invalid(HistoryError("snapshot_needs_agent"))
     try:
         query = HistoryQuery(agent_id=agent_id, limit=data["limit"])
     except HistoryError as err:
         raise _invalid(err) from err
-    store = recorder.store
     events, _total = await recorder.async_run(store.query_events, query)
     snapshot = HistorySnapshot(
         snapshot_id=str(uuid4()),
         agent_id=agent_id,
         timestamp=dt_util.utcnow().timestamp(),
-        events=tuple(events),
+        events=tuple(reversed(events)),  # the newest `limit`, oldest first as stored
         ref=data.get("ref"),
         description=data.get("description"),
         metadata=data.get("metadata"),
         agent_state=_agent_state(hass, agent_id),
     )
-    await recorder.async_run(store.create_snapshot, snapshot)
+    try:
+        await recorder.async_run(store.create_snapshot, snapshot)
+    except HistoryError as err:
+        raise _invalid(err) from err
     return {"snapshot": snapshot.as_dict()}
 
 
