@@ -44,466 +44,77 @@ from collections import deque
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from concurrent.futures import Future
 from contextlib import contextmanager, suppress
-from dataclasses import dataclass
 from datetime import UTC, datetime
-from enum import StrEnum
 import logging
-import math
-import os
 from pathlib import Path
-import re
 import sqlite3
 import threading
 import time
 from typing import Any, Final, TypeGuard
-import uuid
 
-import orjson
-
+from .history_models import (
+    _US,
+    MAX_EVENT_DATA_BYTES,
+    MAX_QUERY_LIMIT,
+    AgentHistoryEvent,
+    HistoryError,
+    HistoryEventType,
+    HistoryQuery,
+    HistorySnapshot,
+    HistoryStatistics,
+    _agent_text,
+    _decode_json,
+    _encode_json,
+    _event_type,
+    _from_us,
+    _optional_json,
+    _optional_text,
+    _optional_uuid,
+    _tags,
+    _to_us,
+    _uuid_text,
+)
+from .history_schema import (
+    _MIGRATIONS,  # noqa: F401 (reached by the tests through this module)
+    SCHEMA_VERSION,
+    MigrationStep,
+    _damaged_header,
+    _is_corruption,
+    _migrate,  # noqa: F401 (reached by the tests through this module)
+    _prepare_writer,
+    _transaction,
+)
 from .timeseries import format_time
+
+# The public names; the models and the schema live in their own modules.
+__all__ = [
+    "BUSY_TIMEOUT",
+    "DEFAULT_BATCH_WINDOW",
+    "DEFAULT_MAX_QUEUE",
+    "MAX_EVENT_DATA_BYTES",
+    "MAX_QUERY_LIMIT",
+    "SCHEMA_VERSION",
+    "AgentHistoryEvent",
+    "HistoryError",
+    "HistoryEventType",
+    "HistoryQuery",
+    "HistorySnapshot",
+    "HistoryStatistics",
+    "HistoryStore",
+    "MigrationStep",
+]
 
 _LOGGER = logging.getLogger(__name__)
 
-
-class HistoryEventType(StrEnum):
-    """The seed's eight kinds of event; the values are what services and the database use."""
-
-    THOUGHT = "thought"
-    ACTION = "action"
-    TOOL_USE = "tool_use"
-    STATE_CHANGE = "state_change"
-    COMMUNICATION = "communication"
-    DECISION = "decision"
-    ERROR = "error"
-    SYSTEM = "system"
-
-
-MAX_EVENT_DATA_BYTES = 64 * 1024
-MAX_QUERY_LIMIT = 10_000
-SCHEMA_VERSION = 1
 DEFAULT_BATCH_WINDOW = 1.0
 DEFAULT_MAX_QUEUE = 10_000
 # How long a write waits for another process's lock before it counts as failed.
 BUSY_TIMEOUT = 1.0
 
-_US = 1_000_000
-_JSON_OPTIONS = orjson.OPT_NON_STR_KEYS
-_CANONICAL_UUID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
-_SQLITE_MAGIC = b"SQLite format 3\x00"
 # Idle read connections kept for reuse; more may be open while many threads read at once.
 _IDLE_READERS = 4
 # Parameters per `IN (...)` lookup, well under SQLite's limit of bound variables.
 _LOOKUP_CHUNK = 500
-_WAL_SIZE_LIMIT = 16 * 2**20
-_CORRUPTION_CODES = (sqlite3.SQLITE_CORRUPT, sqlite3.SQLITE_NOTADB)
-
-
-class HistoryError(ValueError):
-    """Bad input; `key` is the translation key, `placeholders` name the field."""
-
-    def __init__(self, translation_key: str, **placeholders: Any) -> None:
-        super().__init__(translation_key, placeholders)
-        self.key = translation_key
-        self.placeholders = {name: str(value) for name, value in placeholders.items()}
-
-
-def _to_us(timestamp: float) -> int:
-    """Epoch seconds as the stored integer microseconds."""
-    if not isinstance(timestamp, int | float) or not math.isfinite(timestamp):
-        raise ValueError(f"timestamp must be a finite number of seconds, not {timestamp!r}")
-    return round(timestamp * _US)
-
-
-def _from_us(micros: int) -> float:
-    return micros / _US
-
-
-def _event_type(value: object) -> HistoryEventType:
-    if isinstance(value, HistoryEventType):
-        return value
-    if isinstance(value, str):
-        with suppress(ValueError):
-            return HistoryEventType(value.strip().lower())
-    raise HistoryError("unknown_event_type", event_type=value)
-
-
-def _uuid_text(value: object, field: str) -> str:
-    """The canonical text of a UUID (lower case, hyphens), so lookups match however typed."""
-    if isinstance(value, str):
-        if _CANONICAL_UUID.fullmatch(value):
-            return value
-        with suppress(ValueError):
-            return str(uuid.UUID(value))
-    raise HistoryError("invalid_event_id", field=field, value=value)
-
-
-def _new_event_id(timestamp: float) -> str:
-    """A UUID version 7 (RFC 9562) for an event at `timestamp`: 48 bits of Unix time in
-    milliseconds, then random bits.
-
-    Not version 4: the events' primary key is an index on this text, and random keys land
-    on random pages of it. record_events of 10,000 into a history of 1,000,000 events ran
-    at about 36,000 events/s with random ids against 125,000 with these (run
-    benchmarks/bench_history.py with HISTORY_BENCH_RANDOM_IDS=1). Ids that grow with time
-    are appended where the index ends. The time is the event's own, so importing old events
-    stays local too. Any UUID is still accepted wherever an id is read.
-    """
-    millis = min(max(int(timestamp * 1000), 0), (1 << 48) - 1)
-    rand = int.from_bytes(os.urandom(10))
-    value = (
-        (millis << 80)
-        | (0x7 << 76)  # version
-        | ((rand >> 62) & 0xFFF) << 64
-        | (0b10 << 62)  # variant
-        | (rand & ((1 << 62) - 1))
-    )
-    text = f"{value:032x}"
-    return f"{text[:8]}-{text[8:12]}-{text[12:16]}-{text[16:20]}-{text[20:]}"
-
-
-def _optional_uuid(value: object, field: str) -> str | None:
-    return None if value is None else _uuid_text(value, field)
-
-
-def _encode_json(value: Any, field: str, limit: int | None = MAX_EVENT_DATA_BYTES) -> str:
-    try:
-        encoded = orjson.dumps(value, option=_JSON_OPTIONS)
-    except TypeError:  # orjson.JSONEncodeError is a TypeError
-        raise HistoryError("event_data_not_json", field=field) from None
-    if limit is not None and len(encoded) > limit:
-        raise HistoryError("event_data_too_large", field=field, max_bytes=limit)
-    return encoded.decode()
-
-
-def _optional_json(value: Any, field: str) -> str | None:
-    return None if value is None else _encode_json(value, field)
-
-
-def _decode_json(text: str | None) -> Any:
-    """A stored JSON column; text written by hand that is not JSON comes back as text."""
-    if text is None:
-        return None
-    try:
-        return orjson.loads(text)
-    except orjson.JSONDecodeError:
-        return text
-
-
-def _optional_text(value: object, field: str) -> str | None:
-    if value is None or isinstance(value, str):
-        return value
-    raise TypeError(f"{field} must be text, not {type(value).__name__}")
-
-
-def _agent_text(value: object) -> str:
-    if isinstance(value, str):
-        return value
-    raise TypeError(f"agent_id must be text, not {type(value).__name__}")
-
-
-def _tags(values: Iterable[str]) -> tuple[str, ...]:
-    tags = tuple(values)
-    for tag in tags:
-        if not isinstance(tag, str):
-            raise TypeError(f"tags must be text, not {type(tag).__name__}")
-    return tags
-
-
-@dataclass(frozen=True, slots=True)
-class AgentHistoryEvent:
-    """One thing the agent did (the seed's brain state); `ref` is its git_commit_hash."""
-
-    event_id: str
-    agent_id: str
-    timestamp: float
-    event_type: HistoryEventType
-    event_data: Any
-    ref: str | None = None
-    session_id: str | None = None
-    parent_event_id: str | None = None
-    tags: tuple[str, ...] = ()
-    metadata: dict[str, Any] | None = None
-
-    def __post_init__(self) -> None:
-        # Callers may hand a plain string type or a list of tags; keep the declared types.
-        if type(self.event_type) is not HistoryEventType:
-            object.__setattr__(self, "event_type", _event_type(self.event_type))
-        if type(self.tags) is not tuple:
-            object.__setattr__(self, "tags", tuple(self.tags))
-
-    @classmethod
-    def new(
-        cls,
-        agent_id: str,
-        event_type: HistoryEventType | str,
-        event_data: Any,
-        *,
-        session_id: str | None = None,
-        parent_event_id: str | None = None,
-        tags: Iterable[str] = (),
-        metadata: dict[str, Any] | None = None,
-        ref: str | None = None,
-        timestamp: float | None = None,
-    ) -> "AgentHistoryEvent":
-        """A validated event with a fresh id (see _new_event_id).
-
-        The data is taken through JSON here, so the event holds its own copy in the form a
-        read returns (string keys, lists), and the time is rounded to the microsecond that is
-        stored: the event equals what a later query gives back.
-        """
-        kind = _event_type(event_type)
-        _agent_text(agent_id)
-        data = orjson.loads(_encode_json(event_data, "event_data"))
-        meta = None if metadata is None else orjson.loads(_encode_json(metadata, "metadata"))
-        when = _from_us(_to_us(time.time() if timestamp is None else timestamp))
-        return cls(
-            event_id=_new_event_id(when),
-            agent_id=agent_id,
-            timestamp=when,
-            event_type=kind,
-            event_data=data,
-            ref=_optional_text(ref, "ref"),
-            session_id=_optional_text(session_id, "session_id"),
-            parent_event_id=_optional_uuid(parent_event_id, "parent_event_id"),
-            tags=_tags(tags),
-            metadata=meta,
-        )
-
-    def as_dict(self) -> dict[str, Any]:
-        """The service shape: the seed's fields, time as ISO 8601 UTC."""
-        return {
-            "event_id": self.event_id,
-            "agent_id": self.agent_id,
-            "timestamp": format_time(self.timestamp),
-            "event_type": self.event_type.value,
-            "event_data": self.event_data,
-            "session_id": self.session_id,
-            "parent_event_id": self.parent_event_id,
-            "tags": list(self.tags),
-            "metadata": self.metadata,
-            "ref": self.ref,
-        }
-
-
-def _check_count(field: str, value: object, low: int, high: int | None) -> None:
-    if (
-        not isinstance(value, int)
-        or isinstance(value, bool)
-        or value < low
-        or (high is not None and value > high)
-    ):
-        raise HistoryError("history_limit_out_of_range", field=field, value=value, max=high)
-
-
-@dataclass(frozen=True, slots=True)
-class HistoryQuery:
-    """What query_events selects; validated here so a bad query never reaches the database."""
-
-    agent_id: str | None = None
-    session_id: str | None = None
-    event_type: HistoryEventType | None = None
-    tags: tuple[str, ...] = ()
-    start_time: float | None = None
-    end_time: float | None = None
-    limit: int = 100
-    offset: int = 0
-    ascending: bool = False
-
-    def __post_init__(self) -> None:
-        if self.event_type is not None and type(self.event_type) is not HistoryEventType:
-            object.__setattr__(self, "event_type", _event_type(self.event_type))
-        if type(self.tags) is not tuple:
-            object.__setattr__(self, "tags", _tags(self.tags))
-        _check_count("limit", self.limit, 1, MAX_QUERY_LIMIT)
-        _check_count("offset", self.offset, 0, None)
-        for value in (self.start_time, self.end_time):
-            if value is not None:
-                _to_us(value)
-        if (
-            self.start_time is not None
-            and self.end_time is not None
-            and self.end_time < self.start_time
-        ):
-            raise HistoryError(
-                "history_end_before_start",
-                start_time=format_time(self.start_time),
-                end_time=format_time(self.end_time),
-            )
-
-
-@dataclass(frozen=True, slots=True)
-class HistorySnapshot:
-    """A point in time of one agent: recent events plus its state (the seed's brain + body)."""
-
-    snapshot_id: str
-    agent_id: str
-    timestamp: float
-    events: tuple[AgentHistoryEvent, ...]
-    ref: str | None = None
-    description: str | None = None
-    metadata: dict[str, Any] | None = None
-    agent_state: dict[str, Any] | None = None
-
-    def __post_init__(self) -> None:
-        if type(self.events) is not tuple:
-            object.__setattr__(self, "events", tuple(self.events))
-
-    def as_dict(self) -> dict[str, Any]:
-        """The service shape: events as theirs, time as ISO 8601 UTC."""
-        return {
-            "snapshot_id": self.snapshot_id,
-            "agent_id": self.agent_id,
-            "timestamp": format_time(self.timestamp),
-            "events": [event.as_dict() for event in self.events],
-            "ref": self.ref,
-            "description": self.description,
-            "metadata": self.metadata,
-            "agent_state": self.agent_state,
-        }
-
-
-@dataclass(frozen=True, slots=True)
-class HistoryStatistics:
-    """The seed's statistics; `refs` are its git_commits, in the order first seen."""
-
-    total_events: int
-    events_by_type: dict[str, int]
-    total_snapshots: int
-    earliest_event: float | None
-    latest_event: float | None
-    unique_sessions: int
-    refs: list[str]
-
-    def as_dict(self) -> dict[str, Any]:
-        """The service shape, times as ISO 8601 UTC."""
-        return {
-            "total_events": self.total_events,
-            "events_by_type": dict(self.events_by_type),
-            "total_snapshots": self.total_snapshots,
-            "earliest_event": None
-            if self.earliest_event is None
-            else format_time(self.earliest_event),
-            "latest_event": None if self.latest_event is None else format_time(self.latest_event),
-            "unique_sessions": self.unique_sessions,
-            "refs": list(self.refs),
-        }
-
-
-# --- Schema -------------------------------------------------------------------------------
-
-_SCHEMA_1 = (
-    """CREATE TABLE agent_history_events (
-        event_id TEXT PRIMARY KEY NOT NULL,
-        agent_id TEXT NOT NULL,
-        timestamp INTEGER NOT NULL,
-        event_type TEXT NOT NULL,
-        event_data TEXT NOT NULL,
-        git_commit_hash TEXT,
-        session_id TEXT,
-        parent_event_id TEXT,
-        tags TEXT NOT NULL DEFAULT '[]',
-        metadata TEXT,
-        created_at INTEGER NOT NULL DEFAULT (strftime('%s', 'now')),
-        FOREIGN KEY (parent_event_id) REFERENCES agent_history_events(event_id)
-            ON DELETE SET NULL
-    )""",
-    """CREATE TABLE history_snapshots (
-        snapshot_id TEXT PRIMARY KEY NOT NULL,
-        agent_id TEXT NOT NULL,
-        timestamp INTEGER NOT NULL,
-        git_commit TEXT,
-        description TEXT,
-        metadata TEXT,
-        agent_state TEXT,
-        created_at INTEGER NOT NULL DEFAULT (strftime('%s', 'now'))
-    )""",
-    """CREATE TABLE snapshot_events (
-        snapshot_id TEXT NOT NULL,
-        event_id TEXT NOT NULL,
-        PRIMARY KEY (snapshot_id, event_id),
-        FOREIGN KEY (snapshot_id) REFERENCES history_snapshots(snapshot_id) ON DELETE CASCADE,
-        FOREIGN KEY (event_id) REFERENCES agent_history_events(event_id) ON DELETE CASCADE
-    )""",
-    "CREATE INDEX idx_history_agent_id ON agent_history_events(agent_id, session_id)",
-    "CREATE INDEX idx_history_timestamp ON agent_history_events(timestamp)",
-    "CREATE INDEX idx_history_event_type ON agent_history_events(event_type)",
-    "CREATE INDEX idx_history_session_id ON agent_history_events(session_id)",
-    "CREATE INDEX idx_history_git_commit ON agent_history_events(git_commit_hash)",
-    "CREATE INDEX idx_history_agent_timestamp ON agent_history_events(agent_id, timestamp)",
-    "CREATE INDEX idx_history_agent_type ON agent_history_events(agent_id, event_type)",
-    "CREATE INDEX idx_history_parent ON agent_history_events(parent_event_id)",
-    """CREATE VIEW v_recent_agent_activity AS
-        SELECT agent_id, event_type, COUNT(*) AS event_count,
-               MAX(timestamp) AS last_event_time,
-               MIN(timestamp) AS first_event_time
-        FROM agent_history_events
-        WHERE timestamp > (strftime('%s', 'now') - 86400) * 1000000
-        GROUP BY agent_id, event_type""",
-    """CREATE VIEW v_agent_event_summary AS
-        SELECT agent_id,
-               COUNT(*) AS total_events,
-               COUNT(DISTINCT session_id) AS unique_sessions,
-               COUNT(DISTINCT git_commit_hash) AS unique_commits,
-               MIN(timestamp) AS earliest_event,
-               MAX(timestamp) AS latest_event
-        FROM agent_history_events
-        GROUP BY agent_id""",
-    """CREATE VIEW v_event_chains AS
-        SELECT e1.event_id AS child_event_id,
-               e1.event_type AS child_event_type,
-               e2.event_id AS parent_event_id,
-               e2.event_type AS parent_event_type,
-               e1.agent_id
-        FROM agent_history_events e1
-        LEFT JOIN agent_history_events e2 ON e1.parent_event_id = e2.event_id
-        WHERE e1.parent_event_id IS NOT NULL""",
-    """CREATE TABLE history_settings (
-        name TEXT PRIMARY KEY NOT NULL,
-        value TEXT NOT NULL
-    )""",
-)
-
-
-def _create_version_1(conn: sqlite3.Connection) -> None:
-    for statement in _SCHEMA_1:
-        conn.execute(statement)
-
-
-type MigrationStep = Callable[[sqlite3.Connection], None]
-# Step n takes a database from version n to n + 1; version 0 is an empty file.
-_MIGRATIONS: tuple[MigrationStep, ...] = (_create_version_1,)
-assert len(_MIGRATIONS) == SCHEMA_VERSION
-
-
-def _migrate(conn: sqlite3.Connection, steps: Sequence[MigrationStep]) -> int:
-    """Bring the database to len(steps), one transaction per step; its version after."""
-    version: int = conn.execute("PRAGMA user_version").fetchone()[0]
-    if version > len(steps):
-        raise sqlite3.DatabaseError(
-            f"history database schema version {version} is newer than this integration "
-            f"knows ({len(steps)}); it was left as it is"
-        )
-    while version < len(steps):
-        with _transaction(conn):
-            steps[version](conn)
-            conn.execute(f"PRAGMA user_version = {version + 1}")
-        _LOGGER.debug("History database migrated to schema version %d", version + 1)
-        version += 1
-    return version
-
-
-@contextmanager
-def _transaction(conn: sqlite3.Connection) -> Iterator[None]:
-    """One write transaction; IMMEDIATE takes the write lock up front, so a lock held by
-    another process fails here, before any work is done."""
-    conn.execute("BEGIN IMMEDIATE")
-    try:
-        yield
-    except BaseException:
-        if conn.in_transaction:
-            conn.execute("ROLLBACK")
-        raise
-    conn.execute("COMMIT")
 
 
 _EVENT_COLUMNS = (
@@ -600,43 +211,6 @@ def _insert_events(conn: sqlite3.Connection, rows: Sequence[_Row], *, strict: bo
         _LOGGER.debug("History: %d events name a parent that is not stored", len(missing))
         rows = [_without_parent(row) if row[_PARENT] in missing else row for row in rows]
     conn.executemany(_INSERT_EVENT, rows)
-
-
-def _damaged_header(path: Path) -> bool:
-    """True when the file is not an SQLite database, or shorter than its own header says."""
-    try:
-        size = path.stat().st_size
-        if size == 0:  # SQLite starts an empty file as a new database
-            return False
-        with path.open("rb") as file:
-            header = file.read(100)
-    except FileNotFoundError:
-        return False
-    except OSError:
-        return True  # unreadable: set it aside too
-    if len(header) < 100 or not header.startswith(_SQLITE_MAGIC):
-        return True
-    page_size = int.from_bytes(header[16:18], "big")
-    page_size = 65536 if page_size == 1 else page_size
-    if page_size < 512 or page_size & (page_size - 1):
-        return True
-    wal = path.with_name(path.name + "-wal")
-    with suppress(OSError):
-        if wal.stat().st_size > 0:
-            # Pages not yet copied back from the WAL; SQLite completes the file itself.
-            return False
-    if size % page_size:
-        return True
-    change_counter = int.from_bytes(header[24:28], "big")
-    pages = int.from_bytes(header[28:32], "big")
-    valid_for = int.from_bytes(header[92:96], "big")
-    # The header's page count is only meaningful when the two counters agree.
-    return pages > 0 and change_counter == valid_for and size < pages * page_size
-
-
-def _is_corruption(err: sqlite3.DatabaseError) -> bool:
-    code = getattr(err, "sqlite_errorcode", None)
-    return code is not None and code & 0xFF in _CORRUPTION_CODES
 
 
 def _is_write_failure(err: BaseException) -> TypeGuard[sqlite3.DatabaseError]:
@@ -782,17 +356,7 @@ class HistoryStore:
     def _connect_writer(self) -> tuple[sqlite3.Connection, int]:
         conn = self._connect()
         try:
-            mode = conn.execute("PRAGMA journal_mode = WAL").fetchone()[0]
-            if mode != "wal":
-                _LOGGER.warning("History database journal is %s, not WAL", mode)
-            conn.execute("PRAGMA synchronous = NORMAL")
-            # A WAL grown by a large batch or purge is cut back after its next checkpoint.
-            conn.execute(f"PRAGMA journal_size_limit = {_WAL_SIZE_LIMIT}")
-            conn.execute("PRAGMA foreign_keys = ON")
-            version = _migrate(conn, _MIGRATIONS)
-            # Reads the last page of each table: a damaged tree fails here, not mid-turn.
-            for table in ("agent_history_events", "history_snapshots", "snapshot_events"):
-                conn.execute(f"SELECT max(rowid) FROM {table}").fetchone()
+            version = _prepare_writer(conn)
         except BaseException:
             conn.close()
             raise
