@@ -7,6 +7,7 @@ import logging
 from pathlib import Path
 from typing import Any
 
+from freezegun.api import FrozenDateTimeFactory
 from homeassistant.const import CONF_LLM_HASS_API, EVENT_HOMEASSISTANT_FINAL_WRITE
 from homeassistant.core import HomeAssistant
 from homeassistant.helpers import issue_registry as ir
@@ -163,6 +164,7 @@ async def test_idle_conversations_expire_and_health_warns_once(
     azure: AzureStub,
     config_entry: MockConfigEntry,
     caplog: pytest.LogCaptureFixture,
+    freezer: FrozenDateTimeFactory,
 ) -> None:
     """The periodic check forgets idle conversations and warns once per new problem."""
     hass.config_entries.async_update_entry(
@@ -175,7 +177,7 @@ async def test_idle_conversations_expire_and_health_warns_once(
     )
     assert await hass.config_entries.async_setup(config_entry.entry_id)
     await converse(hass, config_entry, "First conversation", "old")
-    await asyncio.sleep(0.2)
+    freezer.tick(timedelta(seconds=1))  # "old" is now idle longer than 0.12 s
     await converse(hass, config_entry, "Second conversation", "new")
     async_fire_time_changed(hass, dt_util.utcnow() + timedelta(minutes=11))
     await hass.async_block_till_done()

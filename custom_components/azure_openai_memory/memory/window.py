@@ -331,7 +331,8 @@ class ConversationMemoryManager:
 
     counter: TokenCounter
     settings: MemorySettings = field(default_factory=MemorySettings)
-    clock: Callable[[], float] = time.time
+    # Looked up when the manager is made, so a clock patched by then (tests) is the one used.
+    clock: Callable[[], float] = field(default_factory=lambda: time.time)
     windows: OrderedDict[str, ConversationWindow] = field(default_factory=OrderedDict)
     dropped_conversations: int = 0
     _last_by_source: dict[str, tuple[str, float]] = field(default_factory=dict)
