@@ -205,8 +205,10 @@ async def converse_twice(
     assert only(second, PipelineEventType.RUN_START)["conversation_id"] == conversation_id
     # The model was asked twice; the second request carried the first exchange.
     first_request, second_request = azure.calls("/chat/completions")
-    assert chat_turns(first_request.body or {}) == [("user", FIRST)]
-    assert chat_turns(second_request.body or {}) == [
+    assert first_request.body is not None
+    assert second_request.body is not None
+    assert chat_turns(first_request.body) == [("user", FIRST)]
+    assert chat_turns(second_request.body) == [
         ("user", FIRST),
         ("assistant", FIRST_ANSWER),
         ("user", SECOND),

@@ -291,7 +291,8 @@ async def test_bad_input_is_translated_and_writes_nothing(
     with pytest.raises(ServiceValidationError) as err:
         await call(hass, service, **data)
     assert err.value.translation_key == translation_key
-    assert placeholders.items() <= (err.value.translation_placeholders or {}).items()
+    assert err.value.translation_placeholders is not None
+    assert placeholders.items() <= err.value.translation_placeholders.items()
     assert await call(hass, "list") == listed_before
     await hass.async_block_till_done()
     # A refused merge into a new key leaves nothing loaded either.
