@@ -107,21 +107,28 @@ def build_turn_context(
     """
     parts = [DATA_NOTICE]
     sources: list[str] = []
+    used = counter.count(DATA_NOTICE)
     for index, one in enumerate(series):
         # Each series gets an equal share of what is left, so the first cannot take it all.
-        remaining = budget - counter.count("\n\n".join(parts)) - 2
-        share = remaining // (len(series) - index)
+        share = (budget - used - 2) // (len(series) - index)
         block = _series_block(one.key, one.query(start, end), counter, share)
         if block is not None:
             parts.append(block)
             sources.append(f"timeseries:{one.key}")
-    while len(parts) > 1 and counter.count("\n\n".join(parts)) > budget:
-        parts.pop()
-        sources.pop()
+            used += counter.count(block) + 2  # and the blank line before it
     if len(parts) == 1:
         return None
+    # Counting parts one by one is close, not exact: check the whole message.
     message = "\n\n".join(parts)
-    return TurnContext(message, counter.count(message), tuple(sources))
+    tokens = counter.count(message)
+    while tokens > budget:
+        parts.pop()
+        sources.pop()
+        if len(parts) == 1:
+            return None
+        message = "\n\n".join(parts)
+        tokens = counter.count(message)
+    return TurnContext(message, tokens, tuple(sources))
 
 
 async def async_turn_context(

@@ -151,6 +151,8 @@ class Request:
     prompt_text: str
     other_tokens: int
     left_out: int
+    # The prompt's exact count when preparing needed it; else counted while the model writes.
+    prompt_tokens: int | None = None
 
 
 def _pending_from_content(content: conversation.Content) -> MessageEntry:
@@ -249,9 +251,7 @@ class AzureOpenAIMemoryAgent(conversation.ConversationEntity, AbstractConversati
             if response is not None:
                 speech = response.speech.get("plain", {}).get("speech", "")
                 recording.decided(ROUTE_LOCAL, "a local intent matched")
-                recording.acted(
-                    response.intent.intent_type if response.intent else "", response.as_dict()
-                )
+                recording.acted(response)
                 recording.answered(speech)
                 self._remember_local_turn(conversation_id, source, user_input.text, speech)
                 self.runtime.stats.record_turn(ROUTE_LOCAL, _ms_since(started))
@@ -382,8 +382,11 @@ class AzureOpenAIMemoryAgent(conversation.ConversationEntity, AbstractConversati
         # A token is at least one byte: the byte length bounds the prompt's cost, so the
         # exact count is needed here only when that bound does not fit.
         prompt = len(prompt_text.encode())
+        prompt_tokens: int | None = None
         if prompt + memory.window_tokens(conversation_id) + MAX_CONTEXT_TOKENS > room:
-            prompt = await self.hass.async_add_executor_job(memory.counter.count, prompt_text)
+            prompt = prompt_tokens = await self.hass.async_add_executor_job(
+                memory.counter.count, prompt_text
+            )
         room -= prompt
         if room < 0:
             self._warn_limit_too_small(prompt, options.max_tokens)
@@ -417,7 +420,9 @@ class AzureOpenAIMemoryAgent(conversation.ConversationEntity, AbstractConversati
             messages.append({"role": "user", "content": context.message})
         messages.append(user.to_api_message())
         history_tokens = sum(m.token_count for m in history)
-        return Request(messages, tools, prompt_text, other + history_tokens, left_out)
+        return Request(
+            messages, tools, prompt_text, other + history_tokens, left_out, prompt_tokens
+        )
 
     async def _async_converse(
         self,
@@ -438,7 +443,7 @@ class AzureOpenAIMemoryAgent(conversation.ConversationEntity, AbstractConversati
         async def stream(messages: list[dict[str, Any]]) -> AsyncIterator[Delta]:
             nonlocal counted
             async for delta in client.stream(messages, request.tools, usage):
-                if counted is None:
+                if counted is None and request.prompt_tokens is None:
                     counted = self.hass.async_add_executor_job(
                         self.memory.counter.count, request.prompt_text
                     )
@@ -454,6 +459,8 @@ class AzureOpenAIMemoryAgent(conversation.ConversationEntity, AbstractConversati
                 messages.append(message.to_api_message())
             if not chat_log.unresponded_tool_results:
                 break
+        if request.prompt_tokens is not None:
+            return request.prompt_tokens
         if counted is None:
             return await self.hass.async_add_executor_job(
                 self.memory.counter.count, request.prompt_text

@@ -14,7 +14,7 @@ from typing import Any, Final
 
 from homeassistant.core import HomeAssistant, callback
 from homeassistant.exceptions import HomeAssistantError
-from homeassistant.helpers import issue_registry as ir
+from homeassistant.helpers import intent, issue_registry as ir
 from homeassistant.util.hass_dict import HassKey
 import orjson
 
@@ -194,6 +194,15 @@ class HistoryRecorder:
         """Change the retention; the next daily purge applies it."""
         await self.async_run(self.store.set_setting, SETTING_RETENTION_DAYS, days)
 
+    async def async_delete_older_than(
+        self, keep_days: float | None, now: float
+    ) -> tuple[int, float]:
+        """Delete events older than keep_days (default: the retention); (deleted, cutoff)."""
+        if keep_days is None:
+            keep_days = await self.async_retention_days()
+        cutoff = now - keep_days * 86400
+        return await self.async_run(self.store.delete_events_before, cutoff), cutoff
+
     async def async_purge(self, now: float) -> int:
         """Delete what is older than the retention; how many events went.
 
@@ -201,13 +210,12 @@ class HistoryRecorder:
         next day's purge catches up.
         """
         try:
-            days = await self.async_retention_days()
-            deleted = await self.async_run(self.store.delete_events_before, now - days * 86400)
+            deleted, cutoff = await self.async_delete_older_than(None, now)
         except (HomeAssistantError, RuntimeError) as err:
             _LOGGER.debug("History purge skipped: %s", err)
             return 0
         if deleted:
-            _LOGGER.debug("History purge: %d events older than %s days deleted", deleted, days)
+            _LOGGER.debug("History purge: %d events older than %s deleted", deleted, cutoff)
         return deleted
 
     async def async_close(self) -> None:
@@ -333,11 +341,16 @@ class TurnRecording:
                 result,
             )
 
-    def acted(self, intent: str, result: Any) -> None:
+    def acted(self, response: intent.IntentResponse) -> None:
         """A local intent's actions (its response's successful targets)."""
         if self._recorder is not None:
             action_events(
-                self._recorder, self._agent_id, self._session_id, self._decision, intent, result
+                self._recorder,
+                self._agent_id,
+                self._session_id,
+                self._decision,
+                response.intent.intent_type if response.intent else "",
+                response.as_dict(),
             )
 
     def failed(self, kind: str) -> None:

@@ -438,11 +438,7 @@ async def _async_history_query(recorder: HistoryRecorder, call: ServiceCall) -> 
         query = HistoryQuery(
             agent_id=data.get("agent_id"),
             session_id=data.get("session_id"),
-            event_type=(
-                HistoryEventType(str(data["event_type"]).strip().lower())
-                if "event_type" in data
-                else None
-            ),
+            event_type=data.get("event_type"),
             tags=tuple(data["tags"]),
             start_time=_history_time(data, "start_time"),
             end_time=_history_time(data, "end_time"),
@@ -450,17 +446,10 @@ async def _async_history_query(recorder: HistoryRecorder, call: ServiceCall) -> 
             offset=data["offset"],
             ascending=data["ascending"],
         )
-    except ValueError as err:
-        raise _invalid(_history_error(err, data)) from err
+    except (TimeseriesError, HistoryError) as err:
+        raise _invalid(err) from err
     events, total = await recorder.async_run(recorder.store.query_events, query)
     return {"events": [event.as_dict() for event in events], "total": total}
-
-
-def _history_error(err: ValueError, data: dict[str, Any]) -> TimeseriesError | HistoryError:
-    """Our error for a bad field: an unknown event type is the enum's plain ValueError."""
-    if isinstance(err, TimeseriesError | HistoryError):
-        return err
-    return HistoryError("unknown_event_type", event_type=data.get("event_type"))
 
 
 async def _async_history_statistics(
@@ -516,11 +505,9 @@ async def _async_history_event_chain(
 
 
 async def _async_history_purge(recorder: HistoryRecorder, call: ServiceCall) -> ServiceResponse:
-    keep_days = call.data.get("keep_days")
-    if keep_days is None:
-        keep_days = await recorder.async_retention_days()
-    cutoff = dt_util.utcnow().timestamp() - float(keep_days) * 86400
-    deleted = await recorder.async_run(recorder.store.delete_events_before, cutoff)
+    deleted, cutoff = await recorder.async_delete_older_than(
+        call.data.get("keep_days"), dt_util.utcnow().timestamp()
+    )
     return {"deleted": deleted, "cutoff": format_time(cutoff)}
 
 

@@ -231,6 +231,11 @@ class ConversationWindow:
                     self._group_of_call.pop(call.id, None)
                 self.evicted_count += 1
 
+    @property
+    def history_tokens(self) -> int:
+        """Tokens of the conversation's messages, its system message aside."""
+        return self.current_tokens - (self.system.token_count if self.system else 0)
+
     def recent_within(self, budget: int) -> tuple[list[MessageEntry], int]:
         """The newest messages (system aside) that fit in budget tokens, and how many did not.
 
@@ -239,7 +244,7 @@ class ConversationWindow:
         last user message and everything after it) is always included, even over budget.
         """
         messages = self._messages
-        if self.current_tokens - (self.system.token_count if self.system else 0) <= budget:
+        if self.history_tokens <= budget:
             return list(messages.values()), 0
         kept: list[int] = []
         used = 0
@@ -382,12 +387,6 @@ class ConversationMemoryManager:
         self._window(conversation_id).add(entry, self.counter)
         return entry
 
-    def set_system_prompt(self, conversation_id: str, prompt: str) -> None:
-        """Store this turn's system prompt, counting it only when it changed."""
-        window = self.windows.get(conversation_id)
-        if window is None or window.system is None or window.system.content != prompt:
-            self.add_message(conversation_id, "system", prompt)
-
     def get_messages(
         self, conversation_id: str, tag_filter: Iterable[str] | None = None
     ) -> list[MessageEntry]:
@@ -403,9 +402,7 @@ class ConversationMemoryManager:
     def window_tokens(self, conversation_id: str) -> int:
         """Tokens of a conversation's history (its system message aside)."""
         window = self.windows.get(conversation_id)
-        if window is None:
-            return 0
-        return window.current_tokens - (window.system.token_count if window.system else 0)
+        return window.history_tokens if window is not None else 0
 
     def last_exchange_tokens(self, conversation_id: str) -> int:
         """Tokens of a conversation's last question and everything after it."""
