@@ -27,36 +27,30 @@ from .compat import (
     llm_api_ids,
 )
 from .const import (
-    API_STYLE_DEPLOYMENT,
-    CONF_API_MODE,
     CONF_CONTEXT_LIMIT,
     CONF_DEPLOYMENT,
     CONF_EARLY_TIMEOUT,
     CONF_HISTORY_RECORDING,
-    CONF_MAX_TOKENS,
     CONF_PREFER_LOCAL_INTENTS,
     CONF_PROMPT,
-    CONF_REASONING_EFFORT,
-    CONF_REQUEST_TIMEOUT,
-    CONF_TEMPERATURE,
     CONF_TIMESERIES_CONTEXT,
-    CONF_TOP_P,
     DOMAIN,
     LOGGER,
-    RECOMMENDED_API_MODE,
     RECOMMENDED_EARLY_TIMEOUT,
     RECOMMENDED_HISTORY_RECORDING,
-    RECOMMENDED_MAX_TOKENS,
     RECOMMENDED_PREFER_LOCAL_INTENTS,
-    RECOMMENDED_REASONING_EFFORT,
-    RECOMMENDED_REQUEST_TIMEOUT,
-    RECOMMENDED_TEMPERATURE,
     RECOMMENDED_TIMESERIES_CONTEXT,
-    RECOMMENDED_TOP_P,
     SUBENTRY_AGENT,
 )
 from .context import MAX_CONTEXT_TOKENS, async_turn_context
-from .llm.client import Delta, ILLMClient, RequestOptions, Usage, create_llm_client
+from .llm.client import (
+    Delta,
+    ILLMClient,
+    RequestOptions,
+    Usage,
+    create_llm_client,
+    request_options,
+)
 from .llm.errors import ErrorKind, classify_error
 from .llm.tools import tool_spec
 from .memory.tokens import context_limit_for_model
@@ -71,8 +65,6 @@ from .stats import ROUTE_LLM, ROUTE_LOCAL
 
 # Max number of back and forth with the LLM to generate a response
 MAX_TOOL_ITERATIONS = 10
-# stream_options.include_usage exists from this dated api-version on (AZURE_WIRE.md 1).
-STREAM_USAGE_MIN_API_VERSION = "2024-09-01"
 
 TAG_INPUT = "input"
 TAG_OUTPUT = "output"
@@ -501,18 +493,7 @@ class AzureOpenAIMemoryAgent(conversation.ConversationEntity, AbstractConversati
         return self._llm
 
     def _request_options(self) -> RequestOptions:
-        settings = self.runtime.settings
-        return RequestOptions(
-            deployment=self.options[CONF_DEPLOYMENT],
-            api_mode=self._option(CONF_API_MODE, RECOMMENDED_API_MODE),
-            temperature=float(self._option(CONF_TEMPERATURE, RECOMMENDED_TEMPERATURE)),
-            top_p=float(self._option(CONF_TOP_P, RECOMMENDED_TOP_P)),
-            max_tokens=int(self._option(CONF_MAX_TOKENS, RECOMMENDED_MAX_TOKENS)),
-            reasoning_effort=self._option(CONF_REASONING_EFFORT, RECOMMENDED_REASONING_EFFORT),
-            timeout=float(self._option(CONF_REQUEST_TIMEOUT, RECOMMENDED_REQUEST_TIMEOUT)),
-            include_stream_usage=settings.api_style != API_STYLE_DEPLOYMENT
-            or settings.api_version[:10] >= STREAM_USAGE_MIN_API_VERSION,
-        )
+        return request_options(self.runtime.settings, self.options)
 
     def _report_failure(self, kind: ErrorKind, err: Exception) -> None:
         """Count it, log it once without secrets, and ask for a new key when it was refused.

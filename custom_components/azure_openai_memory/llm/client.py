@@ -1,6 +1,6 @@
 """Build the openai SDK client for one Azure OpenAI resource and prove it works."""
 
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Mapping
 from dataclasses import dataclass, field
 import json
 from typing import Any, Protocol
@@ -16,13 +16,30 @@ import openai
 from ..const import (
     API_MODE_RESPONSES,
     API_STYLE_DEPLOYMENT,
+    CONF_API_MODE,
+    CONF_DEPLOYMENT,
+    CONF_MAX_TOKENS,
+    CONF_REASONING_EFFORT,
+    CONF_REQUEST_TIMEOUT,
+    CONF_TEMPERATURE,
+    CONF_TOP_P,
     REASONING_EFFORT_OFF,
+    RECOMMENDED_API_MODE,
+    RECOMMENDED_MAX_TOKENS,
+    RECOMMENDED_REASONING_EFFORT,
+    RECOMMENDED_REQUEST_TIMEOUT,
+    RECOMMENDED_TEMPERATURE,
+    RECOMMENDED_TOP_P,
     VALIDATION_TIMEOUT,
 )
 from .errors import ContentFiltered, MalformedToolArguments, ResponseFailed
 from .tools import chat_tool, responses_tool
 
 type SDKClient = openai.AsyncOpenAI
+
+# Dated api-versions from which a feature exists (AZURE_WIRE.md 1); v1 has them all.
+STREAM_USAGE_MIN_API_VERSION = "2024-09-01"
+JSON_SCHEMA_MIN_API_VERSION = "2024-08-01"
 
 # openai 3.x moved to httpx2; HA's shared client is an httpx client, which 3.x
 # accepts only through a cast its authors say may go away (AZURE_WIRE.md 3).
@@ -136,6 +153,19 @@ class Usage:
 
 
 @dataclass(frozen=True)
+class JsonFormat:
+    """Ask for an answer that is one JSON object following `schema`.
+
+    Where the API version cannot take a schema, the request asks for any JSON object
+    instead (JSON mode), which needs the word "JSON" in the messages: say it there, and
+    validate the answer either way.
+    """
+
+    name: str
+    schema: dict[str, Any]
+
+
+@dataclass(frozen=True)
 class RequestOptions:
     """What one agent sends with every request."""
 
@@ -147,11 +177,53 @@ class RequestOptions:
     reasoning_effort: str
     timeout: float
     include_stream_usage: bool = True
+    json_schema_supported: bool = True
+    response_format: JsonFormat | None = None
 
     @property
     def is_reasoning(self) -> bool:
         """Reasoning models refuse temperature, top_p and max_tokens (AZURE_WIRE.md 6)."""
         return self.reasoning_effort != REASONING_EFFORT_OFF
+
+    def chat_response_format(self) -> dict[str, Any] | None:
+        """`response_format` of a Chat Completions request."""
+        if (wanted := self.response_format) is None:
+            return None
+        if not self.json_schema_supported:
+            return {"type": "json_object"}
+        return {
+            "type": "json_schema",
+            "json_schema": {"name": wanted.name, "schema": wanted.schema, "strict": True},
+        }
+
+    def responses_text_format(self) -> dict[str, Any] | None:
+        """`text.format` of a Responses request."""
+        if (wanted := self.response_format) is None:
+            return None
+        if not self.json_schema_supported:
+            return {"type": "json_object"}
+        return {"type": "json_schema", "name": wanted.name, "schema": wanted.schema, "strict": True}
+
+
+def _supports(settings: ResourceSettings, min_api_version: str) -> bool:
+    return (
+        settings.api_style != API_STYLE_DEPLOYMENT or settings.api_version[:10] >= min_api_version
+    )
+
+
+def request_options(settings: ResourceSettings, agent: Mapping[str, Any]) -> RequestOptions:
+    """The request options of one agent (subentry data) on one resource."""
+    return RequestOptions(
+        deployment=agent[CONF_DEPLOYMENT],
+        api_mode=agent.get(CONF_API_MODE, RECOMMENDED_API_MODE),
+        temperature=float(agent.get(CONF_TEMPERATURE, RECOMMENDED_TEMPERATURE)),
+        top_p=float(agent.get(CONF_TOP_P, RECOMMENDED_TOP_P)),
+        max_tokens=int(agent.get(CONF_MAX_TOKENS, RECOMMENDED_MAX_TOKENS)),
+        reasoning_effort=agent.get(CONF_REASONING_EFFORT, RECOMMENDED_REASONING_EFFORT),
+        timeout=float(agent.get(CONF_REQUEST_TIMEOUT, RECOMMENDED_REQUEST_TIMEOUT)),
+        include_stream_usage=_supports(settings, STREAM_USAGE_MIN_API_VERSION),
+        json_schema_supported=_supports(settings, JSON_SCHEMA_MIN_API_VERSION),
+    )
 
 
 type Delta = conversation.AssistantContentDeltaDict
@@ -218,6 +290,8 @@ class ChatCompletionsClient(_StreamingClient):
             args["top_p"] = options.top_p
         if tools:
             args["extra_body"]["tools"] = [chat_tool(spec) for spec in tools]
+        if (response_format := options.chat_response_format()) is not None:
+            args["extra_body"]["response_format"] = response_format
         return args
 
     async def stream(
@@ -311,6 +385,8 @@ class ResponsesClient(_StreamingClient):
             args["top_p"] = options.top_p
         if tools:
             args["extra_body"]["tools"] = [responses_tool(spec) for spec in tools]
+        if (text_format := options.responses_text_format()) is not None:
+            args["extra_body"]["text"] = {"format": text_format}
         return args
 
     async def stream(
