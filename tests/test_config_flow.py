@@ -69,7 +69,7 @@ async def test_user_flow_v1_creates_entry_and_first_agent(
     result = await _start_user_flow(hass)
     result = await hass.config_entries.flow.async_configure(result["flow_id"], _user_input(azure))
     assert result["type"] is FlowResultType.CREATE_ENTRY
-    assert result["title"] == "127.0.0.1"
+    assert result["title"] == "Azure OpenAI " + azure.endpoint.removeprefix("http://")
     assert result["data"] == {
         CONF_ENDPOINT: azure.endpoint,
         CONF_API_KEY: DEFAULT_KEY,

@@ -5,6 +5,7 @@ from typing import Any
 from homeassistant.const import CONF_LLM_HASS_API
 from homeassistant.core import Context, HomeAssistant
 from homeassistant.exceptions import ServiceValidationError, Unauthorized
+from homeassistant.helpers import entity_registry as er
 import pytest
 from pytest_homeassistant_custom_component.common import MockConfigEntry, MockUser
 
@@ -115,17 +116,36 @@ async def test_bad_entry_is_a_validation_error(
 async def test_sensors_follow_turns(
     hass: HomeAssistant, loaded_entry: MockConfigEntry, azure: AzureStub
 ) -> None:
-    """The diagnostic sensors show turns, tokens and latency."""
+    """The diagnostic sensors show turns, tokens and latency (looked up, not guessed)."""
+    registry = er.async_get(hass)
+    for entry in er.async_entries_for_config_entry(registry, loaded_entry.entry_id):
+        if entry.disabled_by is not None:
+            registry.async_update_entity(entry.entity_id, disabled_by=None)
+    assert await hass.config_entries.async_reload(loaded_entry.entry_id)
+    await hass.async_block_till_done()
     await converse(hass, loaded_entry, "Tell me about bees", "a")
     await hass.async_block_till_done()
-    states: dict[str, Any] = {
-        s.entity_id.removeprefix("sensor.127_0_0_1_"): s.state
-        for s in hass.states.async_all("sensor")
-    }
+    states: dict[str, Any] = {}
+    for key in (
+        "turns",
+        "llm_turns",
+        "local_turns",
+        "tokens_in",
+        "tokens_out",
+        "conversations",
+        "latency_p50",
+    ):
+        entity_id = registry.async_get_entity_id(
+            "sensor", DOMAIN, f"{loaded_entry.entry_id}_{key}"
+        )
+        assert entity_id is not None
+        state = hass.states.get(entity_id)
+        assert state is not None
+        states[key] = state.state
     assert states["turns"] == "1"
-    assert states["turns_answered_by_the_llm"] == "1"
-    assert states["turns_answered_locally"] == "0"
+    assert states["llm_turns"] == "1"
+    assert states["local_turns"] == "0"
     assert states["tokens_in"] == "12"
     assert states["tokens_out"] == "7"
-    assert states["live_conversations"] == "1"
-    assert float(states["latency_median"]) > 0
+    assert states["conversations"] == "1"
+    assert float(states["latency_p50"]) > 0

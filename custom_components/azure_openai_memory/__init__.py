@@ -19,6 +19,7 @@ from homeassistant.util import dt as dt_util
 from homeassistant.util.hass_dict import HassKey
 import tiktoken
 
+from .availability import ResourceHealth, async_clear_resolved_issues, async_remove_issues
 from .const import (
     CONF_API_STYLE,
     CONF_API_VERSION,
@@ -66,6 +67,7 @@ from .recording import DATA_HISTORY, HistoryRecorder
 from .services import DATA_TIMESERIES, async_register_services
 from .stats import TurnStatistics
 from .storage import DebouncedStore, TimeseriesStore
+from .title import is_untouched_title, resource_title
 
 PLATFORMS: list[Platform] = [Platform.CONVERSATION, Platform.SENSOR]
 CONFIG_SCHEMA = cv.config_entry_only_config_schema(DOMAIN)
@@ -95,6 +97,7 @@ class Runtime:
     set_up_from: SetUpFrom | None = None
     token_cache_dir: Path | None = None
     encoding_task: asyncio.Task[None] | None = None
+    health: ResourceHealth = field(default_factory=ResourceHealth)
 
 
 type AzureOpenAIMemoryConfigEntry = ConfigEntry[Runtime]
@@ -211,6 +214,12 @@ async def async_setup_entry(hass: HomeAssistant, entry: AzureOpenAIMemoryConfigE
         memory.load(stored.get(subentry.subentry_id, {}))
         memories[subentry.subentry_id] = memory
 
+    async_clear_resolved_issues(hass, entry)
+    if is_untouched_title(entry.title, settings.endpoint) and entry.title != (
+        title := resource_title(settings.endpoint)
+    ):
+        # Named after the resource before any device or entity id is made from it.
+        hass.config_entries.async_update_entry(entry, title=title)
     entry.runtime_data = Runtime(
         settings,
         client,
@@ -355,6 +364,7 @@ async def async_release_client(client: SDKClient) -> None:
 
 async def async_remove_entry(hass: HomeAssistant, entry: AzureOpenAIMemoryConfigEntry) -> None:
     """The entry is deleted: its conversation windows go with it."""
+    async_remove_issues(hass, entry)
     await DebouncedStore(hass, f"{DOMAIN}.windows.{entry.entry_id}", dict).async_remove()
 
 

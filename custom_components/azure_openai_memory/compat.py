@@ -4,20 +4,27 @@ from collections.abc import Sequence
 import inspect
 
 from homeassistant.components import conversation
+from homeassistant.const import Platform
 from homeassistant.core import HomeAssistant
 from homeassistant.helpers import intent, llm
 from homeassistant.helpers.entity_platform import AddConfigEntryEntitiesCallback
+from homeassistant.helpers.selector import SelectOptionDict
 
 __all__ = [
     "HANDLE_INTENTS_TAKES_CHAT_LOG",
+    "HAS_AI_TASK",
     "HAS_PROVIDE_LLM_DATA",
     "LLM_API_ACCEPTS_LIST",
+    "LLM_API_NONE",
     "AddConfigEntryEntitiesCallback",
     "async_handle_intents",
     "async_provide_llm_data",
     "conversation_source",
+    "llm_api_choices",
     "llm_api_ids",
     "llm_api_option",
+    "llm_api_suggested",
+    "platforms",
 ]
 
 # What a config entry's platform gets to add its entities, with the subentry they belong
@@ -30,11 +37,29 @@ LLM_API_ACCEPTS_LIST: bool = "list" in str(
 )
 
 
+# 2025.4's single choice cannot be emptied once made: the list offers "No control" as
+# core's own OpenAI agent did on that version. A multi-select is emptied instead.
+LLM_API_NONE = "none"
+
+
+def llm_api_choices(apis: list[SelectOptionDict]) -> list[SelectOptionDict]:
+    """The "Control Home Assistant" choices this Home Assistant's form can show."""
+    if LLM_API_ACCEPTS_LIST:
+        return apis
+    return [SelectOptionDict(label="No control", value=LLM_API_NONE), *apis]
+
+
+def llm_api_suggested(value: str | list[str] | None) -> str | list[str]:
+    """What the form shows for a stored option: "No control" (2025.4) or nothing ticked."""
+    return llm_api_option(value) or ([] if LLM_API_ACCEPTS_LIST else LLM_API_NONE)
+
+
 def llm_api_option(value: str | list[str] | None) -> str | list[str] | None:
     """Turn what the form gave into what this Home Assistant accepts."""
-    if not value:
+    ids = [value] if isinstance(value, str) else list(value or ())
+    ids = [api for api in ids if api and api != LLM_API_NONE]
+    if not ids:
         return None
-    ids = [value] if isinstance(value, str) else list(value)
     if LLM_API_ACCEPTS_LIST:
         return ids
     return ids[0]
@@ -105,3 +130,14 @@ def conversation_source(user_input: conversation.ConversationInput) -> str | Non
     if user_input.context and user_input.context.user_id:
         return f"user:{user_input.context.user_id}"
     return None
+
+
+# AI Task entities (ai_task.generate_data) exist from Home Assistant 2025.8 on.
+HAS_AI_TASK: bool = hasattr(Platform, "AI_TASK")
+
+
+def platforms(*always: Platform) -> list[Platform]:
+    """The platforms an entry sets up here: the AI Task one only where it exists."""
+    if HAS_AI_TASK:
+        return [*always, Platform("ai_task")]
+    return list(always)

@@ -4,7 +4,6 @@ from collections.abc import Mapping
 import logging
 import re
 from typing import Any
-from urllib.parse import urlsplit
 
 from homeassistant.config_entries import (
     ConfigEntry,
@@ -35,7 +34,12 @@ from homeassistant.helpers.selector import (
 import voluptuous as vol
 
 from . import async_release_client, settings_from_entry_data
-from .compat import LLM_API_ACCEPTS_LIST, llm_api_ids, llm_api_option
+from .compat import (
+    LLM_API_ACCEPTS_LIST,
+    llm_api_choices,
+    llm_api_option,
+    llm_api_suggested,
+)
 from .const import (
     API_MODE_RESPONSES,
     API_MODES,
@@ -96,6 +100,7 @@ from .llm.errors import API_ERRORS, ErrorKind, classify_error
 from .memory.timeseries import TimeseriesSettings
 from .recording import DATA_HISTORY
 from .services import DATA_TIMESERIES
+from .title import is_untouched_title, resource_title
 
 _LOGGER = logging.getLogger(__name__)
 
@@ -252,7 +257,7 @@ class AzureOpenAIMemoryConfigFlow(ConfigFlow, domain=DOMAIN):
                 agent := await self._async_first_agent(data, deployment, errors)
             ) is not None:
                 return self.async_create_entry(
-                    title=urlsplit(data[CONF_ENDPOINT]).hostname or data[CONF_ENDPOINT],
+                    title=resource_title(data[CONF_ENDPOINT]),
                     data=data,
                     options=RECOMMENDED_OPTIONS,
                     subentries=[
@@ -337,8 +342,11 @@ class AzureOpenAIMemoryConfigFlow(ConfigFlow, domain=DOMAIN):
                 {**user_input, CONF_API_KEY: entry.data[CONF_API_KEY]}, errors
             )
             if data is not None:
+                title = entry.title
+                if is_untouched_title(title, entry.data[CONF_ENDPOINT]):
+                    title = resource_title(data[CONF_ENDPOINT])
                 return self.async_update_reload_and_abort(
-                    entry, unique_id=data[CONF_ENDPOINT], data=data
+                    entry, unique_id=data[CONF_ENDPOINT], title=title, data=data
                 )
         return self.async_show_form(
             step_id="reconfigure",
@@ -457,7 +465,9 @@ class AgentSubentryFlow(ConfigSubentryFlow):
                 vol.Required(CONF_API_MODE): _select(API_MODES, CONF_API_MODE),
                 vol.Optional(CONF_PROMPT): TemplateSelector(),
                 vol.Optional(CONF_LLM_HASS_API): SelectSelector(
-                    SelectSelectorConfig(options=apis, multiple=LLM_API_ACCEPTS_LIST)
+                    SelectSelectorConfig(
+                        options=llm_api_choices(apis), multiple=LLM_API_ACCEPTS_LIST
+                    )
                 ),
                 vol.Required(CONF_TEMPERATURE): _number(0, 2, 0.05),
                 vol.Required(CONF_TOP_P): _number(0, 1, 0.05),
@@ -494,7 +504,7 @@ class AgentSubentryFlow(ConfigSubentryFlow):
                     self._get_entry(), self._get_reconfigure_subentry(), data=data
                 )
         suggested = dict(user_input or current)
-        suggested[CONF_LLM_HASS_API] = llm_api_option(llm_api_ids(suggested.get(CONF_LLM_HASS_API)))
+        suggested[CONF_LLM_HASS_API] = llm_api_suggested(suggested.get(CONF_LLM_HASS_API))
         return self.async_show_form(
             step_id=step_id,
             data_schema=self.add_suggested_values_to_schema(self._schema(), suggested),

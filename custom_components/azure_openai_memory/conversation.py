@@ -4,7 +4,6 @@ import asyncio
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field, replace
 import json
-import logging
 import time
 from typing import Any, Literal
 import weakref
@@ -26,6 +25,7 @@ from .compat import (
     in_assist_pipeline,
     llm_api_ids,
 )
+from .availability import async_request_failed, async_request_succeeded
 from .const import (
     CONF_CONTEXT_LIMIT,
     CONF_DEPLOYMENT,
@@ -65,6 +65,8 @@ from .stats import ROUTE_LLM, ROUTE_LOCAL
 
 # Max number of back and forth with the LLM to generate a response
 MAX_TOOL_ITERATIONS = 10
+# Turns of different speakers run side by side; one speaker's are ordered by a lock.
+PARALLEL_UPDATES = 0
 
 TAG_INPUT = "input"
 TAG_OUTPUT = "output"
@@ -328,6 +330,7 @@ class AzureOpenAIMemoryAgent(conversation.ConversationEntity, AbstractConversati
                         turn, private, request, client, usage, agent_id
                     )
                     self._record_request(request, prompt_tokens)
+                async_request_succeeded(self.hass, self.entry, self.runtime.health, self.subentry)
             except Exception as err:
                 kind = ErrorKind.TIMEOUT if isinstance(err, TimeoutError) else classify_error(err)
                 self._report_failure(kind, err)
@@ -496,17 +499,10 @@ class AzureOpenAIMemoryAgent(conversation.ConversationEntity, AbstractConversati
         return request_options(self.runtime.settings, self.options)
 
     def _report_failure(self, kind: ErrorKind, err: Exception) -> None:
-        """Count it, log it once without secrets, and ask for a new key when it was refused.
-
-        The traceback goes with the log line only when debug logging is on.
-        """
+        """Count every failure; log when the resource starts failing; ask for a new key."""
         self.runtime.stats.record_error(kind.value)
-        LOGGER.error(
-            "Azure OpenAI request for %s failed (%s): %s",
-            self.entity_id,
-            kind.value,
-            type(err).__name__,
-            exc_info=err if LOGGER.isEnabledFor(logging.DEBUG) else None,
+        async_request_failed(
+            self.hass, self.entry, self.runtime.health, self.subentry, self.entity_id, kind, err
         )
         if kind is ErrorKind.INVALID_AUTH:
             self.entry.async_start_reauth(self.hass)

@@ -4,6 +4,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from homeassistant.components.sensor import (
+    SensorDeviceClass,
     SensorEntity,
     SensorEntityDescription,
     SensorStateClass,
@@ -17,6 +18,9 @@ from . import AzureOpenAIMemoryConfigEntry, Runtime
 from .compat import AddConfigEntryEntitiesCallback
 from .const import DOMAIN
 
+# Sensors only follow the statistics the agents write; nothing is polled or sent.
+PARALLEL_UPDATES = 0
+
 
 @dataclass(frozen=True, kw_only=True)
 class StatSensorDescription(SensorEntityDescription):
@@ -29,72 +33,93 @@ def _memory_total(key: str) -> Callable[[Runtime], StateType]:
     return lambda runtime: sum(int(m.totals()[key]) for m in runtime.memories.values())
 
 
+# Enabled from the start: what a user watches (traffic, cost, failures, speed). The rest
+# is there for looking into a problem, one click away in the entity settings.
 SENSORS: tuple[StatSensorDescription, ...] = (
     StatSensorDescription(
         key="turns",
         translation_key="turns",
+        native_unit_of_measurement="turns",
         state_class=SensorStateClass.TOTAL_INCREASING,
         value_fn=lambda r: r.stats.turns,
     ),
     StatSensorDescription(
         key="local_turns",
         translation_key="local_turns",
+        native_unit_of_measurement="turns",
+        entity_registry_enabled_default=False,
         state_class=SensorStateClass.TOTAL_INCREASING,
         value_fn=lambda r: r.stats.local_turns,
     ),
     StatSensorDescription(
         key="llm_turns",
         translation_key="llm_turns",
+        native_unit_of_measurement="turns",
+        entity_registry_enabled_default=False,
         state_class=SensorStateClass.TOTAL_INCREASING,
         value_fn=lambda r: r.stats.llm_turns,
     ),
     StatSensorDescription(
         key="errors",
         translation_key="errors",
+        native_unit_of_measurement="errors",
         state_class=SensorStateClass.TOTAL_INCREASING,
         value_fn=lambda r: sum(r.stats.errors.values()),
     ),
     StatSensorDescription(
         key="early_timeouts",
         translation_key="early_timeouts",
+        native_unit_of_measurement="answers",
+        entity_registry_enabled_default=False,
         state_class=SensorStateClass.TOTAL_INCREASING,
         value_fn=lambda r: r.stats.early_timeouts,
     ),
     StatSensorDescription(
         key="tokens_in",
         translation_key="tokens_in",
+        native_unit_of_measurement="tokens",
         state_class=SensorStateClass.TOTAL_INCREASING,
         value_fn=lambda r: r.stats.tokens_in,
     ),
     StatSensorDescription(
         key="tokens_out",
         translation_key="tokens_out",
+        native_unit_of_measurement="tokens",
         state_class=SensorStateClass.TOTAL_INCREASING,
         value_fn=lambda r: r.stats.tokens_out,
     ),
     StatSensorDescription(
         key="latency_p50",
         translation_key="latency_p50",
+        device_class=SensorDeviceClass.DURATION,
         native_unit_of_measurement=UnitOfTime.MILLISECONDS,
+        suggested_display_precision=0,
         state_class=SensorStateClass.MEASUREMENT,
         value_fn=lambda r: r.stats.latency_percentile(50),
     ),
     StatSensorDescription(
         key="latency_p95",
         translation_key="latency_p95",
+        device_class=SensorDeviceClass.DURATION,
         native_unit_of_measurement=UnitOfTime.MILLISECONDS,
+        suggested_display_precision=0,
+        entity_registry_enabled_default=False,
         state_class=SensorStateClass.MEASUREMENT,
         value_fn=lambda r: r.stats.latency_percentile(95),
     ),
     StatSensorDescription(
         key="evicted_messages",
         translation_key="evicted_messages",
+        native_unit_of_measurement="messages",
+        entity_registry_enabled_default=False,
         state_class=SensorStateClass.TOTAL,
         value_fn=_memory_total("evicted_messages"),
     ),
     StatSensorDescription(
         key="conversations",
         translation_key="conversations",
+        native_unit_of_measurement="conversations",
+        entity_registry_enabled_default=False,
         state_class=SensorStateClass.MEASUREMENT,
         value_fn=_memory_total("conversations"),
     ),
