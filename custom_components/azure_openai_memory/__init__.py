@@ -20,6 +20,7 @@ from homeassistant.util.hass_dict import HassKey
 import tiktoken
 
 from .availability import ResourceHealth, async_clear_resolved_issues, async_remove_issues
+from .compat import platforms
 from .const import (
     CONF_API_STYLE,
     CONF_API_VERSION,
@@ -69,7 +70,7 @@ from .stats import TurnStatistics
 from .storage import DebouncedStore, TimeseriesStore
 from .title import is_untouched_title, resource_title
 
-PLATFORMS: list[Platform] = [Platform.CONVERSATION, Platform.SENSOR]
+PLATFORMS: list[Platform] = platforms(Platform.CONVERSATION, Platform.SENSOR)
 CONFIG_SCHEMA = cv.config_entry_only_config_schema(DOMAIN)
 # An entry's options, and per subentry its type, title, unique id and data.
 type SetUpFrom = tuple[dict[str, Any], dict[str, tuple[str, str, str | None, dict[str, Any]]]]

@@ -59,7 +59,7 @@ def async_request_failed(
     subentry: ConfigSubentry,
     who: str | None,
     kind: ErrorKind,
-    err: Exception,
+    err: BaseException,
 ) -> None:
     """Log the failure once while the resource stays down; raise what a user must fix.
 

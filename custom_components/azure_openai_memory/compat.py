@@ -1,7 +1,8 @@
 """The one place that knows how Home Assistant 2025.4 and 2026.x differ."""
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 import inspect
+from typing import Any
 
 from homeassistant.components import conversation
 from homeassistant.const import Platform
@@ -16,6 +17,7 @@ __all__ = [
     "HAS_PROVIDE_LLM_DATA",
     "LLM_API_ACCEPTS_LIST",
     "LLM_API_NONE",
+    "SELECTOR_SERIALIZER",
     "AddConfigEntryEntitiesCallback",
     "async_handle_intents",
     "async_provide_llm_data",
@@ -141,3 +143,9 @@ def platforms(*always: Platform) -> list[Platform]:
     if HAS_AI_TASK:
         return [*always, Platform("ai_task")]
     return list(always)
+
+
+# Turns selectors in a schema into JSON schema; public from 2025.8 on.
+SELECTOR_SERIALIZER: Callable[[Any], Any] = getattr(
+    llm, "selector_serializer", getattr(llm, "_selector_serializer", repr)
+)

@@ -35,6 +35,7 @@ import voluptuous as vol
 
 from . import async_release_client, settings_from_entry_data
 from .compat import (
+    HAS_AI_TASK,
     LLM_API_ACCEPTS_LIST,
     llm_api_choices,
     llm_api_option,
@@ -69,6 +70,7 @@ from .const import (
     CONF_TIMESERIES_MAX_ENTRIES,
     CONF_TOP_P,
     DEFAULT_AGENT_NAME,
+    DEFAULT_AI_TASK_NAME,
     DOMAIN,
     REASONING_EFFORT_OFF,
     REASONING_EFFORTS,
@@ -88,6 +90,7 @@ from .const import (
     RECOMMENDED_TOP_P,
     RESPONSES_MIN_API_VERSION,
     SUBENTRY_AGENT,
+    SUBENTRY_AI_TASK,
 )
 from .llm.client import (
     InvalidEndpoint,
@@ -368,7 +371,10 @@ class AzureOpenAIMemoryConfigFlow(ConfigFlow, domain=DOMAIN):
         cls, config_entry: ConfigEntry
     ) -> dict[str, type[ConfigSubentryFlow]]:
         """Agents are subentries."""
-        return {SUBENTRY_AGENT: AgentSubentryFlow}
+        types: dict[str, type[ConfigSubentryFlow]] = {SUBENTRY_AGENT: AgentSubentryFlow}
+        if HAS_AI_TASK:
+            types[SUBENTRY_AI_TASK] = AITaskSubentryFlow
+        return types
 
 
 OPTIONS_SCHEMA = vol.Schema(
@@ -441,6 +447,9 @@ def _whole(value: Any) -> Any:
 class AgentSubentryFlow(ConfigSubentryFlow):
     """Add or edit one conversation agent."""
 
+    default_name = DEFAULT_AGENT_NAME
+    controls_home = True
+
     async def async_step_user(self, user_input: dict[str, Any] | None = None) -> SubentryFlowResult:
         """Add an agent."""
         return await self._async_agent_form("user", user_input, RECOMMENDED_AGENT)
@@ -458,7 +467,7 @@ class AgentSubentryFlow(ConfigSubentryFlow):
         ]
         schema: dict[vol.Marker, Any] = {}
         if self.source == "user":
-            schema[vol.Required(CONF_NAME, default=DEFAULT_AGENT_NAME)] = str
+            schema[vol.Required(CONF_NAME, default=self.default_name)] = str
         schema.update(
             {
                 vol.Required(CONF_DEPLOYMENT): str,
@@ -466,7 +475,9 @@ class AgentSubentryFlow(ConfigSubentryFlow):
                 vol.Optional(CONF_PROMPT): TemplateSelector(),
                 vol.Optional(CONF_LLM_HASS_API): SelectSelector(
                     SelectSelectorConfig(
-                        options=llm_api_choices(apis), multiple=LLM_API_ACCEPTS_LIST
+                        options=llm_api_choices(apis),
+                        multiple=LLM_API_ACCEPTS_LIST,
+                        translation_key=CONF_LLM_HASS_API,
                     )
                 ),
                 vol.Required(CONF_TEMPERATURE): _number(0, 2, 0.05),
@@ -491,7 +502,8 @@ class AgentSubentryFlow(ConfigSubentryFlow):
         errors: dict[str, str] = {}
         if user_input is not None:
             data = {key: _whole(value) for key, value in user_input.items()}
-            data[CONF_LLM_HASS_API] = llm_api_option(data.get(CONF_LLM_HASS_API))
+            if self.controls_home:
+                data[CONF_LLM_HASS_API] = llm_api_option(data.get(CONF_LLM_HASS_API))
             data[CONF_DEPLOYMENT] = str(data[CONF_DEPLOYMENT]).strip()
             if not data.get(CONF_CONTEXT_LIMIT):
                 data.pop(CONF_CONTEXT_LIMIT, None)  # 0 or empty: follow the deployment
@@ -499,7 +511,7 @@ class AgentSubentryFlow(ConfigSubentryFlow):
             errors = await self._async_check_agent(data)
             if not errors:
                 if step_id == "user":
-                    return self.async_create_entry(title=title or DEFAULT_AGENT_NAME, data=data)
+                    return self.async_create_entry(title=title or self.default_name, data=data)
                 return self.async_update_and_abort(
                     self._get_entry(), self._get_reconfigure_subentry(), data=data
                 )
@@ -515,7 +527,7 @@ class AgentSubentryFlow(ConfigSubentryFlow):
     async def _async_check_agent(self, data: dict[str, Any]) -> dict[str, str]:
         """Check the options, then prove the deployment answers."""
         entry = self._get_entry()
-        if data[CONF_EARLY_TIMEOUT] >= data[CONF_REQUEST_TIMEOUT]:
+        if data.get(CONF_EARLY_TIMEOUT, 0) >= data[CONF_REQUEST_TIMEOUT]:
             return {CONF_EARLY_TIMEOUT: "early_timeout_too_long"}
         settings = settings_from_entry_data(entry.data)
         if (
@@ -535,3 +547,58 @@ class AgentSubentryFlow(ConfigSubentryFlow):
             return {}
         # A rejected request here is most often a reasoning model without an effort.
         return {CONF_DEPLOYMENT if kind is ErrorKind.NOT_FOUND else "base": error}
+
+
+RECOMMENDED_AI_TASK = {
+    key: RECOMMENDED_AGENT[key]
+    for key in (
+        CONF_DEPLOYMENT,
+        CONF_API_MODE,
+        CONF_TEMPERATURE,
+        CONF_TOP_P,
+        CONF_MAX_TOKENS,
+        CONF_REASONING_EFFORT,
+        CONF_REQUEST_TIMEOUT,
+    )
+}
+
+
+class AITaskSubentryFlow(AgentSubentryFlow):
+    """Add or edit one AI task entity (Home Assistant 2025.8 and later).
+
+    The agent's form without what belongs to a conversation: instructions come with
+    each task, it controls nothing, and it keeps no conversation window.
+    """
+
+    default_name = DEFAULT_AI_TASK_NAME
+    controls_home = False
+
+    async def async_step_user(self, user_input: dict[str, Any] | None = None) -> SubentryFlowResult:
+        """Add an AI task entity."""
+        return await self._async_agent_form("user", user_input, RECOMMENDED_AI_TASK)
+
+    async def async_step_reconfigure(
+        self, user_input: dict[str, Any] | None = None
+    ) -> SubentryFlowResult:
+        """Edit an AI task entity."""
+        current = {**RECOMMENDED_AI_TASK, **self._get_reconfigure_subentry().data}
+        return await self._async_agent_form("reconfigure", user_input, current)
+
+    def _schema(self) -> vol.Schema:
+        schema: dict[vol.Marker, Any] = {}
+        if self.source == "user":
+            schema[vol.Required(CONF_NAME, default=self.default_name)] = str
+        schema.update(
+            {
+                vol.Required(CONF_DEPLOYMENT): str,
+                vol.Required(CONF_API_MODE): _select(API_MODES, CONF_API_MODE),
+                vol.Required(CONF_TEMPERATURE): _number(0, 2, 0.05),
+                vol.Required(CONF_TOP_P): _number(0, 1, 0.05),
+                vol.Required(CONF_MAX_TOKENS): _number(16, 128_000, 1),
+                vol.Required(CONF_REASONING_EFFORT): _select(
+                    REASONING_EFFORTS, CONF_REASONING_EFFORT
+                ),
+                vol.Required(CONF_REQUEST_TIMEOUT): _number(5, 600, 1, "s"),
+            }
+        )
+        return vol.Schema(schema)

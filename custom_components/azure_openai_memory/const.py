@@ -93,3 +93,7 @@ RECOMMENDED_OPTIONS: Final = {
 
 # How long the config flow waits for its one proving request.
 VALIDATION_TIMEOUT: Final = 10.0
+
+# AI task subentries (Home Assistant 2025.8 and later): one AI task entity each.
+SUBENTRY_AI_TASK: Final = "ai_task_data"
+DEFAULT_AI_TASK_NAME: Final = "Azure OpenAI AI task"

@@ -17,6 +17,7 @@ from homeassistant.helpers import device_registry as dr, intent, translation
 import orjson
 
 from . import AzureOpenAIMemoryConfigEntry, Runtime
+from .availability import async_request_failed, async_request_succeeded
 from .compat import (
     AddConfigEntryEntitiesCallback,
     async_handle_intents,
@@ -25,7 +26,6 @@ from .compat import (
     in_assist_pipeline,
     llm_api_ids,
 )
-from .availability import async_request_failed, async_request_succeeded
 from .const import (
     CONF_CONTEXT_LIMIT,
     CONF_DEPLOYMENT,

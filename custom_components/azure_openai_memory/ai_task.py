@@ -1,0 +1,198 @@
+"""AI Task entities: ai_task.generate_data answered by Azure OpenAI, with the home's memory.
+
+Set up only on Home Assistant versions that have AI tasks (compat.HAS_AI_TASK). A task's
+instructions pass through the same context.py entry point as a conversation turn, so the
+stored data a task names reaches the model as delimited data, bounded in tokens.
+"""
+
+from dataclasses import replace
+import json
+import re
+from typing import Any
+
+from homeassistant.components import conversation
+from homeassistant.components.ai_task import (
+    AITaskEntity,
+    AITaskEntityFeature,
+    GenDataTask,
+    GenDataTaskResult,
+)
+from homeassistant.config_entries import ConfigSubentry
+from homeassistant.core import HomeAssistant
+from homeassistant.exceptions import HomeAssistantError
+from homeassistant.helpers import device_registry as dr
+
+from . import AzureOpenAIMemoryConfigEntry, Runtime
+from .availability import async_request_failed, async_request_succeeded
+from .compat import AddConfigEntryEntitiesCallback
+from .const import (
+    CONF_CONTEXT_LIMIT,
+    CONF_DEPLOYMENT,
+    CONF_TIMESERIES_CONTEXT,
+    DOMAIN,
+    RECOMMENDED_TIMESERIES_CONTEXT,
+    SUBENTRY_AI_TASK,
+)
+from .context import MAX_CONTEXT_TOKENS, async_turn_context
+from .llm.client import JsonFormat, RequestOptions, Usage, create_llm_client, request_options
+from .llm.errors import API_ERRORS, ErrorKind, classify_error
+from .llm.structure import structured_output_schema
+from .memory.tokens import TokenCounter, context_limit_for_model, load_counter
+from .memory.window import MESSAGE_OVERHEAD_TOKENS
+
+# Tasks of automations run side by side; each is one request.
+PARALLEL_UPDATES = 0
+# JSON mode (api-versions before structured outputs) needs the word JSON in the messages.
+JSON_ONLY_INSTRUCTION = (
+    "Answer with one JSON object, nothing else, following this JSON schema: {schema}"
+)
+_FORMAT_NAME = re.compile(r"[^a-zA-Z0-9_-]+")
+
+
+async def async_setup_entry(
+    hass: HomeAssistant,
+    entry: AzureOpenAIMemoryConfigEntry,
+    async_add_entities: AddConfigEntryEntitiesCallback,
+) -> None:
+    """One AI task entity per AI task subentry."""
+    for subentry in entry.subentries.values():
+        if subentry.subentry_type != SUBENTRY_AI_TASK:
+            continue
+        counter = await hass.async_add_executor_job(
+            load_counter, subentry.data[CONF_DEPLOYMENT], entry.runtime_data.token_cache_dir
+        )
+        async_add_entities(
+            [AzureOpenAIMemoryTask(entry, subentry, counter)],
+            config_subentry_id=subentry.subentry_id,
+        )
+
+
+def format_name(task_name: str) -> str:
+    """The response format's name: letters, digits, _ and - only (the API's rule)."""
+    return _FORMAT_NAME.sub("_", task_name).strip("_")[:64] or "result"
+
+
+class AzureOpenAIMemoryTask(AITaskEntity):
+    """Generates data for automations with one Azure OpenAI deployment."""
+
+    _attr_has_entity_name = True
+    _attr_name = None
+    _attr_supported_features = AITaskEntityFeature.GENERATE_DATA
+
+    def __init__(
+        self,
+        entry: AzureOpenAIMemoryConfigEntry,
+        subentry: ConfigSubentry,
+        counter: TokenCounter,
+    ) -> None:
+        """One entity per subentry, on a device of its own as the agents have."""
+        self.entry = entry
+        self.subentry = subentry
+        self.counter = counter
+        self._attr_unique_id = subentry.subentry_id
+        self._attr_device_info = dr.DeviceInfo(
+            identifiers={(DOMAIN, subentry.subentry_id)},
+            name=subentry.title,
+            manufacturer="Microsoft",
+            model=subentry.data.get(CONF_DEPLOYMENT),
+            entry_type=dr.DeviceEntryType.SERVICE,
+        )
+
+    @property
+    def runtime(self) -> Runtime:
+        """The entry's runtime."""
+        return self.entry.runtime_data
+
+    async def _async_generate_data(
+        self, task: GenDataTask, chat_log: conversation.ChatLog
+    ) -> GenDataTaskResult:
+        """Ask once; with a structure, the answer must be the JSON object it describes."""
+        options = request_options(self.runtime.settings, self.subentry.data)
+        system_prompt = getattr(chat_log.content[0], "content", None) or ""
+        if task.structure is not None:
+            schema = structured_output_schema(task.structure)
+            options = replace(options, response_format=JsonFormat(format_name(task.name), schema))
+            if not options.json_schema_supported:
+                system_prompt += "\n" + JSON_ONLY_INSTRUCTION.format(schema=json.dumps(schema))
+        messages = await self._async_messages(system_prompt, task.instructions, options)
+        text = await self._async_ask(chat_log, messages, options)
+        if task.structure is None:
+            return GenDataTaskResult(conversation_id=chat_log.conversation_id, data=text)
+        try:
+            data = json.loads(text)
+        except json.JSONDecodeError as err:
+            raise HomeAssistantError(
+                translation_domain=DOMAIN,
+                translation_key="ai_task_not_json",
+                translation_placeholders={"task": task.name},
+            ) from err
+        if not isinstance(data, dict):
+            raise HomeAssistantError(
+                translation_domain=DOMAIN,
+                translation_key="ai_task_not_json",
+                translation_placeholders={"task": task.name},
+            )
+        return GenDataTaskResult(conversation_id=chat_log.conversation_id, data=data)
+
+    async def _async_messages(
+        self, system_prompt: str, instructions: str, options: RequestOptions
+    ) -> list[dict[str, Any]]:
+        """System prompt, the stored data the task names (as data), the task itself.
+
+        The data message gets what the context limit leaves after the prompt, the task
+        and the answer's maximum, and never more than a conversation turn would get.
+        """
+        messages: list[dict[str, Any]] = [{"role": "system", "content": system_prompt}]
+        if self.entry.options.get(CONF_TIMESERIES_CONTEXT, RECOMMENDED_TIMESERIES_CONTEXT):
+            limit = int(
+                self.subentry.data.get(CONF_CONTEXT_LIMIT)
+                or context_limit_for_model(options.deployment)
+            )
+            used = await self.hass.async_add_executor_job(
+                self.counter.count, system_prompt + instructions
+            )
+            budget = min(
+                MAX_CONTEXT_TOKENS,
+                limit - options.max_tokens - used - 3 * MESSAGE_OVERHEAD_TOKENS,
+            )
+            context = await async_turn_context(self.hass, instructions, self.counter, budget)
+            if context is not None:
+                messages.append({"role": "user", "content": context.message})
+        messages.append({"role": "user", "content": instructions})
+        return messages
+
+    async def _async_ask(
+        self,
+        chat_log: conversation.ChatLog,
+        messages: list[dict[str, Any]],
+        options: RequestOptions,
+    ) -> str:
+        """One streamed request into the chat log; the answer's text.
+
+        Tasks offer the model no tools: an AI task reads and writes data, it does not
+        control the home.
+        """
+        client = create_llm_client(self.runtime.client, options)
+        usage = Usage()
+        text = ""
+        try:
+            async for content in chat_log.async_add_delta_content_stream(
+                self.entity_id, client.stream(messages, [], usage)
+            ):
+                if isinstance(content, conversation.AssistantContent):
+                    text += content.content or ""
+        except API_ERRORS as err:
+            kind = classify_error(err)
+            self.runtime.stats.record_error(kind.value)
+            async_request_failed(
+                self.hass, self.entry, self.runtime.health, self.subentry, self.entity_id, kind, err
+            )
+            if kind is ErrorKind.INVALID_AUTH:
+                self.entry.async_start_reauth(self.hass)
+            raise HomeAssistantError(
+                translation_domain=DOMAIN, translation_key=f"api_{kind.value}"
+            ) from err
+        finally:
+            self.runtime.stats.record_usage(usage.input_tokens, usage.output_tokens)
+        async_request_succeeded(self.hass, self.entry, self.runtime.health, self.subentry)
+        return text
