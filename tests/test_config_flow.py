@@ -9,8 +9,16 @@ from homeassistant.data_entry_flow import FlowResultType
 import pytest
 from pytest_homeassistant_custom_component.common import MockConfigEntry
 
-from custom_components.azure_openai_memory.compat import llm_api_option
-from custom_components.azure_openai_memory.config_flow import RECOMMENDED_AGENT
+from custom_components.azure_openai_memory.compat import (
+    HAS_AI_TASK,
+    LLM_API_ACCEPTS_LIST,
+    LLM_API_NONE,
+    llm_api_option,
+)
+from custom_components.azure_openai_memory.config_flow import (
+    RECOMMENDED_AGENT,
+    RECOMMENDED_AI_TASK,
+)
 from custom_components.azure_openai_memory.const import (
     API_MODE_CHAT,
     API_MODE_RESPONSES,
@@ -26,6 +34,7 @@ from custom_components.azure_openai_memory.const import (
     CONF_ENDPOINT,
     CONF_HISTORY_RETENTION_DAYS,
     CONF_MAX_CONVERSATIONS,
+    CONF_MAX_TOKENS,
     CONF_REASONING_EFFORT,
     CONF_REQUEST_TIMEOUT,
     CONF_TIMESERIES_KEEP_DAYS,
@@ -35,6 +44,7 @@ from custom_components.azure_openai_memory.const import (
     REASONING_EFFORT_OFF,
     RECOMMENDED_OPTIONS,
     SUBENTRY_AGENT,
+    SUBENTRY_AI_TASK,
 )
 from custom_components.azure_openai_memory.memory.timeseries import TimeseriesSettings
 from custom_components.azure_openai_memory.recording import DATA_HISTORY
@@ -608,3 +618,341 @@ async def test_agent_context_limit_is_optional(
     )
     assert result["reason"] == "reconfigure_successful"
     assert CONF_CONTEXT_LIMIT not in loaded_entry.subentries[small.subentry_id].data
+
+
+# -- every step and error, each followed by recovery (quality scale: config-flow-test-coverage)
+
+
+async def test_user_flow_timeout_then_recovers(
+    hass: HomeAssistant, azure: AzureStub, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A slow endpoint is reported; once it answers in time, the entry is created."""
+    monkeypatch.setattr("custom_components.azure_openai_memory.llm.client.VALIDATION_TIMEOUT", 0.2)
+    azure.models_delay = 1.0
+    result = await _start_user_flow(hass)
+    result = await hass.config_entries.flow.async_configure(result["flow_id"], _user_input(azure))
+    assert result["errors"] == {"base": "timeout_connect"}
+    azure.models_delay = 0.0
+    result = await hass.config_entries.flow.async_configure(result["flow_id"], _user_input(azure))
+    assert result["type"] is FlowResultType.CREATE_ENTRY
+
+
+async def test_reauth_timeout_then_recovers(
+    hass: HomeAssistant,
+    loaded_entry: MockConfigEntry,
+    azure: AzureStub,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Reauthentication reports a slow endpoint, then stores the key once it answers."""
+    monkeypatch.setattr("custom_components.azure_openai_memory.llm.client.VALIDATION_TIMEOUT", 0.2)
+    result = await loaded_entry.start_reauth_flow(hass)
+    azure.api_key = "new-key"
+    azure.models_delay = 1.0
+    result = await hass.config_entries.flow.async_configure(
+        result["flow_id"], {CONF_API_KEY: "new-key"}
+    )
+    assert result["errors"] == {"base": "timeout_connect"}
+    assert loaded_entry.data[CONF_API_KEY] == DEFAULT_KEY
+    azure.models_delay = 0.0
+    result = await hass.config_entries.flow.async_configure(
+        result["flow_id"], {CONF_API_KEY: "new-key"}
+    )
+    assert result["reason"] == "reauth_successful"
+    assert loaded_entry.data[CONF_API_KEY] == "new-key"
+
+
+@pytest.mark.parametrize(
+    ("form", "errors"),
+    [
+        ({CONF_ENDPOINT: "nope", CONF_API_STYLE: API_STYLE_V1}, {CONF_ENDPOINT: "invalid_url"}),
+        (
+            {CONF_ENDPOINT: "http://127.0.0.1:1", CONF_API_STYLE: API_STYLE_V1},
+            {"base": "cannot_connect"},
+        ),
+        (
+            {CONF_ENDPOINT: "{endpoint}/elsewhere", CONF_API_STYLE: API_STYLE_V1},
+            {"base": "endpoint_not_found"},
+        ),
+        (
+            {
+                CONF_ENDPOINT: "{endpoint}",
+                CONF_API_STYLE: API_STYLE_DEPLOYMENT,
+                CONF_API_VERSION: "latest",
+            },
+            {CONF_API_VERSION: "invalid_api_version"},
+        ),
+        (
+            {
+                CONF_ENDPOINT: "{endpoint}",
+                CONF_API_STYLE: API_STYLE_DEPLOYMENT,
+                CONF_API_VERSION: "2099-01-01",
+            },
+            {CONF_API_VERSION: "invalid_api_version"},
+        ),
+    ],
+    ids=["malformed", "unreachable", "wrong_path", "bad_version", "unknown_version"],
+)
+async def test_reconfigure_errors_then_recovers(
+    hass: HomeAssistant,
+    loaded_entry: MockConfigEntry,
+    azure: AzureStub,
+    form: dict[str, Any],
+    errors: dict[str, str],
+) -> None:
+    """Each failure leaves the entry as it was; fixing the input saves it."""
+    azure.refused_api_versions = {"2099-01-01"}
+    before = dict(loaded_entry.data)
+    result = await loaded_entry.start_reconfigure_flow(hass)
+    form = {**form, CONF_ENDPOINT: form[CONF_ENDPOINT].format(endpoint=azure.endpoint)}
+    result = await hass.config_entries.flow.async_configure(result["flow_id"], form)
+    assert result["type"] is FlowResultType.FORM
+    assert result["errors"] == errors
+    assert dict(loaded_entry.data) == before
+    result = await hass.config_entries.flow.async_configure(
+        result["flow_id"],
+        {
+            CONF_ENDPOINT: azure.endpoint,
+            CONF_API_STYLE: API_STYLE_DEPLOYMENT,
+            CONF_API_VERSION: "2024-10-21",
+        },
+    )
+    assert result["reason"] == "reconfigure_successful"
+    assert loaded_entry.data[CONF_API_VERSION] == "2024-10-21"
+
+
+async def test_reconfigure_retitles_an_untouched_title_only(
+    hass: HomeAssistant, loaded_entry: MockConfigEntry, azure: AzureStub
+) -> None:
+    """A new endpoint renames an entry that has the title we gave it, not one the user gave."""
+    localhost = azure.endpoint.replace("127.0.0.1", "localhost")
+    result = await loaded_entry.start_reconfigure_flow(hass)
+    result = await hass.config_entries.flow.async_configure(
+        result["flow_id"], {CONF_ENDPOINT: localhost, CONF_API_STYLE: API_STYLE_V1}
+    )
+    assert result["reason"] == "reconfigure_successful"
+    assert loaded_entry.title == f"Azure OpenAI localhost:{azure.port}"
+    await hass.async_block_till_done()
+
+    hass.config_entries.async_update_entry(loaded_entry, title="Kitchen brain")
+    result = await loaded_entry.start_reconfigure_flow(hass)
+    result = await hass.config_entries.flow.async_configure(
+        result["flow_id"], {CONF_ENDPOINT: azure.endpoint, CONF_API_STYLE: API_STYLE_V1}
+    )
+    assert result["reason"] == "reconfigure_successful"
+    assert loaded_entry.title == "Kitchen brain"
+
+
+@pytest.mark.parametrize(
+    ("reply", "overrides", "errors"),
+    [
+        (None, {CONF_DEPLOYMENT: "missing"}, {CONF_DEPLOYMENT: "deployment_not_found"}),
+        (
+            Reply.failure(400, "unsupported_parameter", "Unsupported parameter: 'max_tokens'"),
+            {},
+            {"base": "deployment_rejected"},
+        ),
+        (Reply.failure(401, "401", "Access denied"), {}, {"base": "invalid_auth"}),
+        (Reply.failure(500, "500", "boom"), {}, {"base": "unknown"}),
+        (Reply(text="late", delay=1.0), {}, {"base": "timeout_connect"}),
+        (
+            None,
+            {CONF_EARLY_TIMEOUT: 40, CONF_REQUEST_TIMEOUT: 30},
+            {CONF_EARLY_TIMEOUT: "early_timeout_too_long"},
+        ),
+    ],
+    ids=["unknown_deployment", "rejected", "auth", "server_error", "timeout", "early_timeout"],
+)
+@pytest.mark.parametrize("source", [config_entries.SOURCE_USER, config_entries.SOURCE_RECONFIGURE])
+async def test_agent_flow_errors_then_recovers(
+    hass: HomeAssistant,
+    loaded_entry: MockConfigEntry,
+    azure: AzureStub,
+    monkeypatch: pytest.MonkeyPatch,
+    reply: Reply | None,
+    overrides: dict[str, Any],
+    errors: dict[str, str],
+    source: str,
+) -> None:
+    """Adding or editing an agent: each error is shown, nothing saved; fixing it saves."""
+    monkeypatch.setattr("custom_components.azure_openai_memory.llm.client.VALIDATION_TIMEOUT", 0.2)
+    (subentry,) = loaded_entry.subentries.values()
+    context: dict[str, Any] = {"source": source}
+    name: dict[str, Any] = {CONF_NAME: "Second"}
+    if source == config_entries.SOURCE_RECONFIGURE:
+        context["subentry_id"] = subentry.subentry_id
+        name = {}
+    result = await hass.config_entries.subentries.async_init(
+        (loaded_entry.entry_id, SUBENTRY_AGENT), context=context
+    )
+    assert result["step_id"] == source
+    if reply is not None:
+        azure.queue(reply)
+    result = await hass.config_entries.subentries.async_configure(
+        result["flow_id"], {**name, **_agent_input(**overrides)}
+    )
+    assert result["type"] is FlowResultType.FORM
+    assert result["errors"] == errors
+    assert list(loaded_entry.subentries) == [subentry.subentry_id]
+    assert loaded_entry.subentries[subentry.subentry_id].data == subentry.data
+
+    result = await hass.config_entries.subentries.async_configure(
+        result["flow_id"], {**name, **_agent_input(**{CONF_MAX_TOKENS: 900.0})}
+    )
+    if source == config_entries.SOURCE_USER:
+        assert result["type"] is FlowResultType.CREATE_ENTRY
+        assert result["title"] == "Second"
+        assert len(loaded_entry.subentries) == 2
+    else:
+        assert result["reason"] == "reconfigure_successful"
+    assert result_data(loaded_entry, source, subentry.subentry_id)[CONF_MAX_TOKENS] == 900
+
+
+def result_data(entry: MockConfigEntry, source: str, first: str) -> dict[str, Any]:
+    """The data of the agent a flow saved: the new one, or the one reconfigured."""
+    if source == config_entries.SOURCE_RECONFIGURE:
+        return dict(entry.subentries[first].data)
+    (new,) = [s for s in entry.subentries.values() if s.subentry_id != first]
+    return dict(new.data)
+
+
+async def test_control_can_be_switched_off_on_every_version(
+    hass: HomeAssistant, loaded_entry: MockConfigEntry, azure: AzureStub
+) -> None:
+    """2025.4's single choice offers "No control"; newer versions empty the multi-select."""
+    (subentry,) = loaded_entry.subentries.values()
+    assert subentry.data[CONF_LLM_HASS_API] == llm_api_option("assist")
+    result = await hass.config_entries.subentries.async_init(
+        (loaded_entry.entry_id, SUBENTRY_AGENT),
+        context={"source": config_entries.SOURCE_RECONFIGURE, "subentry_id": subentry.subentry_id},
+    )
+    (marker,) = [k for k in result["data_schema"].schema if str(k) == CONF_LLM_HASS_API]
+    selector = result["data_schema"].schema[marker]
+    values = [option["value"] for option in selector.config["options"]]
+    assert selector.config["translation_key"] == CONF_LLM_HASS_API
+    if LLM_API_ACCEPTS_LIST:
+        assert values == ["assist"]
+        assert selector.config["multiple"] is True
+        off: Any = []
+    else:
+        assert values == [LLM_API_NONE, "assist"]
+        assert selector.config["multiple"] is False
+        off = LLM_API_NONE
+    result = await hass.config_entries.subentries.async_configure(
+        result["flow_id"], {**_agent_input(), CONF_LLM_HASS_API: off}
+    )
+    assert result["reason"] == "reconfigure_successful"
+    await hass.async_block_till_done()
+    assert loaded_entry.subentries[subentry.subentry_id].data[CONF_LLM_HASS_API] is None
+
+    # Shown as switched off, and it can be switched on again.
+    result = await hass.config_entries.subentries.async_init(
+        (loaded_entry.entry_id, SUBENTRY_AGENT),
+        context={"source": config_entries.SOURCE_RECONFIGURE, "subentry_id": subentry.subentry_id},
+    )
+    assert _suggested(result)[CONF_LLM_HASS_API] == off
+    result = await hass.config_entries.subentries.async_configure(result["flow_id"], _agent_input())
+    assert result["reason"] == "reconfigure_successful"
+    await hass.async_block_till_done()
+    assert loaded_entry.subentries[subentry.subentry_id].data[CONF_LLM_HASS_API] == llm_api_option(
+        "assist"
+    )
+
+
+def _task_input(**overrides: Any) -> dict[str, Any]:
+    return {**RECOMMENDED_AI_TASK, **overrides}
+
+
+@pytest.mark.skipif(not HAS_AI_TASK, reason="AI tasks exist from HA 2025.8")
+@pytest.mark.parametrize(
+    ("reply", "overrides", "errors"),
+    [
+        (None, {CONF_DEPLOYMENT: "missing"}, {CONF_DEPLOYMENT: "deployment_not_found"}),
+        (
+            Reply.failure(400, "unsupported_parameter", "Unsupported parameter: 'max_tokens'"),
+            {},
+            {"base": "deployment_rejected"},
+        ),
+        (Reply.failure(401, "401", "Access denied"), {}, {"base": "invalid_auth"}),
+        (Reply.failure(500, "500", "boom"), {}, {"base": "unknown"}),
+    ],
+    ids=["unknown_deployment", "rejected", "auth", "server_error"],
+)
+async def test_ai_task_flow_adds_and_edits_after_errors(
+    hass: HomeAssistant,
+    loaded_entry: MockConfigEntry,
+    azure: AzureStub,
+    reply: Reply | None,
+    overrides: dict[str, Any],
+    errors: dict[str, str],
+) -> None:
+    """An AI task is added, then edited; each error first, then the fix."""
+    result = await hass.config_entries.subentries.async_init(
+        (loaded_entry.entry_id, SUBENTRY_AI_TASK), context={"source": config_entries.SOURCE_USER}
+    )
+    assert result["step_id"] == "user"
+    assert set(_suggested(result)) == {CONF_NAME, *RECOMMENDED_AI_TASK}
+    if reply is not None:
+        azure.queue(reply)
+    result = await hass.config_entries.subentries.async_configure(
+        result["flow_id"], {CONF_NAME: "Summaries", **_task_input(**overrides)}
+    )
+    assert result["errors"] == errors
+    assert len(loaded_entry.subentries) == 1
+    result = await hass.config_entries.subentries.async_configure(
+        result["flow_id"], {CONF_NAME: "Summaries", **_task_input()}
+    )
+    assert result["type"] is FlowResultType.CREATE_ENTRY
+    assert result["title"] == "Summaries"
+    assert result["data"] == RECOMMENDED_AI_TASK  # nothing of a conversation agent
+    await hass.async_block_till_done()
+    (task,) = [s for s in loaded_entry.subentries.values() if s.subentry_type == SUBENTRY_AI_TASK]
+
+    result = await hass.config_entries.subentries.async_init(
+        (loaded_entry.entry_id, SUBENTRY_AI_TASK),
+        context={"source": config_entries.SOURCE_RECONFIGURE, "subentry_id": task.subentry_id},
+    )
+    assert result["step_id"] == "reconfigure"
+    assert CONF_NAME not in _suggested(result)
+    if reply is not None:
+        azure.queue(reply)
+    result = await hass.config_entries.subentries.async_configure(
+        result["flow_id"], _task_input(**overrides)
+    )
+    assert result["errors"] == errors
+    result = await hass.config_entries.subentries.async_configure(
+        result["flow_id"], _task_input(**{CONF_DEPLOYMENT: "o4-mini", CONF_REASONING_EFFORT: "low"})
+    )
+    assert result["reason"] == "reconfigure_successful"
+    await hass.async_block_till_done()
+    assert loaded_entry.subentries[task.subentry_id].data[CONF_DEPLOYMENT] == "o4-mini"
+    assert loaded_entry.state is config_entries.ConfigEntryState.LOADED
+
+
+@pytest.mark.skipif(not HAS_AI_TASK, reason="AI tasks exist from HA 2025.8")
+@pytest.mark.parametrize("api_style", [API_STYLE_DEPLOYMENT])
+async def test_ai_task_responses_mode_needs_new_api_version(
+    hass: HomeAssistant, setup_ha: None, azure: AzureStub, api_style: str
+) -> None:
+    """The AI task form has the agent's api-version rule, and recovers the same way."""
+    entry = MockConfigEntry(
+        domain=DOMAIN,
+        unique_id=azure.endpoint,
+        data={
+            CONF_ENDPOINT: azure.endpoint,
+            CONF_API_KEY: DEFAULT_KEY,
+            CONF_API_STYLE: api_style,
+            CONF_API_VERSION: "2024-10-21",
+        },
+    )
+    entry.add_to_hass(hass)
+    result = await hass.config_entries.subentries.async_init(
+        (entry.entry_id, SUBENTRY_AI_TASK), context={"source": config_entries.SOURCE_USER}
+    )
+    result = await hass.config_entries.subentries.async_configure(
+        result["flow_id"], {CONF_NAME: "T", **_task_input(**{CONF_API_MODE: API_MODE_RESPONSES})}
+    )
+    assert result["errors"] == {CONF_API_MODE: "responses_needs_api_version"}
+    result = await hass.config_entries.subentries.async_configure(
+        result["flow_id"], {CONF_NAME: "T", **_task_input()}
+    )
+    assert result["type"] is FlowResultType.CREATE_ENTRY

@@ -135,9 +135,7 @@ async def test_sensors_follow_turns(
         "conversations",
         "latency_p50",
     ):
-        entity_id = registry.async_get_entity_id(
-            "sensor", DOMAIN, f"{loaded_entry.entry_id}_{key}"
-        )
+        entity_id = registry.async_get_entity_id("sensor", DOMAIN, f"{loaded_entry.entry_id}_{key}")
         assert entity_id is not None
         state = hass.states.get(entity_id)
         assert state is not None

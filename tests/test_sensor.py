@@ -1,0 +1,93 @@
+"""The statistics sensors: names a person reads, units, durations, what is enabled."""
+
+from homeassistant.components.sensor import SensorDeviceClass, SensorStateClass
+from homeassistant.const import UnitOfTime
+from homeassistant.core import HomeAssistant
+from homeassistant.helpers import device_registry as dr, entity_registry as er
+import pytest
+from pytest_homeassistant_custom_component.common import MockConfigEntry
+
+from custom_components.azure_openai_memory.const import DOMAIN
+from custom_components.azure_openai_memory.sensor import PARALLEL_UPDATES, SENSORS
+from custom_components.azure_openai_memory.title import resource_title
+
+from .azure_stub import AzureStub
+from .conftest import NO_TOOLS, converse
+
+WATCHED = {"turns", "errors", "tokens_in", "tokens_out", "latency_p50"}
+
+
+def _entity_id(hass: HomeAssistant, entry: MockConfigEntry, key: str) -> str:
+    entity_id = er.async_get(hass).async_get_entity_id("sensor", DOMAIN, f"{entry.entry_id}_{key}")
+    assert entity_id is not None
+    return entity_id
+
+
+async def test_watched_sensors_enabled_the_rest_disabled(
+    hass: HomeAssistant, loaded_entry: MockConfigEntry, azure: AzureStub
+) -> None:
+    """Five of eleven are on from the start; the others wait in the entity settings."""
+    registry = er.async_get(hass)
+    enabled = set()
+    for description in SENSORS:
+        entry = registry.async_get(_entity_id(hass, loaded_entry, description.key))
+        assert entry is not None
+        assert entry.entity_category is not None  # diagnostic, every one
+        if entry.disabled_by is None:
+            enabled.add(description.key)
+        else:
+            assert entry.disabled_by is er.RegistryEntryDisabler.INTEGRATION
+    assert enabled == WATCHED
+    assert len(SENSORS) == 11
+    assert PARALLEL_UPDATES == 0
+
+
+async def test_entity_ids_and_device_are_named_after_the_resource(
+    hass: HomeAssistant, loaded_entry: MockConfigEntry, azure: AzureStub
+) -> None:
+    """The device is the entry, titled "Azure OpenAI <resource>"; ids follow from it."""
+    title = resource_title(azure.endpoint)
+    assert loaded_entry.title == title  # the fixture's host-name title was the old default
+    device = dr.async_get(hass).async_get_device({(DOMAIN, loaded_entry.entry_id)})
+    assert device is not None
+    assert device.name == title
+    assert _entity_id(hass, loaded_entry, "turns") == (
+        f"sensor.azure_openai_127_0_0_1_{azure.port}_turns"
+    )
+    assert _entity_id(hass, loaded_entry, "tokens_in") == (
+        f"sensor.azure_openai_127_0_0_1_{azure.port}_tokens_in"
+    )
+
+
+@pytest.mark.parametrize("agent_options", [NO_TOOLS])
+async def test_counts_have_units_and_durations_are_milliseconds(
+    hass: HomeAssistant, loaded_entry: MockConfigEntry, azure: AzureStub
+) -> None:
+    """Counts say what they count and how they add up; latency is a duration in ms."""
+    await converse(hass, loaded_entry, "Tell me about bees", "a")
+    await hass.async_block_till_done()
+    expected = {
+        "turns": ("turns", SensorStateClass.TOTAL_INCREASING, None),
+        "errors": ("errors", SensorStateClass.TOTAL_INCREASING, None),
+        "tokens_in": ("tokens", SensorStateClass.TOTAL_INCREASING, None),
+        "tokens_out": ("tokens", SensorStateClass.TOTAL_INCREASING, None),
+        "latency_p50": (
+            UnitOfTime.MILLISECONDS,
+            SensorStateClass.MEASUREMENT,
+            SensorDeviceClass.DURATION,
+        ),
+    }
+    for key, (unit, state_class, device_class) in expected.items():
+        state = hass.states.get(_entity_id(hass, loaded_entry, key))
+        assert state is not None, key
+        assert state.attributes["unit_of_measurement"] == unit, key
+        assert state.attributes["state_class"] == state_class, key
+        assert state.attributes.get("device_class") == device_class, key
+    turns = hass.states.get(_entity_id(hass, loaded_entry, "turns"))
+    assert turns is not None
+    assert turns.state == "1"
+    descriptions = {d.key: d for d in SENSORS}
+    for key in ("local_turns", "llm_turns", "early_timeouts", "evicted_messages", "conversations"):
+        assert descriptions[key].native_unit_of_measurement, key
+        assert descriptions[key].state_class is not None, key
+    assert descriptions["latency_p95"].device_class is SensorDeviceClass.DURATION
