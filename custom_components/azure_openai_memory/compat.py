@@ -1,8 +1,8 @@
 """The one place that knows how Home Assistant 2025.4 and 2026.x differ."""
 
-from collections.abc import Callable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 import inspect
-from typing import Any
+from typing import Any, Protocol, cast
 
 from homeassistant.components import conversation
 from homeassistant.const import Platform
@@ -83,6 +83,39 @@ HANDLE_INTENTS_TAKES_CHAT_LOG: bool = (
 )
 
 
+class _ProvidesLLMData(Protocol):
+    """The chat log of 2025.5 and later."""
+
+    async def async_provide_llm_data(
+        self,
+        llm_context: llm.LLMContext,
+        user_llm_hass_api: str | list[str] | None,
+        user_llm_prompt: str | None,
+        user_extra_system_prompt: str | None,
+    ) -> None:
+        """Render the prompt and pick the LLM API."""
+
+
+class _UpdatesLLMData(Protocol):
+    """The chat log of 2025.4."""
+
+    async def async_update_llm_data(
+        self,
+        conversing_domain: str,
+        user_input: conversation.ConversationInput,
+        user_llm_hass_api: str | list[str] | None,
+        user_llm_prompt: str | None,
+    ) -> None:
+        """Render the prompt and pick the LLM API."""
+
+
+class _MakesLLMContext(Protocol):
+    """The conversation input of 2025.5 and later."""
+
+    def as_llm_context(self, conversing_domain: str) -> llm.LLMContext:
+        """The context an LLM API is called with."""
+
+
 async def async_provide_llm_data(
     chat_log: conversation.ChatLog,
     user_input: conversation.ConversationInput,
@@ -93,14 +126,18 @@ async def async_provide_llm_data(
     """Render the system prompt and pick the LLM API into the chat log."""
     api = llm_api_option(llm_api_ids(llm_api))
     if HAS_PROVIDE_LLM_DATA:
-        await chat_log.async_provide_llm_data(  # type: ignore[attr-defined]
-            user_input.as_llm_context(domain),  # type: ignore[attr-defined]
+        await cast(_ProvidesLLMData, chat_log).async_provide_llm_data(
+            cast(_MakesLLMContext, user_input).as_llm_context(domain),
             api,
             prompt,
             user_input.extra_system_prompt,
         )
     else:
-        await chat_log.async_update_llm_data(domain, user_input, api, prompt)  # type: ignore[arg-type]
+        await cast(_UpdatesLLMData, chat_log).async_update_llm_data(domain, user_input, api, prompt)
+
+
+# The default agent's intent handling, with or without the chat log (see above).
+type _HandleIntents = Callable[..., Awaitable[intent.IntentResponse | None]]
 
 
 async def async_handle_intents(
@@ -109,9 +146,10 @@ async def async_handle_intents(
     chat_log: conversation.ChatLog,
 ) -> intent.IntentResponse | None:
     """Let Home Assistant's own intents answer; None when none matched."""
+    handle: _HandleIntents = conversation.async_handle_intents
     if HANDLE_INTENTS_TAKES_CHAT_LOG:
-        return await conversation.async_handle_intents(hass, user_input, chat_log)  # type: ignore[misc,arg-type]
-    return await conversation.async_handle_intents(hass, user_input)  # type: ignore[call-arg]
+        return await handle(hass, user_input, chat_log)
+    return await handle(hass, user_input)
 
 
 def in_assist_pipeline(chat_log: conversation.ChatLog) -> bool:
