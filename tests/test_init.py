@@ -13,6 +13,7 @@ from homeassistant.components import sensor
 from homeassistant.config_entries import SOURCE_REAUTH, ConfigEntry, ConfigEntryState
 from homeassistant.const import CONF_API_KEY
 from homeassistant.core import HomeAssistant
+from homeassistant.helpers import device_registry as dr, entity_registry as er
 from homeassistant.helpers.httpx_client import get_async_client
 from homeassistant.util import dt as dt_util
 import pytest
@@ -414,3 +415,19 @@ async def test_failed_platform_unload_keeps_saving(
     stored = hass_storage[f"{DOMAIN}.windows.{loaded_entry.entry_id}"]["data"]
     (conversation,) = next(iter(stored["agents"].values()))["conversations"].values()
     assert conversation["groups"][-1][0]["content"] == "remember the milk"
+
+
+async def test_a_deleted_agent_takes_its_device_and_entity(
+    hass: HomeAssistant, loaded_entry: MockConfigEntry, azure: AzureStub
+) -> None:
+    """stale-devices: nothing of a removed agent stays behind; the entry's device does."""
+    (subentry_id,) = loaded_entry.subentries
+    devices = dr.async_get(hass)
+    assert devices.async_get_device({(DOMAIN, subentry_id)}) is not None
+    assert er.async_get(hass).async_get_entity_id("conversation", DOMAIN, subentry_id)
+    assert hass.config_entries.async_remove_subentry(loaded_entry, subentry_id)
+    await hass.async_block_till_done()
+    assert devices.async_get_device({(DOMAIN, subentry_id)}) is None
+    assert er.async_get(hass).async_get_entity_id("conversation", DOMAIN, subentry_id) is None
+    assert devices.async_get_device({(DOMAIN, loaded_entry.entry_id)}) is not None
+    assert loaded_entry.state is ConfigEntryState.LOADED
