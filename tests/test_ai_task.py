@@ -15,6 +15,7 @@ from homeassistant.setup import async_setup_component
 from homeassistant.util import dt as dt_util
 import pytest
 from pytest_homeassistant_custom_component.common import MockConfigEntry
+import voluptuous as vol
 
 from custom_components.azure_openai_memory import PLATFORMS
 from custom_components.azure_openai_memory.compat import HAS_AI_TASK
@@ -23,6 +24,8 @@ from custom_components.azure_openai_memory.config_flow import (
     RECOMMENDED_AI_TASK,
 )
 from custom_components.azure_openai_memory.const import (
+    API_STYLE_DEPLOYMENT,
+    CONF_API_VERSION,
     CONF_DEPLOYMENT,
     DEFAULT_AGENT_NAME,
     DEFAULT_AI_TASK_NAME,
@@ -32,6 +35,7 @@ from custom_components.azure_openai_memory.const import (
     SUBENTRY_AI_TASK,
 )
 from custom_components.azure_openai_memory.context import DATA_NOTICE
+from custom_components.azure_openai_memory.llm.structure import structured_output_schema
 
 from .azure_stub import AzureStub, Reply
 from .conftest import entry_data
@@ -280,3 +284,83 @@ def test_format_name_keeps_what_the_api_allows() -> None:
     assert format_name("Küche: état!") == "K_che_tat"
     assert format_name("!!!") == "result"
     assert format_name("x" * 100) == "x" * 64
+
+
+@needs_ai_task
+async def test_json_mode_before_structured_outputs(hass: HomeAssistant, azure: AzureStub) -> None:
+    """An api-version without JSON schemas: JSON mode, and the schema said in the prompt."""
+    entry = MockConfigEntry(
+        domain=DOMAIN,
+        title="127.0.0.1",
+        unique_id=azure.endpoint,
+        data={**entry_data(azure, API_STYLE_DEPLOYMENT), CONF_API_VERSION: "2024-06-01"},
+        options=dict(RECOMMENDED_OPTIONS),
+        subentries_data=[
+            {
+                "subentry_type": SUBENTRY_AI_TASK,
+                "data": dict(RECOMMENDED_AI_TASK),
+                "title": DEFAULT_AI_TASK_NAME,
+                "unique_id": None,
+            }
+        ],
+    )
+    entry.add_to_hass(hass)
+    assert await hass.config_entries.async_setup(entry.entry_id)
+    await hass.async_block_till_done()
+    azure.queue(Reply(text='{"summary": "quiet"}'))
+    result = await _generate(
+        hass,
+        _task_entity_id(hass, entry),
+        "Summarise the day.",
+        structure={"summary": {"selector": {"text": {}}, "required": True}},
+    )
+    assert result["data"] == {"summary": "quiet"}
+    (body,) = _chat_bodies(azure)
+    assert body["response_format"] == {"type": "json_object"}
+    system = body["messages"][0]["content"]
+    assert "Answer with one JSON object" in system
+    assert '"required": ["summary"]' in system
+
+
+def test_structure_becomes_a_strict_schema() -> None:
+    """Nested objects and lists: every property required, optional ones nullable."""
+    structure = vol.Schema(
+        {
+            vol.Required("title"): str,
+            vol.Optional("tags"): [str],
+            vol.Required("rooms"): [
+                vol.Schema({vol.Required("name"): str, vol.Optional("lights"): int})
+            ],
+            vol.Optional("extra"): dict,
+        }
+    )
+    schema = structured_output_schema(structure)
+    assert schema["additionalProperties"] is False
+    assert sorted(schema["required"]) == ["extra", "rooms", "tags", "title"]
+    assert schema["properties"]["title"]["type"] == "string"
+    assert schema["properties"]["tags"]["type"] == ["array", "null"]
+    room = schema["properties"]["rooms"]["items"]
+    assert room["additionalProperties"] is False
+    assert sorted(room["required"]) == ["lights", "name"]
+    assert room["properties"]["lights"]["type"] == ["integer", "null"]
+    assert schema["properties"]["extra"]["type"] == ["object", "null"]
+
+
+@needs_ai_task
+async def test_refused_key_asks_for_a_new_one(
+    hass: HomeAssistant, azure: AzureStub, task_entry: MockConfigEntry
+) -> None:
+    """A 401 during a task: a translated error, a Repairs issue, and reauthentication."""
+    azure.queue(Reply.failure(401, "401", "Access denied due to invalid subscription key"))
+    with pytest.raises(HomeAssistantError) as err:
+        await _generate(hass, _task_entity_id(hass, task_entry), "Write one line.")
+    assert err.value.translation_key == "api_invalid_auth"
+    await hass.async_block_till_done()
+    flows = hass.config_entries.flow.async_progress_by_handler(DOMAIN)
+    assert [f["context"]["source"] for f in flows] == ["reauth"]
+    issue_id = f"api_key_refused_{task_entry.entry_id}"
+    assert ir.async_get(hass).async_get_issue(DOMAIN, issue_id) is not None
+    azure.queue(Reply(text="Works again."))
+    result = await _generate(hass, _task_entity_id(hass, task_entry), "Write one line.")
+    assert result["data"] == "Works again."
+    assert ir.async_get(hass).async_get_issue(DOMAIN, issue_id) is None
