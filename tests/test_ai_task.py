@@ -27,6 +27,7 @@ from custom_components.azure_openai_memory.const import (
     API_STYLE_DEPLOYMENT,
     CONF_API_VERSION,
     CONF_DEPLOYMENT,
+    CONF_REQUEST_TIMEOUT,
     DEFAULT_AGENT_NAME,
     DEFAULT_AI_TASK_NAME,
     DOMAIN,
@@ -364,3 +365,19 @@ async def test_refused_key_asks_for_a_new_one(
     result = await _generate(hass, _task_entity_id(hass, task_entry), "Write one line.")
     assert result["data"] == "Works again."
     assert ir.async_get(hass).async_get_issue(DOMAIN, issue_id) is None
+
+
+@needs_ai_task
+async def test_a_task_that_takes_too_long_is_a_timeout(
+    hass: HomeAssistant, azure: AzureStub
+) -> None:
+    """The task's request timeout bounds the whole request, retries included."""
+    entry = _entry(azure, {**RECOMMENDED_AI_TASK, CONF_REQUEST_TIMEOUT: 0.3})
+    entry.add_to_hass(hass)
+    assert await hass.config_entries.async_setup(entry.entry_id)
+    await hass.async_block_till_done()
+    azure.queue(*[Reply(text="late", delay=1.0)] * 3)
+    with pytest.raises(HomeAssistantError) as err:
+        await _generate(hass, _task_entity_id(hass, entry), "Write one line.")
+    assert err.value.translation_key == "api_timeout"
+    assert entry.runtime_data.stats.errors == {"timeout": 1}

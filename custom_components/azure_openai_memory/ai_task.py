@@ -5,6 +5,7 @@ instructions pass through the same context.py entry point as a conversation turn
 stored data a task names reaches the model as delimited data, bounded in tokens.
 """
 
+import asyncio
 from dataclasses import replace
 import json
 import re
@@ -46,6 +47,8 @@ PARALLEL_UPDATES = 0
 JSON_ONLY_INSTRUCTION = (
     "Answer with one JSON object, nothing else, following this JSON schema: {schema}"
 )
+# What a task's request may end in: the API's errors, or the task's own time running out.
+TASK_ERRORS: tuple[type[BaseException], ...] = (*API_ERRORS, TimeoutError)
 _FORMAT_NAME = re.compile(r"[^a-zA-Z0-9_-]+")
 
 
@@ -176,13 +179,14 @@ class AzureOpenAIMemoryTask(AITaskEntity):
         usage = Usage()
         text = ""
         try:
-            async for content in chat_log.async_add_delta_content_stream(
-                self.entity_id, client.stream(messages, [], usage)
-            ):
-                if isinstance(content, conversation.AssistantContent):
-                    text += content.content or ""
-        except API_ERRORS as err:
-            kind = classify_error(err)
+            async with asyncio.timeout(options.timeout):
+                async for content in chat_log.async_add_delta_content_stream(
+                    self.entity_id, client.stream(messages, [], usage)
+                ):
+                    if isinstance(content, conversation.AssistantContent):
+                        text += content.content or ""
+        except TASK_ERRORS as err:
+            kind = ErrorKind.TIMEOUT if isinstance(err, TimeoutError) else classify_error(err)
             self.runtime.stats.record_error(kind.value)
             async_request_failed(
                 self.hass, self.entry, self.runtime.health, self.subentry, self.entity_id, kind, err
