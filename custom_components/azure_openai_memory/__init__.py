@@ -63,9 +63,10 @@ from .memory.window import (
     migrate_windows,
 )
 from .recording import DATA_HISTORY, HistoryRecorder
-from .services import DATA_TIMESERIES, async_register_services
+from .services import DATA_TIMESERIES, async_register_services, async_register_summary_services
 from .stats import TurnStatistics
-from .storage import DebouncedStore, TimeseriesStore
+from .storage import DebouncedStore, SummaryStore, TimeseriesStore
+from .summarizing import DATA_SUMMARIES, SummaryKeeper, async_attach_writer
 
 PLATFORMS: list[Platform] = [Platform.CONVERSATION, Platform.SENSOR]
 CONFIG_SCHEMA = cv.config_entry_only_config_schema(DOMAIN)
@@ -137,6 +138,10 @@ async def async_setup(hass: HomeAssistant, config: ConfigType) -> bool:
     )
     hass.async_create_background_task(_async_purge_history(), f"{DOMAIN} history purge")
     async_register_services(hass, timeseries, history)
+    summaries = SummaryStore(hass, f"{DOMAIN}.summaries")
+    await summaries.async_load()
+    hass.data[DATA_SUMMARIES] = SummaryKeeper(hass, summaries, history)
+    async_register_summary_services(hass, hass.data[DATA_SUMMARIES])
     return True
 
 
@@ -229,6 +234,7 @@ async def async_setup_entry(hass: HomeAssistant, entry: AzureOpenAIMemoryConfigE
         async_fetch_encodings(hass, entry)
 
     entry.async_on_unload(async_track_time_interval(hass, _maintain, MAINTENANCE_INTERVAL))
+    async_attach_writer(hass, entry)
     return True
 
 
