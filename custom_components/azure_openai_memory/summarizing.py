@@ -167,6 +167,8 @@ class SummaryKeeper:
         counts = _empty_counts()
         async with self.lock:
             book = self.store.book
+            # Earlier summaries the model could not write, before today's new ones.
+            await self._async_rewrite_extractive()
             if day is not None:
                 counts["daily"] += await self._async_summarise_day(day)
             else:
@@ -182,7 +184,6 @@ class SummaryKeeper:
                     book.summarised_through = current.isoformat()
                     self.store.async_changed()
                     current += timedelta(days=1)
-            await self._async_rewrite_extractive()
             await self._async_cycle(counts)
         return counts
 
