@@ -7,6 +7,7 @@ Then building the historical context of a turn (the data block, counted in token
 """
 
 from datetime import UTC, date, datetime, timedelta
+import math
 import statistics
 import time
 
@@ -80,7 +81,7 @@ def main() -> None:
         if scale == 1:
             ok &= ms <= 50
             line += f"  target <= 50 ms {'OK' if ms <= 50 else 'MISSED'}"
-        if seed_ms == seed_ms:
+        if not math.isnan(seed_ms):
             line += f"  seed's scan alone {seed_ms:9.1f} ms (x{seed_ms / ms:.1f} the whole cycle)"
         print(line)
     growth = per_group[-1] / per_group[0]

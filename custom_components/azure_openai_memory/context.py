@@ -194,20 +194,24 @@ def build_past_context(
 ) -> TurnContext | None:
     """The turn's data message with the group's past added; blocking, run in the executor.
 
-    The past takes at most past_budget tokens, and the whole message stays within budget:
-    lines are dropped from the end (oldest kind of detail first) until both hold.
+    Lines go in the seed's order (month, weeks, days); one that does not fit is left out
+    whole and the next is tried, so the block keeps within past_budget and the whole
+    message within budget.
     """
-    lines = _past_lines(parts)
     base = context.message if context is not None else DATA_NOTICE
-    while lines:
-        block = _render_past(group, lines)
+    kept: list[str] = []
+    best: tuple[str, int] | None = None
+    for line in _past_lines(parts):
+        block = _render_past(group, [*kept, line])
         message = f"{base}\n\n{block}"
         tokens = counter.count(message)
         if counter.count(block) <= past_budget and tokens <= budget:
-            sources = context.sources if context is not None else ()
-            return TurnContext(message, tokens, (*sources, f"summaries:{group}"))
-        lines.pop()
-    return context
+            kept.append(line)
+            best = (message, tokens)
+    if best is None:
+        return context
+    sources = context.sources if context is not None else ()
+    return TurnContext(best[0], best[1], (*sources, f"summaries:{group}"))
 
 
 async def async_past_context(
