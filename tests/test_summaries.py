@@ -480,3 +480,30 @@ async def test_the_options_choose_who_writes_and_when(
     )
     await hass.async_block_till_done(wait_background_tasks=True)
     assert keeper.writer is None
+
+
+async def test_unreadable_summaries_start_empty_and_keep_working(
+    hass: HomeAssistant,
+    azure: AzureStub,
+    config_entry: MockConfigEntry,
+    freezer: FrozenDateTimeFactory,
+    hass_storage: dict[str, Any],
+) -> None:
+    """A file whose content is not ours (hand-edited, half-migrated) is not fatal."""
+    hass_storage[f"{DOMAIN}.summaries"] = {
+        "version": 1,
+        "minor_version": 1,
+        "key": f"{DOMAIN}.summaries",
+        "data": {"summaries": [{"summary": "no ids"}]},
+    }
+    store = SummaryStore(hass, f"{DOMAIN}.summaries")
+    await store.async_load()
+    assert len(store.book) == 0
+    freezer.move_to(local(START, 9))
+    await set_up(hass, config_entry)
+    azure.responder = summariser
+    await talk(hass, "Tomato seedlings need light.", "s1")
+    counts = await hass.services.async_call(
+        DOMAIN, "summary_aggregate", {"day": START.isoformat()}, blocking=True, return_response=True
+    )
+    assert counts == {"daily": 1, "weekly": 0, "monthly": 0, "pruned": 0, "eras": 0}
