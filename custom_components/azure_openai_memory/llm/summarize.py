@@ -135,7 +135,10 @@ class Summarizer:
     def __init__(self, sdk: SDKClient, options: RequestOptions) -> None:
         # Failures fall back at once and are tried again later: no SDK retries here.
         self._sdk = sdk.with_options(max_retries=0)
-        self._options = replace(options, max_tokens=min(options.max_tokens, SUMMARY_MAX_TOKENS))
+        # A reasoning model spends part of its budget thinking: it keeps the agent's.
+        if not options.is_reasoning:
+            options = replace(options, max_tokens=min(options.max_tokens, SUMMARY_MAX_TOKENS))
+        self._options = options
 
     async def _ask(
         self, name: str, schema: dict[str, Any], messages: list[dict[str, Any]]
