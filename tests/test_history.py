@@ -108,6 +108,7 @@ async def test_llm_turn_leaves_its_chain(
         "language": "en",
         "device_id": "d1",
         "satellite_id": None,
+        "user_id": None,
     }
     assert decision == {"route": "llm", "reason": "local intents are off for this agent"}
     assert tool["tool"] == "HassTurnOn"

@@ -65,9 +65,10 @@ from .memory.window import (
     migrate_windows,
 )
 from .recording import DATA_HISTORY, HistoryRecorder
-from .services import DATA_TIMESERIES, async_register_services
+from .services import DATA_TIMESERIES, async_register_services, async_register_summary_services
 from .stats import TurnStatistics
-from .storage import DebouncedStore, TimeseriesStore
+from .storage import DebouncedStore, SummaryStore, TimeseriesStore
+from .summarizing import DATA_SUMMARIES, SummaryKeeper, async_attach_writer
 from .title import is_untouched_title, resource_title
 
 PLATFORMS: list[Platform] = platforms(Platform.CONVERSATION, Platform.SENSOR)
@@ -141,6 +142,10 @@ async def async_setup(hass: HomeAssistant, config: ConfigType) -> bool:
     )
     hass.async_create_background_task(_async_purge_history(), f"{DOMAIN} history purge")
     async_register_services(hass, timeseries, history)
+    summaries = SummaryStore(hass, f"{DOMAIN}.summaries")
+    await summaries.async_load()
+    hass.data[DATA_SUMMARIES] = SummaryKeeper(hass, summaries, history)
+    async_register_summary_services(hass, hass.data[DATA_SUMMARIES])
     return True
 
 
@@ -239,6 +244,7 @@ async def async_setup_entry(hass: HomeAssistant, entry: AzureOpenAIMemoryConfigE
         async_fetch_encodings(hass, entry)
 
     entry.async_on_unload(async_track_time_interval(hass, _maintain, MAINTENANCE_INTERVAL))
+    async_attach_writer(hass, entry)
     return True
 
 

@@ -30,6 +30,7 @@ from homeassistant.helpers.selector import (
     TextSelector,
     TextSelectorConfig,
     TextSelectorType,
+    TimeSelector,
 )
 import voluptuous as vol
 
@@ -64,6 +65,10 @@ from .const import (
     CONF_REASONING_EFFORT,
     CONF_REQUEST_TIMEOUT,
     CONF_SLIDING_WINDOW_MAX_TOKENS,
+    CONF_SUMMARIES,
+    CONF_SUMMARY_CONTEXT_TOKENS,
+    CONF_SUMMARY_GROUP_MODE,
+    CONF_SUMMARY_TIME,
     CONF_TEMPERATURE,
     CONF_TIMESERIES_CONTEXT,
     CONF_TIMESERIES_KEEP_DAYS,
@@ -91,6 +96,7 @@ from .const import (
     RESPONSES_MIN_API_VERSION,
     SUBENTRY_AGENT,
     SUBENTRY_AI_TASK,
+    SUMMARY_GROUP_MODES,
 )
 from .llm.client import (
     InvalidEndpoint,
@@ -390,6 +396,11 @@ OPTIONS_SCHEMA = vol.Schema(
         vol.Required(CONF_HISTORY_RECORDING): BooleanSelector(),
         # Shared by the whole installation too: kept in the history database.
         vol.Required(CONF_HISTORY_RETENTION_DAYS): _number(1, 3650, 1, "d"),
+        # Summaries: written by the first entry that turns them on (see summarizing.py).
+        vol.Required(CONF_SUMMARIES): BooleanSelector(),
+        vol.Required(CONF_SUMMARY_TIME): TimeSelector(),
+        vol.Required(CONF_SUMMARY_GROUP_MODE): _select(SUMMARY_GROUP_MODES, "summary_group_mode"),
+        vol.Required(CONF_SUMMARY_CONTEXT_TOKENS): _number(0, 4000, 50, "tokens"),
     }
 )
 

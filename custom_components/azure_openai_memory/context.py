@@ -14,9 +14,11 @@ from homeassistant.core import HomeAssistant
 from homeassistant.util import dt as dt_util
 import orjson
 
+from .memory.summaries import GroupSummary, PeriodType
 from .memory.timeseries import TimeSeries, matching_keys, range_in_text
 from .memory.tokens import TokenCounter
 from .services import DATA_TIMESERIES
+from .summarizing import DATA_SUMMARIES
 
 # At most this many tokens of stored data per turn; less when the context limit is near.
 MAX_CONTEXT_TOKENS = 2000
@@ -154,3 +156,78 @@ async def async_turn_context(
             build_turn_context, series, end - seconds, end, counter, budget
         )
     return context
+
+
+# -- The speaker's group's past: summaries of earlier days, weeks and months ---------------
+
+
+def _past_lines(parts: dict[PeriodType, list[GroupSummary]]) -> list[str]:
+    """The seed's historical context, as JSON lines: last month, 2 weeks, 3 days' topics."""
+    lines = [
+        _json({"period": "month", "month": s.period_start[:7], "summary": s.summary})
+        for s in parts.get(PeriodType.MONTHLY, [])
+    ]
+    lines.extend(
+        _json({"period": "week", "week_of": s.period_start, "summary": s.summary})
+        for s in parts.get(PeriodType.WEEKLY, [])
+    )
+    lines.extend(
+        _json({"period": "day", "day": s.period_start, "topics": s.topics[:3]})
+        for s in parts.get(PeriodType.DAILY, [])
+    )
+    return lines
+
+
+def _render_past(group: str, lines: list[str]) -> str:
+    head = f'<data source="summaries" group="{group}">'
+    note = "What this place talked about before (summaries, newest period first per kind)."
+    return "\n".join([head, note, *lines, _CLOSE])
+
+
+def build_past_context(
+    context: TurnContext | None,
+    group: str,
+    parts: dict[PeriodType, list[GroupSummary]],
+    counter: TokenCounter,
+    budget: int,
+    past_budget: int,
+) -> TurnContext | None:
+    """The turn's data message with the group's past added; blocking, run in the executor.
+
+    Lines go in the seed's order (month, weeks, days); one that does not fit is left out
+    whole and the next is tried, so the block keeps within past_budget and the whole
+    message within budget.
+    """
+    base = context.message if context is not None else DATA_NOTICE
+    kept: list[str] = []
+    best: tuple[str, int] | None = None
+    for line in _past_lines(parts):
+        block = _render_past(group, [*kept, line])
+        message = f"{base}\n\n{block}"
+        tokens = counter.count(message)
+        if counter.count(block) <= past_budget and tokens <= budget:
+            kept.append(line)
+            best = (message, tokens)
+    if best is None:
+        return context
+    sources = context.sources if context is not None else ()
+    return TurnContext(best[0], best[1], (*sources, f"summaries:{group}"))
+
+
+async def async_past_context(
+    hass: HomeAssistant,
+    context: TurnContext | None,
+    group: str,
+    counter: TokenCounter,
+    budget: int,
+    past_budget: int,
+) -> TurnContext | None:
+    """The data message with what the speaker's group talked about in past days and weeks."""
+    if past_budget <= 0 or (keeper := hass.data.get(DATA_SUMMARIES)) is None:
+        return context
+    parts = keeper.store.book.context(group)
+    if not any(parts.values()):
+        return context
+    return await hass.async_add_executor_job(
+        build_past_context, context, group, parts, counter, budget, past_budget
+    )

@@ -33,16 +33,18 @@ from .const import (
     CONF_HISTORY_RECORDING,
     CONF_PREFER_LOCAL_INTENTS,
     CONF_PROMPT,
+    CONF_SUMMARY_CONTEXT_TOKENS,
     CONF_TIMESERIES_CONTEXT,
     DOMAIN,
     LOGGER,
     RECOMMENDED_EARLY_TIMEOUT,
     RECOMMENDED_HISTORY_RECORDING,
     RECOMMENDED_PREFER_LOCAL_INTENTS,
+    RECOMMENDED_SUMMARY_CONTEXT_TOKENS,
     RECOMMENDED_TIMESERIES_CONTEXT,
     SUBENTRY_AGENT,
 )
-from .context import MAX_CONTEXT_TOKENS, async_turn_context
+from .context import MAX_CONTEXT_TOKENS, async_past_context, async_turn_context
 from .llm.client import (
     Delta,
     ILLMClient,
@@ -53,6 +55,7 @@ from .llm.client import (
 )
 from .llm.errors import ErrorKind, classify_error
 from .llm.tools import tool_spec
+from .memory.summaries import HOME_GROUP
 from .memory.tokens import context_limit_for_model
 from .memory.window import (
     MESSAGE_OVERHEAD_TOKENS,
@@ -62,6 +65,7 @@ from .memory.window import (
 )
 from .recording import DATA_HISTORY, HistoryRecorder, TurnRecording
 from .stats import ROUTE_LLM, ROUTE_LOCAL
+from .summarizing import speaker_group
 
 # Max number of back and forth with the LLM to generate a response
 MAX_TOOL_ITERATIONS = 10
@@ -128,6 +132,8 @@ class Turn:
     spoken: bool = False
     pending: list[MessageEntry] = field(default_factory=list)
     answer: str = ""
+    # Where the talk happens (summaries' group): its past comes with the turn.
+    group: str = HOME_GROUP
 
     def forward(self, _log: conversation.ChatLog, delta: dict[str, Any]) -> None:
         """The private log's delta listener; notes when words have reached the listener."""
@@ -231,6 +237,7 @@ class AzureOpenAIMemoryAgent(conversation.ConversationEntity, AbstractConversati
             user_input.language,
             user_input.device_id,
             getattr(user_input, "satellite_id", None),
+            user_input.context.user_id if user_input.context else None,
         )
         # An Assist pipeline has its own "prefer handling commands locally": it has tried
         # already (leaving to an agent that controls the home what it should answer), or
@@ -269,6 +276,7 @@ class AzureOpenAIMemoryAgent(conversation.ConversationEntity, AbstractConversati
         turn = Turn(
             conversation_id, source, user_input.text, chat_log, chat_log.delta_listener, recording
         )
+        turn.group = speaker_group(self.hass, user_input)
         task = self.hass.async_create_background_task(
             self._async_run_turn(turn, user_input.agent_id),
             f"{DOMAIN} turn {conversation_id}",
@@ -396,6 +404,10 @@ class AzureOpenAIMemoryAgent(conversation.ConversationEntity, AbstractConversati
             context = await async_turn_context(
                 self.hass, turn.user_text, memory.counter, data_budget
             )
+        if data_budget > 0:
+            context = await async_past_context(
+                self.hass, context, turn.group, memory.counter, data_budget, self._past_budget()
+            )
         other = question
         if context is not None:
             other += context.tokens + MESSAGE_OVERHEAD_TOKENS
@@ -480,6 +492,12 @@ class AzureOpenAIMemoryAgent(conversation.ConversationEntity, AbstractConversati
     def _record_request(self, request: Request, prompt_tokens: int) -> None:
         self.runtime.stats.record_request(
             prompt_tokens + request.other_tokens, prompt_tokens, request.left_out
+        )
+
+    def _past_budget(self) -> int:
+        """Tokens of past summaries a request may carry (entry option)."""
+        return int(
+            self.entry.options.get(CONF_SUMMARY_CONTEXT_TOKENS, RECOMMENDED_SUMMARY_CONTEXT_TOKENS)
         )
 
     def _context_limit(self) -> int:

@@ -306,9 +306,14 @@ class TurnRecording:
         )
 
     def asked(
-        self, text: str, language: str, device_id: str | None, satellite_id: str | None
+        self,
+        text: str,
+        language: str,
+        device_id: str | None,
+        satellite_id: str | None,
+        user_id: str | None = None,
     ) -> None:
-        """The user's words, where they came from."""
+        """The user's words, where they came from and who said them (summaries group by it)."""
         self._question = self._record(
             HistoryEventType.COMMUNICATION,
             {
@@ -317,6 +322,7 @@ class TurnRecording:
                 "language": language,
                 "device_id": device_id,
                 "satellite_id": satellite_id,
+                "user_id": user_id,
             },
             None,
             ("user",),

@@ -19,6 +19,7 @@ from homeassistant.core import CALLBACK_TYPE, Event, HomeAssistant, callback
 from homeassistant.helpers.event import async_call_later
 from homeassistant.helpers.storage import Store
 
+from .memory.summaries import SUMMARIES_VERSION, SummaryBook, migrate_summaries
 from .memory.timeseries import (
     SERIES_VERSION,
     TimeSeries,
@@ -402,3 +403,43 @@ class TimeseriesStore:
                 await task
         for store in (*self._stores.values(), self._index):
             await store.async_close()
+
+
+class SummaryStore:
+    """The installation's summaries and group profiles: one versioned file.
+
+    A cycle changes many summaries at once; each change schedules the save, which the
+    bounded debounce turns into one write. The book is replaced only on load.
+    """
+
+    def __init__(self, hass: HomeAssistant, key: str) -> None:
+        self.book = SummaryBook()
+        self._file = DebouncedStore(
+            hass,
+            key,
+            lambda: self.book.as_dict(),
+            version=SUMMARIES_VERSION,
+            migrate=migrate_summaries,
+        )
+
+    async def async_load(self) -> None:
+        """Read the file; an unreadable one (set aside by Store) leaves an empty book."""
+        data = await self._file.async_load()
+        try:
+            self.book = SummaryBook.from_dict(data)
+        except (KeyError, TypeError, ValueError) as err:
+            _LOGGER.warning("Stored summaries could not be read, starting empty: %s", err)
+            self.book = SummaryBook()
+
+    @callback
+    def async_changed(self) -> None:
+        """Something changed: write soon (at the latest MAX_SAVE_WAIT from now)."""
+        self._file.async_schedule_save()
+
+    async def async_flush(self) -> None:
+        """Write now what is pending."""
+        await self._file.async_flush()
+
+    async def async_close(self) -> None:
+        """Write what is pending and stop listening for the final write."""
+        await self._file.async_close()

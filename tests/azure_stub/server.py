@@ -9,6 +9,7 @@ usage-only last chunk, 429 with Retry-After, and a stream cut mid-way.
 
 import asyncio
 from collections import deque
+from collections.abc import Callable
 from dataclasses import dataclass, field
 import json
 import re
@@ -127,6 +128,9 @@ class AzureStub:
         self.refused_api_versions: set[str] = set()
         # Seconds between streamed words, so time to the first word can be measured.
         self.word_delay = 0.0
+        # Answers computed from the request (its JSON body) once the scripted queue is empty:
+        # for tests that make more requests than it is sensible to script one by one.
+        self.responder: Callable[[dict[str, Any]], Reply] | None = None
         self._runner: web.AppRunner | None = None
         self.port = 0
 
@@ -226,8 +230,13 @@ class AzureStub:
             },
         )
 
-    async def _next_reply(self) -> Reply | web.Response:
-        reply = self.replies.popleft() if self.replies else Reply()
+    async def _next_reply(self, body: dict[str, Any] | None = None) -> Reply | web.Response:
+        if self.replies:
+            reply = self.replies.popleft()
+        elif self.responder is not None:
+            reply = self.responder(body or {})
+        else:
+            reply = Reply()
         if reply.delay:
             await asyncio.sleep(reply.delay)
         if reply.error is not None:
@@ -260,7 +269,7 @@ class AzureStub:
         deployment = request.match_info.get("deployment") or body.get("model", "")
         if (missing := self._unknown_deployment(deployment)) is not None:
             return missing
-        reply = await self._next_reply()
+        reply = await self._next_reply(body)
         if isinstance(reply, web.Response):
             return reply
         text = _reply_text(reply, body.get("messages", []))
@@ -282,7 +291,7 @@ class AzureStub:
         deployment = body.get("model", "")
         if (missing := self._unknown_deployment(deployment)) is not None:
             return missing
-        reply = await self._next_reply()
+        reply = await self._next_reply(body)
         if isinstance(reply, web.Response):
             return reply
         text = _reply_text(reply, _responses_user_texts(body.get("input")))

@@ -1,0 +1,657 @@
+"""Hierarchical summaries of what was talked about: daily -> weekly -> monthly -> eras.
+
+Seed 004, kept in memory and persisted by the caller (Home Assistant's Store). Each
+summary's id is derived from (group, period type, start), and a summary that was folded
+into a larger one carries a link to it: rerunning an interrupted cycle rewrites the same
+records instead of adding new ones, and "already aggregated?" is one attribute read.
+"""
+
+from collections import Counter
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field
+from datetime import date, datetime, timedelta
+from enum import StrEnum
+import math
+import re
+from typing import Any, Final
+import uuid
+
+
+class PeriodType(StrEnum):
+    """Summary period granularity."""
+
+    DAILY = "daily"
+    WEEKLY = "weekly"
+    MONTHLY = "monthly"
+    ERA = "era"
+
+
+DECAY_CONFIG: Final[dict[str, dict[str, int]]] = {
+    "daily": {
+        "max_age_days": 14,  # Keep 2 weeks of daily
+        "decay_start_days": 7,  # Start decay after 1 week
+        "aggregate_after_days": 7,  # Aggregate to weekly after 7 days
+    },
+    "weekly": {
+        "max_age_days": 90,  # Keep 3 months of weekly
+        "decay_start_days": 30,  # Start decay after 1 month
+        "aggregate_after_days": 30,  # Aggregate to monthly after 30 days
+    },
+    "monthly": {
+        "max_age_days": 365,  # Keep 1 year of monthly
+        "decay_start_days": 90,  # Start decay after 3 months
+        "archive_after_days": 180,  # Archive (compress) after 6 months
+    },
+    "era": {
+        "max_count": 10,  # Keep last 10 eras
+        "min_duration_days": 14,  # Era must be at least 2 weeks
+    },
+}
+PRUNE_BELOW: Final = 0.1
+# A period is folded into the next one up only with at least this many parts.
+MIN_CHILDREN: Final = 2
+# A monthly whose topic words share less than this (Jaccard) with the era's key topics
+# has drifted away from it.
+ERA_DRIFT_THRESHOLD: Final = 0.7
+TOPIC_EVOLUTION_WEEKS: Final = 12
+# A day with this many messages is as active as a day gets (activity_score 1.0).
+FULL_ACTIVITY_MESSAGES: Final = 50
+SUMMARIES_VERSION: Final = 1
+GROUP_PATTERN = re.compile(r"^[a-z0-9](?:[a-z0-9_]{0,126}[a-z0-9])?$")
+HOME_GROUP: Final = "home"
+_ID_NAMESPACE = uuid.UUID("7f0c5a52-3a43-4c1e-9b7e-6d2b6f1e0a04")
+
+
+class SummaryError(ValueError):
+    """Bad input; `key` is the translation key, `placeholders` name the values."""
+
+    def __init__(self, translation_key: str, **placeholders: Any) -> None:
+        super().__init__(translation_key, placeholders)
+        self.key = translation_key
+        self.placeholders = {name: str(value) for name, value in placeholders.items()}
+
+
+def validate_group(group_id: str) -> str:
+    """A group id is a slug: users name it in service calls and it keys stored data."""
+    if not isinstance(group_id, str) or not GROUP_PATTERN.match(group_id):
+        raise SummaryError("invalid_group", group=group_id)
+    return group_id
+
+
+def validate_period_type(value: str) -> PeriodType:
+    """A period type by its name, or a SummaryError."""
+    try:
+        return PeriodType(value)
+    except ValueError as err:
+        raise SummaryError("invalid_period_type", period_type=value) from err
+
+
+def calculate_decay_score(created_at: str, period_type: str, now: datetime) -> float:
+    """Returns 1.0 for fresh, decays to 0.0 at max_age (the seed's formula).
+
+    Uses exponential decay: score = e^(-λt) where λ = ln(2) / half_life_days. Eras do not
+    decay: they are bounded by count instead.
+    """
+    config = DECAY_CONFIG[period_type]
+    if "decay_start_days" not in config:
+        return 1.0
+    age_days = (now - datetime.fromisoformat(created_at.replace("Z", "+00:00"))).days
+    if age_days < config["decay_start_days"]:
+        return 1.0
+    decay_period = config["max_age_days"] - config["decay_start_days"]
+    half_life = decay_period / 3  # Reach ~0.125 at max_age
+    effective_age = age_days - config["decay_start_days"]
+    lambda_ = math.log(2) / half_life
+    return max(0.0, math.exp(-lambda_ * effective_age))
+
+
+def summary_id(group_id: str, period_type: PeriodType, period_start: str) -> str:
+    """The same period of the same group always has the same id."""
+    return str(uuid.uuid5(_ID_NAMESPACE, f"{group_id}|{period_type.value}|{period_start}"))
+
+
+@dataclass(slots=True)
+class GroupSummary:
+    """One period of one group's talk; every field of the seed but the vector."""
+
+    summary_id: str
+    agent_id: str
+    group_id: str
+    period_type: PeriodType
+    period_start: str
+    period_end: str
+    summary: str
+    topics: list[str] = field(default_factory=list)
+    highlights: list[str] = field(default_factory=list)
+    active_users: list[str] = field(default_factory=list)
+    message_count: int = 0
+    activity_score: float = 0.5
+    decay_score: float = 1.0
+    created_at: str = ""
+    aggregated_from: list[str] = field(default_factory=list)
+    # Ours: the summary this one was folded into, and whether no LLM wrote it.
+    aggregated_into: str | None = None
+    extractive: bool = False
+
+    def as_dict(self) -> dict[str, Any]:
+        """The stored and service shape (fresh lists: safe to hand to another thread)."""
+        return {
+            "summary_id": self.summary_id,
+            "agent_id": self.agent_id,
+            "group_id": self.group_id,
+            "period_type": self.period_type.value,
+            "period_start": self.period_start,
+            "period_end": self.period_end,
+            "summary": self.summary,
+            "topics": list(self.topics),
+            "highlights": list(self.highlights),
+            "active_users": list(self.active_users),
+            "message_count": self.message_count,
+            "activity_score": self.activity_score,
+            "decay_score": self.decay_score,
+            "created_at": self.created_at,
+            "aggregated_from": list(self.aggregated_from),
+            "aggregated_into": self.aggregated_into,
+            "extractive": self.extractive,
+        }
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> "GroupSummary":
+        """A stored summary."""
+        return cls(
+            summary_id=str(data["summary_id"]),
+            agent_id=str(data.get("agent_id", "")),
+            group_id=str(data["group_id"]),
+            period_type=PeriodType(data["period_type"]),
+            period_start=str(data["period_start"]),
+            period_end=str(data["period_end"]),
+            summary=str(data.get("summary", "")),
+            topics=[str(t) for t in data.get("topics", [])],
+            highlights=[str(h) for h in data.get("highlights", [])],
+            active_users=[str(u) for u in data.get("active_users", [])],
+            message_count=int(data.get("message_count", 0)),
+            activity_score=float(data.get("activity_score", 0.5)),
+            decay_score=float(data.get("decay_score", 1.0)),
+            created_at=str(data.get("created_at", "")),
+            aggregated_from=[str(i) for i in data.get("aggregated_from", [])],
+            aggregated_into=data.get("aggregated_into"),
+            extractive=bool(data.get("extractive", False)),
+        )
+
+
+@dataclass(slots=True)
+class GroupProfile:
+    """What a group is about now: last summary, 12 weeks of topics, the current era."""
+
+    group_id: str
+    summary: str = ""
+    topic_evolution: list[dict[str, Any]] = field(default_factory=list)
+    current_era: dict[str, Any] | None = None
+
+    def as_dict(self) -> dict[str, Any]:
+        """The stored and service shape."""
+        return {
+            "group_id": self.group_id,
+            "summary": self.summary,
+            "topic_evolution": [
+                {**week, "topics": list(week["topics"])} for week in self.topic_evolution
+            ],
+            "current_era": None
+            if self.current_era is None
+            else {**self.current_era, "key_topics": list(self.current_era["key_topics"])},
+        }
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> "GroupProfile":
+        """A stored profile."""
+        return cls(
+            group_id=str(data["group_id"]),
+            summary=str(data.get("summary", "")),
+            topic_evolution=list(data.get("topic_evolution", [])),
+            current_era=data.get("current_era"),
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class AggregationJob:
+    """One summary to (re)write from its parts: a week of dailies, a month of weeklies."""
+
+    group_id: str
+    period_type: PeriodType
+    period_start: str
+    period_end: str
+    children: tuple[GroupSummary, ...]
+
+    @property
+    def summary_id(self) -> str:
+        """The id the result gets."""
+        return summary_id(self.group_id, self.period_type, self.period_start)
+
+
+@dataclass(frozen=True, slots=True)
+class Written:
+    """What the text of a summary says, whoever wrote it."""
+
+    summary: str
+    topics: list[str]
+    highlights: list[str]
+    active_users: list[str]
+    extractive: bool
+    is_era_shift: bool = False
+    theme: str = ""
+
+
+def week_start(day: date) -> date:
+    """The Monday of day's week."""
+    return day - timedelta(days=day.weekday())
+
+
+def month_end(first: date) -> date:
+    """The last day of the month that starts at first."""
+    following = date(first.year + first.month // 12, first.month % 12 + 1, 1)
+    return following - timedelta(days=1)
+
+
+def activity_score(message_count: int) -> float:
+    """How busy a day was, 0-1."""
+    return min(1.0, message_count / FULL_ACTIVITY_MESSAGES)
+
+
+def merge_active_users(children: Iterable[GroupSummary]) -> list[str]:
+    """Active users of the parts, the most often active first (the seed's top 5)."""
+    counter: Counter[str] = Counter()
+    for child in children:
+        counter.update(child.active_users)
+    return [user for user, _ in counter.most_common(5)]
+
+
+class SummaryBook:
+    """Every group's summaries and profile, indexed by group and period type."""
+
+    def __init__(self) -> None:
+        self._by_id: dict[str, GroupSummary] = {}
+        self._by_kind: dict[tuple[str, PeriodType], dict[str, GroupSummary]] = {}
+        self.profiles: dict[str, GroupProfile] = {}
+        # The last local day whose dailies were written by the daily run.
+        self.summarised_through: str | None = None
+
+    def __len__(self) -> int:
+        return len(self._by_id)
+
+    def __iter__(self) -> Iterator[GroupSummary]:
+        return iter(self._by_id.values())
+
+    def get(self, summary_id_: str) -> GroupSummary | None:
+        """One summary by id."""
+        return self._by_id.get(summary_id_)
+
+    def groups(self) -> list[str]:
+        """Every group with a summary or a profile, sorted."""
+        return sorted({group for group, _ in self._by_kind} | set(self.profiles))
+
+    def of(self, group_id: str, period_type: PeriodType) -> list[GroupSummary]:
+        """A group's summaries of one type, in no particular order."""
+        return list(self._by_kind.get((group_id, period_type), {}).values())
+
+    def newest(self, group_id: str, period_type: PeriodType, limit: int) -> list[GroupSummary]:
+        """A group's latest summaries of one type, newest first."""
+        found = self._by_kind.get((group_id, period_type), {}).values()
+        return sorted(found, key=lambda s: s.period_start, reverse=True)[:limit]
+
+    def put(self, summary: GroupSummary) -> None:
+        """Add or replace (same id: same group, period and start)."""
+        self._by_id[summary.summary_id] = summary
+        self._by_kind.setdefault((summary.group_id, summary.period_type), {})[
+            summary.summary_id
+        ] = summary
+
+    def remove(self, summary: GroupSummary) -> None:
+        """Forget one summary."""
+        self._by_id.pop(summary.summary_id, None)
+        kind = self._by_kind.get((summary.group_id, summary.period_type))
+        if kind is not None:
+            kind.pop(summary.summary_id, None)
+            if not kind:
+                del self._by_kind[(summary.group_id, summary.period_type)]
+
+    def profile(self, group_id: str) -> GroupProfile:
+        """A group's profile, made on first use."""
+        if (profile := self.profiles.get(group_id)) is None:
+            profile = self.profiles[group_id] = GroupProfile(group_id)
+        return profile
+
+    def as_dict(self) -> dict[str, Any]:
+        """Everything, as stored."""
+        return {
+            "summaries": [summary.as_dict() for summary in self._by_id.values()],
+            "profiles": {group: p.as_dict() for group, p in self.profiles.items()},
+            "summarised_through": self.summarised_through,
+        }
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> "SummaryBook":
+        """A stored book."""
+        book = cls()
+        for item in data.get("summaries", []):
+            book.put(GroupSummary.from_dict(item))
+        for group, profile in data.get("profiles", {}).items():
+            book.profiles[group] = GroupProfile.from_dict({**profile, "group_id": group})
+        book.summarised_through = data.get("summarised_through")
+        return book
+
+    def write_daily(
+        self,
+        group_id: str,
+        day: date,
+        written: Written,
+        message_count: int,
+        agent_id: str,
+        now: str,
+    ) -> GroupSummary:
+        """A group's day; written again for the same day, it keeps its id, age and link."""
+        sid = summary_id(group_id, PeriodType.DAILY, day.isoformat())
+        previous = self._by_id.get(sid)
+        daily = GroupSummary(
+            summary_id=sid,
+            agent_id=agent_id,
+            group_id=group_id,
+            period_type=PeriodType.DAILY,
+            period_start=day.isoformat(),
+            period_end=day.isoformat(),
+            summary=written.summary,
+            topics=written.topics[:7],
+            highlights=written.highlights[:3],
+            active_users=written.active_users[:5],
+            message_count=message_count,
+            activity_score=activity_score(message_count),
+            created_at=previous.created_at if previous is not None else now,
+            aggregated_into=None if previous is None else previous.aggregated_into,
+            extractive=written.extractive,
+        )
+        self.put(daily)
+        profile = self.profile(group_id)
+        if not profile.topic_evolution:
+            profile.summary = daily.summary
+        return daily
+
+    # -- The aggregation cycle (seed: run_aggregation_cycle) -------------------------------
+
+    def update_decay_scores(self, now: datetime) -> None:
+        """Every summary's decay score, in place."""
+        for summary in self._by_id.values():
+            summary.decay_score = calculate_decay_score(
+                summary.created_at, summary.period_type.value, now
+            )
+
+    def prune_expired(self, min_decay_score: float = PRUNE_BELOW) -> int:
+        """Delete summaries whose decay score fell below the threshold; how many went."""
+        expired = [s for s in self._by_id.values() if s.decay_score < min_decay_score]
+        for summary in expired:
+            self.remove(summary)
+        return len(expired)
+
+    def plan(self, group_id: str, period_type: PeriodType, today: date) -> list[AggregationJob]:
+        """The summaries of the next type up that period_type's finished parts call for.
+
+        The seed's get_summaries_to_aggregate and _group_by_week/_group_by_month, linear:
+        parts whose period ended more than aggregate_after_days ago, bucketed by week
+        (dailies) or month (weeklies). A bucket is (re)written when it holds a part not
+        yet folded in, and at least MIN_CHILDREN parts; parts already folded into this
+        bucket's summary go in again, so a late part extends it instead of duplicating it.
+        """
+        target = PeriodType.WEEKLY if period_type is PeriodType.DAILY else PeriodType.MONTHLY
+        after = DECAY_CONFIG[period_type.value]["aggregate_after_days"]
+        cutoff = (today - timedelta(days=after)).isoformat()
+        buckets: dict[str, list[GroupSummary]] = {}
+        for part in self._by_kind.get((group_id, period_type), {}).values():
+            if part.period_end >= cutoff:
+                continue
+            start = date.fromisoformat(part.period_start)
+            key = week_start(start) if target is PeriodType.WEEKLY else start.replace(day=1)
+            buckets.setdefault(key.isoformat(), []).append(part)
+        jobs: list[AggregationJob] = []
+        for start_text, parts in sorted(buckets.items()):
+            parent = summary_id(group_id, target, start_text)
+            members = [p for p in parts if p.aggregated_into in (None, parent)]
+            if len(members) < MIN_CHILDREN or all(p.aggregated_into for p in members):
+                continue
+            start = date.fromisoformat(start_text)
+            end = start + timedelta(days=6) if target is PeriodType.WEEKLY else month_end(start)
+            members.sort(key=lambda p: p.period_start)
+            jobs.append(
+                AggregationJob(group_id, target, start_text, end.isoformat(), tuple(members))
+            )
+        return jobs
+
+    def fold(self, job: AggregationJob, written: Written, agent_id: str, now: str) -> GroupSummary:
+        """Write a job's summary and link its parts to it, in one step (nothing half-done)."""
+        previous = self._by_id.get(job.summary_id)
+        parent = GroupSummary(
+            summary_id=job.summary_id,
+            agent_id=agent_id,
+            group_id=job.group_id,
+            period_type=job.period_type,
+            period_start=job.period_start,
+            period_end=job.period_end,
+            summary=written.summary,
+            topics=written.topics[:7],
+            highlights=written.highlights[:4],
+            active_users=written.active_users[:5] or merge_active_users(job.children),
+            message_count=sum(c.message_count for c in job.children),
+            activity_score=sum(c.activity_score for c in job.children) / len(job.children),
+            created_at=previous.created_at if previous is not None else now,
+            aggregated_from=[c.summary_id for c in job.children],
+            aggregated_into=None if previous is None else previous.aggregated_into,
+            extractive=written.extractive,
+        )
+        self.put(parent)
+        for child in job.children:
+            child.aggregated_into = parent.summary_id
+        if parent.period_type is PeriodType.WEEKLY:
+            self._note_week(parent)
+        return parent
+
+    def _note_week(self, weekly: GroupSummary) -> None:
+        """The profile's topic evolution: one point per week, the last 12 weeks."""
+        profile = self.profile(weekly.group_id)
+        year, week, _ = date.fromisoformat(weekly.period_start).isocalendar()
+        label = f"{year}-W{week:02d}"
+        points = {p["week"]: p for p in profile.topic_evolution}
+        points[label] = {
+            "week": label,
+            "topics": list(weekly.topics),
+            "activity_score": weekly.activity_score,
+        }
+        profile.topic_evolution = [points[k] for k in sorted(points)][-TOPIC_EVOLUTION_WEEKS:]
+        profile.summary = weekly.summary
+
+    def note_era(self, monthly: GroupSummary, written: Written) -> bool:
+        """Era detection (the seed's TODO); True when this monthly started a new era.
+
+        A group's first monthly starts its first era. Later, a monthly starts a new one
+        when the LLM says the talk shifted or its topics drifted past ERA_DRIFT_THRESHOLD
+        from the era's key topics, and the current era has lasted min_duration_days.
+        """
+        profile = self.profile(monthly.group_id)
+        era = profile.current_era
+        if era is not None and era.get("founded_by") == monthly.summary_id:
+            era["key_topics"] = list(monthly.topics)
+            era["theme"] = written.theme or era["theme"]
+            self._write_era(monthly.group_id, era, monthly, monthly.created_at)
+            return False
+        lasted = (
+            0
+            if era is None
+            else (date.fromisoformat(monthly.period_start) - date.fromisoformat(era["started"]))
+        )
+        long_enough = era is None or (
+            isinstance(lasted, timedelta)
+            and lasted.days >= DECAY_CONFIG["era"]["min_duration_days"]
+        )
+        drifted = era is None or (
+            written.is_era_shift
+            or topic_drift(monthly.topics, era["key_topics"]) > ERA_DRIFT_THRESHOLD
+        )
+        if era is not None and not (long_enough and drifted):
+            self._extend_era(monthly.group_id, era, monthly)
+            return False
+        if era is not None:
+            old = self._by_id.get(summary_id(monthly.group_id, PeriodType.ERA, era["started"]))
+            if old is not None and monthly.summary_id in old.aggregated_from:
+                old.aggregated_from.remove(monthly.summary_id)
+        profile.current_era = {
+            "started": monthly.period_start,
+            "theme": written.theme or ", ".join(monthly.topics[:3]),
+            "key_topics": list(monthly.topics),
+            "founded_by": monthly.summary_id,
+        }
+        self._write_era(monthly.group_id, profile.current_era, monthly, monthly.created_at)
+        self._keep_last_eras(monthly.group_id)
+        return True
+
+    def _extend_era(self, group_id: str, era: dict[str, Any], monthly: GroupSummary) -> None:
+        record = self._by_id.get(summary_id(group_id, PeriodType.ERA, era["started"]))
+        if record is None:
+            return
+        if monthly.summary_id not in record.aggregated_from:
+            record.aggregated_from.append(monthly.summary_id)
+        record.period_end = max(record.period_end, monthly.period_end)
+        record.message_count = sum(
+            s.message_count for i in record.aggregated_from if (s := self._by_id.get(i))
+        )
+
+    def _write_era(
+        self, group_id: str, era: dict[str, Any], monthly: GroupSummary, now: str
+    ) -> None:
+        era_id = summary_id(group_id, PeriodType.ERA, era["started"])
+        previous = self._by_id.get(era_id)
+        children = list(previous.aggregated_from) if previous is not None else []
+        if monthly.summary_id not in children:
+            children.append(monthly.summary_id)
+        self.put(
+            GroupSummary(
+                summary_id=era_id,
+                agent_id=monthly.agent_id,
+                group_id=group_id,
+                period_type=PeriodType.ERA,
+                period_start=era["started"],
+                period_end=max(monthly.period_end, previous.period_end if previous else ""),
+                summary=era["theme"] if not monthly.summary else monthly.summary,
+                topics=list(era["key_topics"]),
+                highlights=list(monthly.highlights),
+                active_users=list(monthly.active_users),
+                message_count=sum(s.message_count for i in children if (s := self._by_id.get(i))),
+                activity_score=monthly.activity_score,
+                created_at=previous.created_at if previous is not None else now,
+                aggregated_from=children,
+                extractive=monthly.extractive,
+            )
+        )
+
+    def _keep_last_eras(self, group_id: str) -> None:
+        eras = self.newest(group_id, PeriodType.ERA, len(self._by_id))
+        for old in eras[DECAY_CONFIG["era"]["max_count"] :]:
+            self.remove(old)
+
+    def context(self, group_id: str) -> dict[PeriodType, list[GroupSummary]]:
+        """What a turn carries of the group's past: last month, 2 weeks, 3 days."""
+        return {
+            PeriodType.MONTHLY: self.newest(group_id, PeriodType.MONTHLY, 1),
+            PeriodType.WEEKLY: self.newest(group_id, PeriodType.WEEKLY, 2),
+            PeriodType.DAILY: self.newest(group_id, PeriodType.DAILY, 3),
+        }
+
+
+# -- Topic words and the extractive fallback ------------------------------------------------
+
+_WORD = re.compile(r"[^\W\d_][\w'-]*", re.UNICODE)
+_SENTENCE = re.compile(r"(?<=[.!?])\s+|\n+")
+STOPWORDS: Final = frozenset(
+    """a about above after again against all am an and any are as at be because been before
+    being below between both but by can could did do does doing down during each few for from
+    further had has have having he her here hers herself him himself his how i if in into is it
+    its itself just let me more most my myself no nor not now of off on once only or other our
+    ours ourselves out over own same she should so some such than that the their theirs them
+    themselves then there these they this those through to too under until up very was we were
+    what when where which while who whom why will with would you your yours yourself
+    yourselves please thanks thank okay ok yes yeah hey hi hello what's it's i'm don't can't
+    you're that's there's let's also get got go going want like know think tell said say
+    today tomorrow yesterday would could should much many one two turn set""".split()  # noqa: SIM905
+)
+
+
+def topic_words(text: str) -> list[str]:
+    """Lower-case words of three letters or more that are not filler."""
+    return [
+        w
+        for w in (m.group().lower().strip("'-") for m in _WORD.finditer(text))
+        if len(w) >= 3 and w not in STOPWORDS
+    ]
+
+
+def topic_drift(topics: Iterable[str], key_topics: Iterable[str]) -> float:
+    """1 - Jaccard similarity of the topic words: 0 same subject, 1 nothing shared."""
+    new = set(topic_words(" ".join(topics)))
+    old = set(topic_words(" ".join(key_topics)))
+    if not new and not old:
+        return 0.0
+    return 1.0 - len(new & old) / len(new | old)
+
+
+def extractive_summary(
+    texts: Iterable[str],
+    max_sentences: int = 3,
+    max_topics: int = 5,
+    topic_hints: Iterable[str] = (),
+) -> tuple[str, list[str], list[str]]:
+    """(summary, topics, highlights) without an LLM: top sentences by topic-word weight.
+
+    Sentences score by the frequency of their topic words across all the text (divided
+    by their length, so long sentences do not win by size); the best keep their original
+    order. Topics are the most frequent topic words, after any hints (the topics of the
+    parts, when summarising summaries).
+    """
+    sentences: list[str] = []
+    for text in texts:
+        sentences.extend(s.strip() for s in _SENTENCE.split(text) if s.strip())
+    counts: Counter[str] = Counter()
+    for sentence in sentences:
+        counts.update(topic_words(sentence))
+    hinted = Counter(topic_hints)
+    topics = [t for t, _ in hinted.most_common(max_topics)]
+    for word, _ in counts.most_common():
+        if len(topics) >= max_topics:
+            break
+        if word not in topics:
+            topics.append(word)
+    scored = []
+    for index, sentence in enumerate(dict.fromkeys(sentences)):
+        words = topic_words(sentence)
+        if words:
+            scored.append((sum(counts[w] for w in words) / math.sqrt(len(words)), index, sentence))
+    best = sorted(scored, key=lambda item: (-item[0], item[1]))[:max_sentences]
+    chosen = [sentence for _, _, sentence in sorted(best, key=lambda item: item[1])]
+    summary = " ".join(chosen) if chosen else "No conversation worth summarising."
+    return summary, topics, chosen[:4]
+
+
+def transcript_lines(messages: Iterable[tuple[str, str, str]]) -> list[str]:
+    """(time, speaker, text) as lines for the model; `<` escaped so no line closes a tag."""
+    return [f"{when} {speaker}: {text}".replace("<", "\\u003c") for when, speaker, text in messages]
+
+
+def summary_line(summary: GroupSummary) -> str:
+    """One part, as the model sees it when summarising the period above."""
+    text = (
+        f"{summary.period_start} to {summary.period_end} ({summary.message_count} messages, "
+        f"activity {summary.activity_score:.1f}): {summary.summary} "
+        f"Topics: {', '.join(summary.topics)}. Highlights: {'; '.join(summary.highlights)}"
+    )
+    return text.replace("<", "\\u003c")
+
+
+def migrate_summaries(version: int, data: dict[str, Any]) -> dict[str, Any]:
+    """Version 1 is the first; a newer file is refused."""
+    if version > SUMMARIES_VERSION:
+        raise ValueError(f"summaries stored by a newer version ({version})")
+    return data

@@ -1,0 +1,446 @@
+"""The summaries' Home Assistant side: read the day's talk, ask the model, run the cycle.
+
+One SummaryKeeper for the installation. The entry whose options turn summaries on
+writes them with its first agent's deployment (the first such entry loaded; another takes
+over when it unloads); with none, or the model unreachable, summaries are extractive and
+are written again by the model on a later cycle. The day's talk is read back from the
+history database's Communication events.
+"""
+
+import asyncio
+from collections import Counter
+from dataclasses import dataclass
+from datetime import date, datetime, time, timedelta
+import logging
+from typing import Any
+
+from homeassistant.config_entries import ConfigEntry
+from homeassistant.core import CALLBACK_TYPE, HomeAssistant, callback
+from homeassistant.exceptions import HomeAssistantError
+from homeassistant.helpers import entity_registry as er
+from homeassistant.helpers.event import async_track_time_change
+from homeassistant.util import dt as dt_util, slugify
+from homeassistant.util.hass_dict import HassKey
+
+from .const import (
+    CONF_SUMMARIES,
+    CONF_SUMMARY_GROUP_MODE,
+    CONF_SUMMARY_TIME,
+    DOMAIN,
+    RECOMMENDED_OPTIONS,
+    RECOMMENDED_SUMMARY_GROUP_MODE,
+    SUBENTRY_AGENT,
+    SUMMARY_GROUP_DEVICE,
+    SUMMARY_GROUP_USER,
+)
+from .llm.client import request_options
+from .llm.summarize import Summarizer, SummaryUnavailable
+from .memory.history import HistoryEventType, HistoryQuery
+from .memory.history_models import MAX_QUERY_LIMIT
+from .memory.summaries import (
+    HOME_GROUP,
+    AggregationJob,
+    GroupSummary,
+    PeriodType,
+    Written,
+    extractive_summary,
+    summary_line,
+    transcript_lines,
+)
+from .recording import HistoryRecorder
+from .storage import SummaryStore
+
+_LOGGER = logging.getLogger(__name__)
+
+DATA_SUMMARIES: HassKey["SummaryKeeper"] = HassKey(f"{DOMAIN}_summaries")
+# On a first run, or after a long downtime, at most this many finished days are summarised
+# (older dailies would be past their decay anyway).
+CATCH_UP_DAYS = 14
+# Extractive summaries the model rewrites per cycle, at most.
+MAX_REWRITES = 10
+
+
+@dataclass(frozen=True)
+class SummaryWriter:
+    """The entry (and its first agent) that writes the summaries, and how."""
+
+    entry_id: str
+    agent_id: str
+    summarizer: Summarizer | None
+    group_mode: str
+    daily_time: time
+
+
+@dataclass(frozen=True)
+class DayMessage:
+    """One message of the day, as the summary sees it."""
+
+    when: float
+    group: str
+    speaker: str
+    text: str
+
+
+def group_of(
+    mode: str, device_id: str | None, satellite_id: str | None, user_id: str | None
+) -> str:
+    """Where talk happens, as a slug: the satellite/device, the user, or the home."""
+    if mode == SUMMARY_GROUP_DEVICE and (satellite_id or device_id):
+        return slugify(satellite_id or device_id) or HOME_GROUP
+    if mode == SUMMARY_GROUP_USER and user_id:
+        return slugify(user_id) or HOME_GROUP
+    return HOME_GROUP
+
+
+def _empty_counts() -> dict[str, int]:
+    return {"daily": 0, "weekly": 0, "monthly": 0, "pruned": 0, "eras": 0}
+
+
+class SummaryKeeper:
+    """The installation's summaries: daily run, catch-up, on-demand runs, one at a time."""
+
+    def __init__(self, hass: HomeAssistant, store: SummaryStore, recorder: HistoryRecorder) -> None:
+        self.hass = hass
+        self.store = store
+        self.recorder = recorder
+        self.writers: dict[str, SummaryWriter] = {}
+        self.lock = asyncio.Lock()
+        self._cancel_schedule: CALLBACK_TYPE | None = None
+        self._scheduled_writer: SummaryWriter | None = None
+
+    @property
+    def writer(self) -> SummaryWriter | None:
+        """The entry that writes, if any: the first one loaded with summaries on."""
+        return next(iter(self.writers.values()), None)
+
+    @property
+    def group_mode(self) -> str:
+        """How talk is grouped: by the writer's option."""
+        writer = self.writer
+        return writer.group_mode if writer is not None else RECOMMENDED_SUMMARY_GROUP_MODE
+
+    @callback
+    def async_add_writer(self, writer: SummaryWriter) -> None:
+        """An entry with summaries on is loaded: it may write, and missed days catch up."""
+        self.writers[writer.entry_id] = writer
+        self._async_reschedule()
+
+    @callback
+    def async_remove_writer(self, entry_id: str) -> None:
+        """The entry unloads; the next one with summaries on takes over."""
+        if self.writers.pop(entry_id, None) is not None:
+            self._async_reschedule()
+
+    @callback
+    def _async_reschedule(self) -> None:
+        writer = self.writer
+        if writer == self._scheduled_writer:
+            return
+        if self._cancel_schedule is not None:
+            self._cancel_schedule()
+            self._cancel_schedule = None
+        self._scheduled_writer = writer
+        if writer is None:
+            return
+        self._cancel_schedule = async_track_time_change(
+            self.hass,
+            self._async_daily,
+            hour=writer.daily_time.hour,
+            minute=writer.daily_time.minute,
+            second=writer.daily_time.second,
+        )
+        # Days missed while Home Assistant was down; set-up does not wait for them.
+        self.hass.async_create_background_task(self.async_run(), f"{DOMAIN} summaries catch-up")
+
+    async def _async_daily(self, _now: datetime) -> None:
+        await self.async_run()
+
+    @callback
+    def async_stop(self) -> None:
+        """No more daily runs (the last entry unloaded, or Home Assistant stops)."""
+        self.writers.clear()
+        self._async_reschedule()
+
+    async def async_run(self, day: date | None = None) -> dict[str, int]:
+        """Summarise day (any day, today included), or every finished day not yet done; then
+        the aggregation cycle. Counts per period type."""
+        counts = _empty_counts()
+        async with self.lock:
+            book = self.store.book
+            # Earlier summaries the model could not write, before today's new ones.
+            await self._async_rewrite_extractive()
+            if day is not None:
+                counts["daily"] += await self._async_summarise_day(day)
+            else:
+                yesterday = dt_util.now().date() - timedelta(days=1)
+                first = yesterday - timedelta(days=CATCH_UP_DAYS - 1)
+                if book.summarised_through is not None:
+                    first = max(
+                        first, date.fromisoformat(book.summarised_through) + timedelta(days=1)
+                    )
+                current = first
+                while current <= yesterday:
+                    counts["daily"] += await self._async_summarise_day(current)
+                    book.summarised_through = current.isoformat()
+                    self.store.async_changed()
+                    current += timedelta(days=1)
+            await self._async_cycle(counts)
+        return counts
+
+    # -- Dailies ---------------------------------------------------------------------------
+
+    async def _async_day_messages(self, day: date) -> list[DayMessage]:
+        """The day's Communication events (local day), grouped by the writer's mode."""
+        start = dt_util.start_of_local_day(day)
+        end = dt_util.start_of_local_day(day + timedelta(days=1))
+        events = []
+        offset = 0
+        while True:
+            query = HistoryQuery(
+                event_type=HistoryEventType.COMMUNICATION,
+                start_time=start.timestamp(),
+                end_time=end.timestamp() - 1e-6,
+                limit=MAX_QUERY_LIMIT,
+                offset=offset,
+                ascending=True,
+            )
+            page, total = await self.recorder.async_run(self.recorder.store.query_events, query)
+            events.extend(page)
+            offset += len(page)
+            if not page or offset >= total:
+                break
+        mode = self.group_mode
+        sessions: dict[str | None, str] = {}
+        names: dict[str, str] = {}
+        messages: list[DayMessage] = []
+        for event in events:
+            data = event.event_data if isinstance(event.event_data, dict) else {}
+            text = data.get("text")
+            if not isinstance(text, str) or not text.strip():
+                continue
+            if data.get("direction") == "in":
+                user_id = data.get("user_id")
+                group = group_of(mode, data.get("device_id"), data.get("satellite_id"), user_id)
+                sessions[event.session_id] = group
+                speaker = "user"
+                if isinstance(user_id, str):
+                    if user_id not in names:
+                        user = await self.hass.auth.async_get_user(user_id)
+                        names[user_id] = user.name if user is not None and user.name else "user"
+                    speaker = names[user_id]
+            else:
+                group = sessions.get(event.session_id, HOME_GROUP)
+                speaker = "assistant"
+            messages.append(DayMessage(event.timestamp, group, speaker, text.strip()))
+        return messages
+
+    async def _async_summarise_day(self, day: date, only: set[str] | None = None) -> int:
+        """Write each group's daily summary of day; how many were written."""
+        try:
+            messages = await self._async_day_messages(day)
+        except HomeAssistantError as err:
+            _LOGGER.warning("Summaries of %s skipped: the history is unavailable (%s)", day, err)
+            return 0
+        by_group: dict[str, list[DayMessage]] = {}
+        for message in messages:
+            by_group.setdefault(message.group, []).append(message)
+        writer = self.writer
+        written_count = 0
+        for group, talk in sorted(by_group.items()):
+            if only is not None and group not in only:
+                continue
+            tz = dt_util.get_default_time_zone()
+            lines = transcript_lines(
+                (datetime.fromtimestamp(m.when, tz).strftime("%H:%M"), m.speaker, m.text)
+                for m in talk
+            )
+            users = [
+                u
+                for u, _ in Counter(
+                    m.speaker for m in talk if m.speaker != "assistant"
+                ).most_common(5)
+            ]
+            written = await self._async_write(
+                f"{group} {day}",
+                None
+                if writer is None or writer.summarizer is None
+                else writer.summarizer.daily(group, day.isoformat(), lines),
+                [m.text for m in talk if m.speaker != "assistant"],
+                [],
+                users,
+            )
+            if written is None:
+                continue
+            self.store.book.write_daily(
+                group, day, written, len(talk), writer.agent_id if writer else "", _now_text()
+            )
+            self.store.async_changed()
+            written_count += 1
+        return written_count
+
+    async def _async_write(
+        self,
+        what: str,
+        asking: Any,
+        texts: list[str],
+        hints: list[str],
+        users: list[str],
+        *,
+        fallback: bool = True,
+    ) -> Written | None:
+        """The model's summary, else (when fallback) an extractive one."""
+        if asking is not None:
+            try:
+                answer = await asking
+            except SummaryUnavailable as err:
+                _LOGGER.warning(
+                    "Summary of %s written without the model (%s); it is rewritten later",
+                    what,
+                    err.reason,
+                )
+                if not fallback:
+                    return None
+            else:
+                return Written(
+                    answer["summary"],
+                    answer["topics"],
+                    answer["highlights"],
+                    answer["active_users"] or users,
+                    extractive=False,
+                    is_era_shift=answer.get("is_era_shift", False),
+                    theme=answer.get("theme", ""),
+                )
+        elif not fallback:
+            return None
+        summary, topics, highlights = await self.hass.async_add_executor_job(
+            extractive_summary, texts, 3, 5, hints
+        )
+        return Written(summary, topics, highlights, users, extractive=True)
+
+    # -- The cycle -------------------------------------------------------------------------
+
+    def _ask_for(self, job: AggregationJob) -> Any:
+        writer = self.writer
+        if writer is None or writer.summarizer is None:
+            return None
+        lines = [summary_line(child) for child in job.children]
+        if job.period_type is PeriodType.WEEKLY:
+            return writer.summarizer.weekly(job.group_id, job.period_start, job.period_end, lines)
+        return writer.summarizer.monthly(job.group_id, job.period_start[:7], lines)
+
+    async def _async_fold(
+        self, job: AggregationJob, *, fallback: bool = True
+    ) -> tuple[GroupSummary, Written] | None:
+        written = await self._async_write(
+            f"{job.group_id} {job.period_type} {job.period_start}",
+            self._ask_for(job),
+            [child.summary for child in job.children],
+            [topic for child in job.children for topic in child.topics],
+            [],
+            fallback=fallback,
+        )
+        if written is None:
+            return None
+        writer = self.writer
+        summary = self.store.book.fold(job, written, writer.agent_id if writer else "", _now_text())
+        self.store.async_changed()
+        return summary, written
+
+    async def _async_cycle(self, counts: dict[str, int]) -> None:
+        """The seed's run_aggregation_cycle for every group: decay, weekly, monthly, prune."""
+        book = self.store.book
+        book.update_decay_scores(dt_util.utcnow())
+        today = dt_util.now().date()
+        for group in book.groups():
+            for job in book.plan(group, PeriodType.DAILY, today):
+                if await self._async_fold(job) is not None:
+                    counts["weekly"] += 1
+            for job in book.plan(group, PeriodType.WEEKLY, today):
+                if (folded := await self._async_fold(job)) is not None:
+                    counts["monthly"] += 1
+                    if book.note_era(*folded):
+                        counts["eras"] += 1
+        counts["pruned"] += book.prune_expired()
+        self.store.async_changed()
+
+    async def _async_rewrite_extractive(self) -> None:
+        """Summaries written without the model, written again by it (a few per cycle)."""
+        writer = self.writer
+        if writer is None or writer.summarizer is None:
+            return
+        book = self.store.book
+        pending = sorted(
+            (s for s in book if s.extractive and s.period_type is not PeriodType.ERA),
+            key=lambda s: s.period_start,
+        )[:MAX_REWRITES]
+        for summary in pending:
+            if summary.period_type is PeriodType.DAILY:
+                day = date.fromisoformat(summary.period_start)
+                await self._async_summarise_day(day, only={summary.group_id})
+                if (again := book.get(summary.summary_id)) is not None and again.extractive:
+                    return  # the model is still unreachable: next cycle
+                continue
+            children = [book.get(i) for i in summary.aggregated_from]
+            if not all(children) or len(children) < 2:
+                continue
+            job = AggregationJob(
+                summary.group_id,
+                summary.period_type,
+                summary.period_start,
+                summary.period_end,
+                tuple(c for c in children if c is not None),
+            )
+            folded = await self._async_fold(job, fallback=False)
+            if folded is None:
+                return
+            if folded[0].period_type is PeriodType.MONTHLY:
+                book.note_era(*folded)
+
+
+def _now_text() -> str:
+    return dt_util.utcnow().isoformat()
+
+
+@callback
+def async_attach_writer(hass: HomeAssistant, entry: ConfigEntry) -> None:
+    """An entry whose options turn summaries on writes them with its first agent."""
+    options = {**RECOMMENDED_OPTIONS, **entry.options}
+    keeper = hass.data.get(DATA_SUMMARIES)
+    if keeper is None or not options[CONF_SUMMARIES]:
+        return
+    agent = next(
+        (sub for sub in entry.subentries.values() if sub.subentry_type == SUBENTRY_AGENT), None
+    )
+    summarizer = None
+    agent_id = ""
+    if agent is not None:
+        runtime = entry.runtime_data
+        summarizer = Summarizer(runtime.client, request_options(runtime.settings, agent.data))
+        agent_id = (
+            er.async_get(hass).async_get_entity_id("conversation", DOMAIN, agent.subentry_id)
+            or agent.title
+        )
+    keeper.async_add_writer(
+        SummaryWriter(
+            entry.entry_id,
+            agent_id,
+            summarizer,
+            options[CONF_SUMMARY_GROUP_MODE],
+            dt_util.parse_time(options[CONF_SUMMARY_TIME]) or time(3, 30),
+        )
+    )
+    entry.async_on_unload(lambda: keeper.async_remove_writer(entry.entry_id))
+
+
+@callback
+def speaker_group(hass: HomeAssistant, user_input: Any) -> str:
+    """The group of whoever speaks in a turn, as the summaries group the talk."""
+    keeper = hass.data.get(DATA_SUMMARIES)
+    mode = keeper.group_mode if keeper is not None else RECOMMENDED_SUMMARY_GROUP_MODE
+    context = getattr(user_input, "context", None)
+    return group_of(
+        mode,
+        user_input.device_id,
+        getattr(user_input, "satellite_id", None),
+        context.user_id if context is not None else None,
+    )

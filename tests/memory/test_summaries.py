@@ -1,0 +1,212 @@
+"""Summaries without Home Assistant: decay, the aggregation plan, eras, the extractive fallback."""
+
+from datetime import UTC, date, datetime, timedelta
+import math
+
+import pytest
+
+from custom_components.azure_openai_memory.memory.summaries import (
+    DECAY_CONFIG,
+    PeriodType,
+    SummaryBook,
+    SummaryError,
+    Written,
+    calculate_decay_score,
+    extractive_summary,
+    summary_id,
+    topic_drift,
+    validate_group,
+)
+
+NOW = datetime(2026, 3, 1, 12, tzinfo=UTC)
+
+
+def seed_decay(age_days: int, period_type: str) -> float:
+    """The seed's formula, written out independently."""
+    config = DECAY_CONFIG[period_type]
+    if age_days < config["decay_start_days"]:
+        return 1.0
+    half_life = (config["max_age_days"] - config["decay_start_days"]) / 3
+    return math.exp(-(math.log(2) / half_life) * (age_days - config["decay_start_days"]))
+
+
+@pytest.mark.parametrize(
+    ("period_type", "age", "expected"),
+    [
+        ("daily", 6, 1.0),
+        ("daily", 7, 1.0),
+        ("daily", 14, 0.125),
+        ("weekly", 50, 0.5),
+        ("monthly", 90, 1.0),
+        ("monthly", 365, 0.125),
+        ("era", 1000, 1.0),
+    ],
+)
+def test_decay_follows_the_seed(period_type: str, age: int, expected: float) -> None:
+    created = (NOW - timedelta(days=age, hours=1)).isoformat()
+    assert calculate_decay_score(created, period_type, NOW) == pytest.approx(expected)
+    if period_type != "era":
+        assert calculate_decay_score(created, period_type, NOW) == pytest.approx(
+            seed_decay(age, period_type)
+        )
+
+
+def written(topics: list[str], *, shift: bool = False, theme: str = "") -> Written:
+    return Written(f"About {', '.join(topics)}.", topics, ["one"], ["Ann"], False, shift, theme)
+
+
+def book_with_days(days: list[date], topics: list[str] | None = None) -> SummaryBook:
+    book = SummaryBook()
+    for day in days:
+        book.write_daily(
+            "kitchen", day, written(topics or ["garden"]), 10, "agent", NOW.isoformat()
+        )
+    return book
+
+
+def test_plan_folds_finished_weeks_with_two_days_or_more() -> None:
+    # Mon 2026-02-02 .. Sun 02-08: three days; Mon 02-09: one day; 02-16 week: two days, too new.
+    days = [date(2026, 2, 2), date(2026, 2, 4), date(2026, 2, 8), date(2026, 2, 9)]
+    days += [date(2026, 2, 16), date(2026, 2, 17)]
+    book = book_with_days(days)
+    jobs = book.plan("kitchen", PeriodType.DAILY, date(2026, 2, 20))
+    assert [(j.period_start, j.period_end, len(j.children)) for j in jobs] == [
+        ("2026-02-02", "2026-02-08", 3)
+    ]
+    weekly = book.fold(jobs[0], written(["garden"]), "agent", NOW.isoformat())
+    assert weekly.summary_id == summary_id("kitchen", PeriodType.WEEKLY, "2026-02-02")
+    assert weekly.aggregated_from == [c.summary_id for c in jobs[0].children]
+    assert all(c.aggregated_into == weekly.summary_id for c in jobs[0].children)
+    assert weekly.message_count == 30
+    # Folded: the same day asks for nothing more, and a rerun would write the same id.
+    assert book.plan("kitchen", PeriodType.DAILY, date(2026, 2, 20)) == []
+    assert len(book.of("kitchen", PeriodType.WEEKLY)) == 1
+
+
+def test_a_late_day_extends_its_week_instead_of_duplicating_it() -> None:
+    book = book_with_days([date(2026, 2, 2), date(2026, 2, 3)])
+    (job,) = book.plan("kitchen", PeriodType.DAILY, date(2026, 2, 20))
+    first = book.fold(job, written(["garden"]), "agent", "2026-02-20T00:00:00+00:00")
+    book.write_daily("kitchen", date(2026, 2, 5), written(["roses"]), 4, "agent", NOW.isoformat())
+    (again,) = book.plan("kitchen", PeriodType.DAILY, date(2026, 2, 21))
+    assert len(again.children) == 3
+    second = book.fold(again, written(["garden", "roses"]), "agent", "2026-02-21T00:00:00+00:00")
+    assert second.summary_id == first.summary_id
+    assert second.created_at == "2026-02-20T00:00:00+00:00"  # its age runs from the first write
+    assert len(book.of("kitchen", PeriodType.WEEKLY)) == 1
+    assert second.message_count == 24
+
+
+def monthly_for(book: SummaryBook, month: date, topics: list[str], **kw: object) -> bool:
+    weeks = [month + timedelta(days=7 * n) for n in range(2)]
+    for start in weeks:
+        for offset in (0, 1):
+            book.write_daily("kitchen", start + timedelta(days=offset), written(topics), 5, "a", "")
+    today = month + timedelta(days=70)
+    for job in book.plan("kitchen", PeriodType.DAILY, today):
+        book.fold(job, written(topics), "a", NOW.isoformat())
+    (job,) = [
+        j
+        for j in book.plan("kitchen", PeriodType.WEEKLY, today)
+        if j.period_start == month.replace(day=1).isoformat()
+    ]
+    text = written(topics, **kw)  # type: ignore[arg-type]
+    monthly = book.fold(job, text, "a", NOW.isoformat())
+    return book.note_era(monthly, text)
+
+
+def test_eras_start_on_drift_or_when_the_model_says_so() -> None:
+    book = SummaryBook()
+    assert monthly_for(book, date(2026, 1, 5), ["garden planning", "tomato seeds"]) is True
+    era = book.profiles["kitchen"].current_era
+    assert era is not None
+    assert era["started"] == "2026-01-01"
+    assert era["key_topics"] == ["garden planning", "tomato seeds"]
+    # Same subject: the era goes on.
+    assert monthly_for(book, date(2026, 2, 2), ["garden watering", "tomato seeds"]) is False
+    # A new subject: a new era.
+    assert monthly_for(book, date(2026, 3, 2), ["solar panels", "battery storage"]) is True
+    assert book.profiles["kitchen"].current_era["started"] == "2026-03-01"  # type: ignore[index]
+    # The model marks a shift though topics overlap.
+    assert monthly_for(book, date(2026, 4, 6), ["solar panels"], shift=True, theme="Energy") is True
+    eras = book.newest("kitchen", PeriodType.ERA, 10)
+    assert [e.period_start for e in eras] == ["2026-04-01", "2026-03-01", "2026-01-01"]
+    assert eras[2].period_end == "2026-02-28"
+    assert len(eras[2].aggregated_from) == 2
+
+
+def test_an_era_lasts_at_least_two_weeks() -> None:
+    book = SummaryBook()
+    profile = book.profile("kitchen")
+    profile.current_era = {
+        "started": "2026-02-25",
+        "theme": "x",
+        "key_topics": ["garden"],
+        "founded_by": "none",
+    }
+    assert monthly_for(book, date(2026, 3, 2), ["solar panels"]) is False
+    assert book.profiles["kitchen"].current_era["started"] == "2026-02-25"  # type: ignore[index]
+
+
+def test_only_the_last_ten_eras_are_kept() -> None:
+    book = SummaryBook()
+    for n in range(12):
+        month = date(2026 + n // 12, n % 12 + 1, 1)
+        monday = month + timedelta(days=(7 - month.weekday()) % 7)
+        assert monthly_for(book, monday, [f"subject{n} words{n}"]) is True
+    eras = book.newest("kitchen", PeriodType.ERA, 100)
+    assert len(eras) == DECAY_CONFIG["era"]["max_count"]
+    assert eras[-1].period_start == "2026-03-01"
+
+
+def test_decay_updates_in_place_and_prunes_below_a_tenth() -> None:
+    book = SummaryBook()
+    old = (NOW - timedelta(days=15)).isoformat()
+    fresh = (NOW - timedelta(days=3)).isoformat()
+    book.write_daily("hall", date(2026, 2, 14), written(["a"]), 1, "a", old)
+    book.write_daily("hall", date(2026, 2, 26), written(["b"]), 1, "a", fresh)
+    book.update_decay_scores(NOW)
+    assert book.newest("hall", PeriodType.DAILY, 5)[1].decay_score == pytest.approx(
+        seed_decay(15, "daily")
+    )
+    assert book.prune_expired() == 1
+    assert [s.period_start for s in book.of("hall", PeriodType.DAILY)] == ["2026-02-26"]
+
+
+def test_extractive_summary_keeps_the_weightiest_sentences_and_frequent_topics() -> None:
+    texts = [
+        "Water the tomatoes in the greenhouse tonight.",
+        "Hi.",
+        "The greenhouse tomatoes need more water when it is hot.",
+        "What time is it?",
+        "Close the greenhouse vents at sunset.",
+    ]
+    summary, topics, highlights = extractive_summary(texts, max_sentences=2, max_topics=3)
+    assert topics == ["greenhouse", "water", "tomatoes"]  # ties: first seen first
+    assert summary == (
+        "Water the tomatoes in the greenhouse tonight. "
+        "The greenhouse tomatoes need more water when it is hot."
+    )
+    assert highlights == summary.replace("tonight. ", "tonight.|").split("|")
+
+
+def test_topic_drift_is_one_minus_jaccard_of_topic_words() -> None:
+    assert topic_drift(["garden planning"], ["garden planning"]) == 0.0
+    assert topic_drift(["garden planning"], ["solar panels"]) == 1.0
+    assert topic_drift(["garden planning"], ["garden watering"]) == pytest.approx(1 - 1 / 3)
+
+
+def test_the_book_survives_its_stored_form() -> None:
+    book = book_with_days([date(2026, 2, 2), date(2026, 2, 3)])
+    (job,) = book.plan("kitchen", PeriodType.DAILY, date(2026, 2, 20))
+    book.fold(job, written(["garden"]), "agent", NOW.isoformat())
+    book.summarised_through = "2026-02-19"
+    again = SummaryBook.from_dict(book.as_dict())
+    assert again.as_dict() == book.as_dict()
+
+
+@pytest.mark.parametrize("bad", ["Kitchen", "a b", "", "../x", "x_", 3])
+def test_group_ids_are_slugs(bad: object) -> None:
+    with pytest.raises(SummaryError) as err:
+        validate_group(bad)  # type: ignore[arg-type]
+    assert err.value.key == "invalid_group"
