@@ -18,6 +18,8 @@ import uuid
 
 from aiohttp import web
 
+from . import develop
+
 DEFAULT_KEY = "stub-key-0123456789"
 DEFAULT_DEPLOYMENTS = ("gpt-4o-mini", "o4-mini")
 _API_VERSION = re.compile(r"^\d{4}-\d{2}-\d{2}(-preview)?$")
@@ -127,6 +129,8 @@ class AzureStub:
         self.refused_api_versions: set[str] = set()
         # Seconds between streamed words, so time to the first word can be measured.
         self.word_delay = 0.0
+        # scripts/develop: unscripted requests get tests/azure_stub/develop.py's answers.
+        self.develop = False
         self._runner: web.AppRunner | None = None
         self.port = 0
 
@@ -260,7 +264,10 @@ class AzureStub:
         deployment = request.match_info.get("deployment") or body.get("model", "")
         if (missing := self._unknown_deployment(deployment)) is not None:
             return missing
-        reply = await self._next_reply()
+        if self.develop and not self.replies:
+            reply: Reply | web.Response = _develop_reply(develop.chat_messages(body), body)
+        else:
+            reply = await self._next_reply()
         if isinstance(reply, web.Response):
             return reply
         text = _reply_text(reply, body.get("messages", []))
@@ -282,7 +289,10 @@ class AzureStub:
         deployment = body.get("model", "")
         if (missing := self._unknown_deployment(deployment)) is not None:
             return missing
-        reply = await self._next_reply()
+        if self.develop and not self.replies:
+            reply: Reply | web.Response = _develop_reply(develop.responses_messages(body), body)
+        else:
+            reply = await self._next_reply()
         if isinstance(reply, web.Response):
             return reply
         text = _reply_text(reply, _responses_user_texts(body.get("input")))
@@ -341,6 +351,13 @@ def _reply_text(reply: Reply, messages: list[Any]) -> str | None:
                 )
             return f"You said: {content}"
     return "Hello from the Azure stand-in."
+
+
+def _develop_reply(messages: list[develop.Message], body: dict[str, Any]) -> Reply:
+    said = develop.answer(messages, develop.tool_names(body))
+    if said.tool is not None:
+        return Reply(tool_calls=[ToolCall(said.tool, said.arguments or {})])
+    return Reply(text=said.text)
 
 
 def _responses_user_texts(items: Any) -> list[dict[str, Any]]:
@@ -608,9 +625,10 @@ def _response_events(reply: Reply, text: str | None, model: str) -> list[dict[st
     return events
 
 
-async def serve_forever(host: str, port: int, api_key: str) -> None:
+async def serve_forever(host: str, port: int, api_key: str, develop_mode: bool = True) -> None:
     """Run the stand-in until cancelled (scripts/develop uses this)."""
     stub = AzureStub(api_key=api_key)
+    stub.develop = develop_mode
     endpoint = await stub.start(host, port)
     print(f"Azure OpenAI stand-in listening on {endpoint} (key: {api_key})", flush=True)
     try:
