@@ -15,9 +15,13 @@ import aiohttp
 class HomeAssistantError(Exception):
     """Home Assistant refused a request; the message names it and says why."""
 
-    def __init__(self, message: str, status: int | None = None) -> None:
+    def __init__(
+        self, message: str, status: int | None = None, error: dict[str, Any] | None = None
+    ) -> None:
         super().__init__(message)
         self.status = status
+        # A WebSocket command's error object: code, message, translation_key, ...
+        self.error = error or {}
 
 
 class HomeAssistantClient:
@@ -89,7 +93,9 @@ class HomeAssistantClient:
                 while (answer := await socket.receive_json())["id"] != message_id:
                     pass
                 if not answer["success"]:
-                    raise HomeAssistantError(f"{command['type']}: {answer['error']}")
+                    raise HomeAssistantError(
+                        f"{command['type']}: {answer['error']}", error=answer["error"]
+                    )
                 results.append(answer["result"])
         return results
 
