@@ -3,7 +3,7 @@ one more row here (the suite fails, naming it, until it has one).
 """
 
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from ..devhome import HomeAssistantClient
@@ -178,7 +178,8 @@ class KeptData:
 
     write: Callable[[HomeAssistantClient, Context], None]
     read: Callable[[HomeAssistantClient, Context], Any]
-    extra: dict[str, Any] = field(default_factory=dict)
+    # What read gives right after write, and after the restart.
+    expected: Any
 
 
 def _window(client: HomeAssistantClient, context: Context) -> Any:
@@ -205,7 +206,15 @@ def _write_series(client: HomeAssistantClient, _: Context) -> None:
 
 
 def _series(client: HomeAssistantClient, _: Context) -> Any:
-    answer = client.service(DOMAIN, "timeseries_query", {"key": "kept_owls"})
+    answer = client.service(
+        DOMAIN,
+        "timeseries_query",
+        {
+            "key": "kept_owls",
+            "start_time": "2025-10-25T00:00:00Z",
+            "end_time": "2025-10-26T00:00:00Z",
+        },
+    )
     return [e["id"] for e in answer["entries"]]
 
 
@@ -213,20 +222,22 @@ def _write_history(client: HomeAssistantClient, _: Context) -> None:
     client.service(
         DOMAIN,
         "history_record",
-        {"event_type": "thought", "event_data": {"note": "owls"}, "session_id": "kept"},
+        {"event_type": "thought", "event_data": {"note": "owls"}, "session_id": "kept-notes"},
     )
 
 
 def _history_kept(client: HomeAssistantClient, _: Context) -> Any:
-    answer = client.service(DOMAIN, "history_query", {"session_id": "kept", "ascending": True})
+    answer = client.service(
+        DOMAIN, "history_query", {"session_id": "kept-notes", "ascending": True}
+    )
     return [e["event_type"] for e in answer["events"]]
 
 
 # What a graceful restart keeps. Memories (memory_save / memory_search) and summaries
 # (summary_aggregate / summary_get) are one row each when they exist.
 KEPT_ACROSS_RESTART: dict[str, KeptData] = {
-    "conversation window": KeptData(_write_window, _window),
-    "time series": KeptData(_write_series, _series),
-    # The two agent turns of "conversation window" are recorded too, in their own session.
-    "history": KeptData(_write_history, _history_kept),
+    # Two questions and their answers (the restart module's first conversation).
+    "conversation window": KeptData(_write_window, _window, 4),
+    "time series": KeptData(_write_series, _series, ["o1"]),
+    "history": KeptData(_write_history, _history_kept, ["thought"]),
 }

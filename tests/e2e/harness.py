@@ -3,6 +3,7 @@
 import asyncio
 from collections.abc import Iterator
 import contextlib
+from dataclasses import dataclass
 from pathlib import Path
 import signal
 import socket
@@ -11,12 +12,20 @@ import sys
 import threading
 import time
 
+from homeassistant.const import REQUIRED_PYTHON_VER
+import pytest
 import pytest_socket
 
 from ..azure_stub import AzureStub
-from ..devhome import HomeAssistantClient, HomeAssistantError, wait_until_running
+from ..devhome import DevHome, HomeAssistantClient, HomeAssistantError, wait_until_running
+from ..devhome.home import DOMAIN, agents_of
 
 REPO = Path(__file__).parents[2]
+NEEDS_NEW_ENOUGH_PYTHON = pytest.mark.skipif(
+    sys.version_info[:3] < REQUIRED_PYTHON_VER,
+    reason=f"this Home Assistant's hass refuses Python {sys.version.split()[0]} "
+    f"(it needs {'.'.join(map(str, REQUIRED_PYTHON_VER))} or newer, e.g. Debian 13's python3.13)",
+)
 # A first start on a fresh machine compiles and loads much more than later ones.
 START_TIMEOUT = 180
 
@@ -134,3 +143,34 @@ def running_hass(config: Path) -> Iterator[HassProcess]:
         yield hass
     finally:
         hass.stop()
+
+
+@dataclass
+class Home:
+    """A hass made ready by scripts/develop's set-up, and the stand-in it talks to."""
+
+    hass: HassProcess
+    stand_in: AzureStub
+    dev: DevHome
+
+    @property
+    def client(self) -> HomeAssistantClient:
+        return self.dev.client
+
+    def state(self, entity_id: str) -> str:
+        return str(self.client.get(f"/api/states/{entity_id}")["state"])
+
+    def llm_requests(self) -> int:
+        return len(self.stand_in.calls("/chat/completions"))
+
+
+def wait_for_agents(home: Home, count: int, timeout: float = 60) -> list[str]:
+    """The entry loaded (again) with this many agents."""
+    deadline = time.monotonic() + timeout
+    while True:
+        entries = home.client.get(f"/api/config/config_entries/entry?domain={DOMAIN}")
+        agents = agents_of(home.client, home.dev.entry_id)
+        if entries[0]["state"] == "loaded" and len(agents) == count:
+            return agents
+        assert time.monotonic() < deadline, (entries, agents)
+        time.sleep(0.2)

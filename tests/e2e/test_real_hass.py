@@ -6,61 +6,19 @@ flow, the local and the LLM route controlling a demo light, and every service of
 integration with response data.
 """
 
-from collections.abc import Iterator
-from dataclasses import dataclass
 from pathlib import Path
 import re
-import sys
-import time
 from typing import Any
 
-from homeassistant.const import REQUIRED_PYTHON_VER
 import pytest
 
-from ..azure_stub import DEFAULT_KEY, AzureStub
-from ..devhome import DevHome, HomeAssistantClient, ResourceSettings, agents_of, prepare
+from ..azure_stub import DEFAULT_KEY
+from ..devhome import ResourceSettings, agents_of, prepare
 from ..devhome.client import HomeAssistantError, spoken
 from .examples import DOMAIN, SERVICE_EXAMPLES, service_of
-from .harness import HassProcess, StandIn, allow_local_sockets, running_hass
+from .harness import NEEDS_NEW_ENOUGH_PYTHON, Home, wait_for_agents
 
-pytestmark = [
-    pytest.mark.skipif(
-        sys.version_info[:3] < REQUIRED_PYTHON_VER,
-        reason=f"this Home Assistant's hass refuses Python {sys.version.split()[0]} "
-        f"(it needs {'.'.join(map(str, REQUIRED_PYTHON_VER))} or newer)",
-    ),
-    pytest.mark.timeout(300),
-]
-
-
-@dataclass
-class Home:
-    hass: HassProcess
-    stand_in: AzureStub
-    dev: DevHome
-
-    @property
-    def client(self) -> HomeAssistantClient:
-        return self.dev.client
-
-    def state(self, entity_id: str) -> str:
-        return str(self.client.get(f"/api/states/{entity_id}")["state"])
-
-    def llm_requests(self) -> int:
-        return len(self.stand_in.calls("/chat/completions"))
-
-
-@pytest.fixture(scope="module")
-def home(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Home]:
-    allow_local_sockets()
-    config = tmp_path_factory.mktemp("hass")
-    with StandIn() as stand_in, running_hass(config) as hass:
-        dev = prepare(hass.base_url, config, ResourceSettings(stand_in.endpoint, DEFAULT_KEY))
-        yield Home(hass, stand_in, dev)
-    log = hass.home_assistant_log()
-    assert DEFAULT_KEY not in log
-    assert "custom_components/azure_openai_memory" not in log  # in no traceback
-    assert not [line for line in log.splitlines() if "ERROR" in line and DOMAIN in line]
+pytestmark = [NEEDS_NEW_ENOUGH_PYTHON, pytest.mark.timeout(300)]
 
 
 def fill(form: dict[str, Any], **changes: Any) -> dict[str, Any]:
@@ -164,17 +122,6 @@ def test_second_agent_through_the_subentry_flow_and_the_llm_route(home: Home) ->
     # Two questions in a row: the second carries the first and its tool call.
     answer = client.converse("what did I just ask?", model_only, "e2e-llm")
     assert spoken(answer) == "You said: what did I just ask? (I see 5 messages of context)"
-
-
-def wait_for_agents(home: Home, count: int) -> list[str]:
-    deadline = time.monotonic() + 60
-    while True:
-        entries = home.client.get(f"/api/config/config_entries/entry?domain={DOMAIN}")
-        agents = agents_of(home.client, home.dev.entry_id)
-        if entries[0]["state"] == "loaded" and len(agents) == count:
-            return agents
-        assert time.monotonic() < deadline, (entries, agents)
-        time.sleep(0.2)
 
 
 def test_options_flow_changes_and_keeps_the_memory_options(home: Home) -> None:
