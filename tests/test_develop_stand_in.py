@@ -71,9 +71,12 @@ async def test_unknown_name_goes_to_home_assistant_as_said(
     assert turned_on == []
     request = develop.calls("/chat/completions")[0].body
     assert request is not None
-    assert develop.calls("/chat/completions")[1].body["messages"][-2]["tool_calls"][0][
-        "function"
-    ]["arguments"] == '{"name": "garage door"}'
+    assert (
+        develop.calls("/chat/completions")[1].body["messages"][-2]["tool_calls"][0]["function"][
+            "arguments"
+        ]
+        == '{"name": "garage door"}'
+    )
     assert speech(result).startswith("Done: that did not work")
 
 

@@ -134,7 +134,5 @@ def _done_summary(result: str) -> str:
 
 def _text(content: Any) -> str:
     if isinstance(content, list):
-        return " ".join(
-            str(part.get("text", "")) for part in content if isinstance(part, dict)
-        )
+        return " ".join(str(part.get("text", "")) for part in content if isinstance(part, dict))
     return "" if content is None else str(content)
