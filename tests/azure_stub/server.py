@@ -19,6 +19,8 @@ import uuid
 
 from aiohttp import web
 
+from . import develop
+
 DEFAULT_KEY = "stub-key-0123456789"
 DEFAULT_DEPLOYMENTS = ("gpt-4o-mini", "o4-mini")
 _API_VERSION = re.compile(r"^\d{4}-\d{2}-\d{2}(-preview)?$")
@@ -352,6 +354,18 @@ def _reply_text(reply: Reply, messages: list[Any]) -> str | None:
     return "Hello from the Azure stand-in."
 
 
+def develop_reply(body: dict[str, Any]) -> Reply:
+    """scripts/develop's answer to an unscripted request (a `responder`), for either API."""
+    if "messages" in body:
+        messages = develop.chat_messages(body)
+    else:
+        messages = develop.responses_messages(body)
+    said = develop.answer(messages, develop.tool_names(body))
+    if said.tool is not None:
+        return Reply(tool_calls=[ToolCall(said.tool, said.arguments or {})])
+    return Reply(text=said.text)
+
+
 def _responses_user_texts(items: Any) -> list[dict[str, Any]]:
     if isinstance(items, str):
         return [{"role": "user", "content": items}]
@@ -617,9 +631,11 @@ def _response_events(reply: Reply, text: str | None, model: str) -> list[dict[st
     return events
 
 
-async def serve_forever(host: str, port: int, api_key: str) -> None:
+async def serve_forever(host: str, port: int, api_key: str, develop_mode: bool = True) -> None:
     """Run the stand-in until cancelled (scripts/develop uses this)."""
     stub = AzureStub(api_key=api_key)
+    if develop_mode:
+        stub.responder = develop_reply
     endpoint = await stub.start(host, port)
     print(f"Azure OpenAI stand-in listening on {endpoint} (key: {api_key})", flush=True)
     try:

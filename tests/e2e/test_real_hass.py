@@ -1,241 +1,195 @@
-"""A real `hass` (2025.4) from a config like scripts/develop's, with the stand-in as Azure.
+"""A real `hass` on scripts/develop's configuration, with the stand-in as Azure.
 
-Onboarding, the config flow, a conversation, service calls with response data, and a
-restart that keeps the conversation window: all over HTTP, as a user's browser or an
-automation would do it.
+Everything a user and an automation do, over HTTP as a browser or an automation would:
+the set-up scripts/develop makes, the options flow, a second agent through the subentry
+flow, the local and the LLM route controlling a demo light, and every service of the
+integration with response data.
 """
 
-from collections.abc import Iterator
-import json
-import os
 from pathlib import Path
-import socket
-import subprocess
-import sys
-import time
+import re
 from typing import Any
-import urllib.error
-import urllib.parse
-import urllib.request
 
-from homeassistant.const import REQUIRED_PYTHON_VER
 import pytest
 
 from ..azure_stub import DEFAULT_KEY
+from ..devhome import ResourceSettings, agents_of, prepare
+from ..devhome.client import HomeAssistantError, spoken
+from .examples import DOMAIN, SERVICE_EXAMPLES, service_of
+from .harness import NEEDS_NEW_ENOUGH_PYTHON, Home, wait_for_agents
 
-REPO = Path(__file__).parents[2]
-pytestmark = [
-    pytest.mark.skipif(
-        sys.version_info[:3] < REQUIRED_PYTHON_VER,
-        reason=f"this Home Assistant's hass refuses Python < {REQUIRED_PYTHON_VER}",
-    ),
-    # A first start on a fresh machine compiles and loads much more than later ones.
-    pytest.mark.timeout(300),
-]
+pytestmark = [NEEDS_NEW_ENOUGH_PYTHON, pytest.mark.timeout(300)]
 
 
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
+def fill(form: dict[str, Any], **changes: Any) -> dict[str, Any]:
+    """What a user sends after changing some fields of a form shown with suggested values."""
+    values = {
+        field["name"]: field["description"]["suggested_value"]
+        for field in form["data_schema"]
+        if "suggested_value" in (field.get("description") or {})
+    }
+    return {**values, **changes}
 
 
-class Hass:
-    """One hass process and a REST client for it."""
-
-    def __init__(self, config: Path, port: int) -> None:
-        self.config = config
-        self.base = f"http://127.0.0.1:{port}"
-        self.token = ""
-        self.process: subprocess.Popen[bytes] | None = None
-        self.log = config / "hass.log"
-
-    def start(self) -> None:
-        hass_bin = Path(sys.executable).parent / "hass"
-        with self.log.open("ab") as log:
-            self.process = subprocess.Popen(
-                [str(hass_bin), "--config", str(self.config), "--skip-pip"],
-                stdout=log,
-                stderr=subprocess.STDOUT,
-            )
-        deadline = time.monotonic() + 120
-        while time.monotonic() < deadline:
-            assert self.process.poll() is None, self.log.read_text()[-3000:]
-            assert "Activating recovery mode" not in self.log.read_text(), self.log.read_text()
-            try:
-                self.request("GET", "/api/onboarding", auth=False, timeout=5)
-                return
-            except (urllib.error.URLError, ConnectionError, TimeoutError, AssertionError):
-                time.sleep(0.3)
-        raise AssertionError("hass did not start:\n" + self.log.read_text()[-3000:])
-
-    def stop(self) -> None:
-        if self.process is not None and self.process.poll() is None:
-            self.process.terminate()
-            self.process.wait(timeout=60)
-
-    def request(
-        self,
-        method: str,
-        path: str,
-        body: Any = None,
-        auth: bool = True,
-        form: bool = False,
-        timeout: float = 30,
-    ) -> Any:
-        headers = {"Authorization": f"Bearer {self.token}"} if auth else {}
-        data = None
-        if form:
-            data = urllib.parse.urlencode(body).encode()
-            headers["Content-Type"] = "application/x-www-form-urlencoded"
-        elif body is not None:
-            data = json.dumps(body).encode()
-            headers["Content-Type"] = "application/json"
-        req = urllib.request.Request(self.base + path, data, headers, method=method)
-        try:
-            with urllib.request.urlopen(req, timeout=timeout) as response:
-                return json.loads(response.read() or b"null")
-        except urllib.error.HTTPError as err:
-            raise AssertionError(f"{method} {path}: {err.code} {err.read()!r}") from err
-
-
-@pytest.fixture
-def stub_port() -> Iterator[int]:
-    port = free_port()
-    env = {**os.environ, "PYTHONPATH": str(REPO)}
-    process = subprocess.Popen(
-        [sys.executable, "-m", "tests.azure_stub", "--port", str(port)], cwd=REPO, env=env
+def test_set_up_as_scripts_develop_leaves_it(home: Home) -> None:
+    """Onboarded, demo home in areas and exposed, one agent preferred by Assist."""
+    client = home.client
+    assert home.dev.created[0] == "created the user 'dev' through onboarding"
+    steps = client.get("/api/onboarding", auth=False)
+    assert {s["step"]: s["done"] for s in steps} == {
+        "user": True,
+        "core_config": True,
+        "analytics": True,
+        "integration": True,
+    }
+    (pipelines,) = client.ws({"type": "assist_pipeline/pipeline/list"})
+    (preferred,) = [p for p in pipelines["pipelines"] if p["id"] == pipelines["preferred_pipeline"]]
+    assert preferred["conversation_engine"] == home.dev.agent_id
+    areas, entities, exposed = client.ws(
+        {"type": "config/area_registry/list"},
+        {"type": "config/entity_registry/list"},
+        {"type": "homeassistant/expose_entity/list"},
     )
-    deadline = time.monotonic() + 30
-    while time.monotonic() < deadline:
-        try:
-            socket.create_connection(("127.0.0.1", port), timeout=1).close()
-            break
-        except OSError:
-            time.sleep(0.1)
-    yield port
-    process.terminate()
-    process.wait(timeout=10)
+    area_names = {a["area_id"]: a["name"] for a in areas}
+    kitchen = {e["entity_id"] for e in entities if area_names.get(e["area_id"]) == "Kitchen"}
+    assert kitchen == {"light.kitchen_light", "switch.coffee_maker"}
+    conversation = {
+        entity_id
+        for entity_id, assistants in exposed["exposed_entities"].items()
+        if assistants.get("conversation")
+    }
+    assert {
+        "light.kitchen_light",
+        "lock.front_door",
+        "climate.living_room_thermostat",
+        "sensor.living_room_temperature",
+    } <= conversation
 
-
-@pytest.fixture
-def hass_process(tmp_path: Path, socket_enabled: None) -> Iterator[Hass]:
-    port = free_port()
-    (tmp_path / "custom_components").mkdir()
-    (tmp_path / "custom_components" / "azure_openai_memory").symlink_to(
-        REPO / "custom_components" / "azure_openai_memory"
+    # Run again, as a second scripts/develop does: nothing new.
+    again = prepare(
+        home.hass.base_url, home.hass.config, ResourceSettings(home.stand_in.endpoint, DEFAULT_KEY)
     )
-    dev_config = (REPO / "config" / "configuration.yaml").read_text()
-    config = dev_config.replace("server_port: 8123", f"server_port: {port}").replace(
-        "frontend:\n", "api:\nonboarding:\n"
+    assert again.created == []
+    assert (again.entry_id, again.agent_id, again.token) == (
+        home.dev.entry_id,
+        home.dev.agent_id,
+        home.dev.token,
     )
-    (tmp_path / "configuration.yaml").write_text(config)
-    hass = Hass(tmp_path, port)
-    hass.start()
-    yield hass
-    hass.stop()
+    entries = client.get(f"/api/config/config_entries/entry?domain={DOMAIN}")
+    assert [e["entry_id"] for e in entries] == [home.dev.entry_id]
 
 
-def test_real_home_assistant(hass_process: Hass, stub_port: int) -> None:
-    """Everything a user and an automation do, against a real Home Assistant."""
-    hass = hass_process
-    client_id = hass.base + "/"
-    created = hass.request(
-        "POST",
-        "/api/onboarding/users",
-        {
-            "client_id": client_id,
-            "name": "Test",
-            "username": "test",
-            "password": "test-pass-123",
-            "language": "en",
-        },
-        auth=False,
+def test_local_route_turns_on_the_kitchen_light(home: Home) -> None:
+    before = home.llm_requests()
+    answer = home.client.converse("turn on the kitchen light", home.dev.agent_id, "e2e-local")
+    assert spoken(answer) == "Turned on the light"
+    assert home.state("light.kitchen_light") == "on"
+    assert home.llm_requests() == before  # Home Assistant answered, not the model
+
+    # The model then sees the local turn as context.
+    answer = home.client.converse("what did I just ask?", home.dev.agent_id, "e2e-local")
+    assert spoken(answer) == "You said: what did I just ask? (I see 3 messages of context)"
+
+
+def test_second_agent_through_the_subentry_flow_and_the_llm_route(home: Home) -> None:
+    """An agent that always asks the model: it turns the light off with a tool call."""
+    client = home.client
+    form = client.post(
+        "/api/config/config_entries/subentries/flow",
+        {"handler": [home.dev.entry_id, "agent"]},
     )
-    token = hass.request(
-        "POST",
-        "/auth/token",
-        {"grant_type": "authorization_code", "code": created["auth_code"], "client_id": client_id},
-        auth=False,
-        form=True,
+    assert form["step_id"] == "user"
+    created = client.post(
+        f"/api/config/config_entries/subentries/flow/{form['flow_id']}",
+        fill(form, name="Model only", prefer_local_intents=False, early_timeout=0),
     )
-    hass.token = token["access_token"]
+    assert created["type"] == "create_entry", created
+    agents = wait_for_agents(home, 2)
+    model_only = agents[1]
 
-    flow = hass.request(
-        "POST", "/api/config/config_entries/flow", {"handler": "azure_openai_memory"}
+    home.client.post("/api/services/light/turn_on", {"entity_id": "light.kitchen_light"})
+    before = home.llm_requests()
+    answer = client.converse("Please turn off the Kitchen light", model_only, "e2e-llm")
+    assert spoken(answer) == "Done: Kitchen light. (I see 3 messages of context)"
+    assert home.state("light.kitchen_light") == "off"
+    first, second = home.stand_in.calls("/chat/completions")[before:]
+    assert first.body is not None
+    assert "HassTurnOff" in {t["function"]["name"] for t in first.body["tools"]}
+    assert "names: Kitchen light" in first.body["messages"][0]["content"]
+    assert second.body is not None
+    assert second.body["messages"][-1]["role"] == "tool"
+
+    # Two questions in a row: the second carries the first and its tool call.
+    answer = client.converse("what did I just ask?", model_only, "e2e-llm")
+    assert spoken(answer) == "You said: what did I just ask? (I see 5 messages of context)"
+
+
+def test_options_flow_changes_and_keeps_the_memory_options(home: Home) -> None:
+    client = home.client
+    form = client.post("/api/config/config_entries/options/flow", {"handler": home.dev.entry_id})
+    assert form["step_id"] == "init"
+    shown = fill(form)
+    assert shown["conversation_idle_minutes"] == 1440
+    done = client.post(
+        f"/api/config/config_entries/options/flow/{form['flow_id']}",
+        fill(form, conversation_idle_minutes=120, timeseries_keep_days=30),
     )
-    assert flow["step_id"] == "user"
-    result = hass.request(
-        "POST",
-        f"/api/config/config_entries/flow/{flow['flow_id']}",
-        {
-            "endpoint": f"http://127.0.0.1:{stub_port}",
-            "api_key": DEFAULT_KEY,
-            "api_style": "v1",
-            "api_version": "2024-10-21",
-            "deployment": "gpt-4o-mini",
-        },
+    assert done["type"] == "create_entry", done
+    wait_for_agents(home, len(agents_of(client, home.dev.entry_id)))
+
+    again = client.post("/api/config/config_entries/options/flow", {"handler": home.dev.entry_id})
+    shown = fill(again)
+    assert (shown["conversation_idle_minutes"], shown["timeseries_keep_days"]) == (120, 30)
+    client.request("DELETE", f"/api/config/config_entries/options/flow/{again['flow_id']}")
+    # The reloaded entry still answers, and its window survived the reload: the same user
+    # within continuation_minutes goes on with the 4 messages of the local-route test.
+    answer = client.converse("hello there", home.dev.agent_id, "e2e-options")
+    assert spoken(answer) == "You said: hello there (I see 5 messages of context)"
+
+
+def test_every_service_answers_with_response_data(home: Home) -> None:
+    """One example call per service; the table covers every service hass lists."""
+    client = home.client
+    (listed,) = [d["services"] for d in client.get("/api/services") if d["domain"] == DOMAIN]
+    assert set(listed) == {service_of(row) for row in SERVICE_EXAMPLES}, (
+        "add a row to tests/e2e/examples.py SERVICE_EXAMPLES for each new service"
     )
-    assert result["type"] == "create_entry", result
-    entry_id = result["result"]["entry_id"]
+    said = spoken(client.converse("Tell me about owls", home.dev.agent_id, "e2e-services"))
+    seen = re.fullmatch(r"You said: Tell me about owls \(I see (\d+) messages of context\)", said)
+    assert seen is not None, said
+    context: dict[str, Any] = {
+        "entry_id": home.dev.entry_id,
+        "agent_id": home.dev.agent_id,
+        "seen": int(seen.group(1)),
+    }
+    for row, example in SERVICE_EXAMPLES.items():
+        answer = client.service(DOMAIN, service_of(row), example.data(context))
+        example.check(answer, context)
+        context[row] = answer
 
-    answer = hass.request(
-        "POST",
-        "/api/conversation/process",
-        {
-            "text": "Tell me about owls",
-            "agent_id": "conversation.azure_openai_agent",
-            "conversation_id": "e2e",
-        },
-    )
-    assert answer["response"]["speech"]["plain"]["speech"] == "You said: Tell me about owls"
 
-    merged = hass.request(
-        "POST",
-        "/api/services/azure_openai_memory/timeseries_merge?return_response",
-        {"key": "owls_timeseries", "entries": [{"id": "o1", "timestamp": "2025-10-25T09:30:00Z"}]},
-    )
-    assert merged["service_response"]["added"] == 1
+def test_bad_service_input_is_refused_and_writes_nothing(home: Home) -> None:
+    """As the UI calls a service (WebSocket): a translated refusal, no file, no series.
 
-    def window_stats() -> dict[str, Any]:
-        stats = hass.request(
-            "POST",
-            "/api/services/azure_openai_memory/conversation_stats?return_response",
-            {"config_entry_id": entry_id, "conversation_id": "e2e"},
-        )["service_response"]
-        (agent,) = stats["agents"].values()
-        return dict(agent["conversations"]["e2e"])
-
-    assert window_stats()["message_count"] == 2  # the question and its answer
-
-    def history() -> list[str]:
-        result = hass.request(
-            "POST",
-            "/api/services/azure_openai_memory/history_query?return_response",
-            {"session_id": "e2e", "ascending": True},
-        )["service_response"]
-        return [e["event_type"] for e in result["events"]]
-
-    assert history() == ["communication", "decision", "communication"]
-
-    hass.stop()
-    hass.start()
-    deadline = time.monotonic() + 60
-    while time.monotonic() < deadline:
-        entries = hass.request("GET", "/api/config/config_entries/entry")
-        if any(e["entry_id"] == entry_id and e["state"] == "loaded" for e in entries):
-            break
-        time.sleep(0.3)
-    assert window_stats()["message_count"] == 2  # the window survived the restart
-    series = hass.request(
-        "POST", "/api/services/azure_openai_memory/timeseries_list?return_response", {}
-    )["service_response"]
-    assert series["keys"][0]["key"] == "owls_timeseries"
-    assert history() == ["communication", "decision", "communication"]  # kept on disk
-
-    log = hass.log.read_text()
-    assert DEFAULT_KEY not in log
-    assert "custom_components/azure_openai_memory" not in log  # in no traceback
-    assert not [
-        line for line in log.splitlines() if "ERROR" in line and "azure_openai_memory" in line
-    ]
+    (Over REST, Home Assistant itself answers any refused call with a bare 500.)
+    """
+    client = home.client
+    with pytest.raises(HomeAssistantError) as refused:
+        client.ws(
+            {
+                "type": "call_service",
+                "domain": DOMAIN,
+                "service": "timeseries_merge",
+                "service_data": {
+                    "key": "../escape",
+                    "entries": [{"id": "x", "timestamp": "2025-10-25T09:30:00Z"}],
+                },
+                "return_response": True,
+            }
+        )
+    assert refused.value.error["code"] == "service_validation_error"
+    assert refused.value.error["translation_domain"] == DOMAIN
+    assert refused.value.error["translation_key"] == "invalid_key"
+    keys = [k["key"] for k in client.service(DOMAIN, "timeseries_list")["keys"]]
+    assert "../escape" not in keys
+    assert not list(Path(home.hass.config).rglob("*escape*"))

@@ -1,0 +1,284 @@
+"""Take README's screenshots with headless Chromium against the scripts/develop instance.
+
+python -m tests.devhome.screenshots [--url ...] [--config config] [--out docs]
+Chromium is driven over the DevTools protocol (aiohttp WebSocket); no browser download.
+"""
+
+import argparse
+import asyncio
+import base64
+import contextlib
+import io
+import itertools
+import json
+from pathlib import Path
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from typing import Any
+import urllib.request
+
+import aiohttp
+
+from .home import read_token
+
+BROWSERS = ("chromium", "chromium-browser", "google-chrome", "google-chrome-stable")
+WIDTH, HEIGHT = 1100, 760
+# A deep querySelector through shadow roots: the frontend is web components all the way.
+DEEP_FIND = """
+window.__deepFind = (pred) => {
+  const stack = [document];
+  while (stack.length) {
+    const node = stack.pop();
+    if (node.nodeType === 1 && pred(node)) return node;
+    if (node.shadowRoot) stack.push(node.shadowRoot);
+    for (const child of node.children || []) stack.push(child);
+  }
+  return null;
+};
+window.__deepFindAll = (pred) => {
+  const found = [], stack = [document];
+  while (stack.length) {
+    const node = stack.pop();
+    if (node.nodeType === 1 && pred(node)) found.push(node);
+    if (node.shadowRoot) stack.push(node.shadowRoot);
+    for (const child of node.children || []) stack.push(child);
+  }
+  return found;
+};
+"""
+
+
+class Page:
+    """One browser tab over the DevTools protocol."""
+
+    def __init__(self, socket: aiohttp.ClientWebSocketResponse) -> None:
+        self.socket = socket
+        self.ids = itertools.count(1)
+
+    async def send(self, method: str, **params: Any) -> dict[str, Any]:
+        message_id = next(self.ids)
+        await self.socket.send_json({"id": message_id, "method": method, "params": params})
+        while True:
+            answer = await self.socket.receive_json()
+            if answer.get("id") == message_id:
+                if "error" in answer:
+                    raise RuntimeError(f"{method}: {answer['error']}")
+                return dict(answer.get("result", {}))
+
+    async def evaluate(self, expression: str) -> Any:
+        result = await self.send(
+            "Runtime.evaluate", expression=expression, awaitPromise=True, returnByValue=True
+        )
+        return result.get("result", {}).get("value")
+
+    async def open(self, url: str, settle: float = 4.0) -> None:
+        await self.send("Page.navigate", url=url)
+        await asyncio.sleep(settle)
+        await self.evaluate(DEEP_FIND)
+
+    async def wait_for(self, predicate: str, seconds: float = 20) -> None:
+        deadline = time.monotonic() + seconds
+        while not await self.evaluate(f"!!window.__deepFind((n) => {predicate})"):
+            if time.monotonic() > deadline:
+                raise RuntimeError(f"never appeared: {predicate}")
+            await asyncio.sleep(0.3)
+
+    async def click(self, predicate: str) -> None:
+        await self.wait_for(predicate)
+        await self.evaluate(f"window.__deepFind((n) => {predicate}).click()")
+
+    async def click_topmost(self, predicate: str) -> None:
+        """The first of several matches on screen (an entry's button above its agents')."""
+        await self.wait_for(predicate)
+        await self.evaluate(
+            f"window.__deepFindAll((n) => {predicate})"
+            ".sort((a, b) => a.getBoundingClientRect().top - b.getBoundingClientRect().top)[0]"
+            ".click()"
+        )
+
+    async def type(self, text: str) -> None:
+        await self.send("Input.insertText", text=text)
+
+    async def key(self, key: str, code: str, key_code: int, text: str = "") -> None:
+        for kind in ("keyDown", "keyUp"):
+            await self.send(
+                "Input.dispatchKeyEvent",
+                type=kind,
+                key=key,
+                code=code,
+                windowsVirtualKeyCode=key_code,
+                text=text if kind == "keyDown" else "",
+            )
+
+    async def save(self, path: Path) -> None:
+        shot = await self.send("Page.captureScreenshot", format="png")
+        path.write_bytes(small_png(base64.b64decode(shot["data"])))
+        print(f"wrote {path} ({path.stat().st_size // 1024} KiB)")
+
+
+def small_png(png: bytes) -> bytes:
+    """128 colours are plenty for the frontend's flat UI and a third of the bytes."""
+    try:
+        from PIL import Image
+    except ImportError:
+        return png
+    out = io.BytesIO()
+    Image.open(io.BytesIO(png)).convert("RGB").quantize(128).save(out, "PNG", optimize=True)
+    return out.getvalue()
+
+
+def find_browser() -> str | None:
+    for name in BROWSERS:
+        if found := shutil.which(name):
+            return found
+    return None
+
+
+def button(label: str) -> str:
+    """A predicate for a clickable element whose own text is label."""
+    return (
+        "(['HA-BUTTON','MWC-BUTTON','BUTTON','HA-PROGRESS-BUTTON'].includes(n.tagName)"
+        f" && n.textContent.trim() === {json.dumps(label)})"
+    )
+
+
+def take(base_url: str, token: str, out: Path, browser: str) -> None:
+    """Start a headless Chromium of its own, take the pictures, stop it."""
+    port = 9222
+    with tempfile.TemporaryDirectory() as profile:
+        chrome = subprocess.Popen(
+            [
+                browser,
+                "--headless=new",
+                "--no-sandbox",
+                "--disable-gpu",
+                "--hide-scrollbars",
+                f"--remote-debugging-port={port}",
+                f"--window-size={WIDTH},{HEIGHT}",
+                f"--user-data-dir={profile}",
+                "about:blank",
+            ],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
+        try:
+            asyncio.run(_session(_page_socket(port), base_url, token, out))
+        finally:
+            chrome.terminate()
+            chrome.wait(timeout=30)
+
+
+async def _session(page_ws: str, base_url: str, token: str, out: Path) -> None:
+    async with (
+        aiohttp.ClientSession() as session,
+        session.ws_connect(page_ws, max_msg_size=0) as socket,
+    ):
+        page = Page(socket)
+        try:
+            await _shoot(page, base_url, token, out)
+        except RuntimeError:
+            await page.save(out / "failed.png")  # what the browser showed instead
+            raise
+
+
+def _page_socket(port: int) -> str:
+    deadline = time.monotonic() + 30
+    while True:
+        with (
+            contextlib.suppress(OSError, ValueError),
+            urllib.request.urlopen(f"http://127.0.0.1:{port}/json/list", timeout=2) as answer,
+        ):
+            for target in json.loads(answer.read()):
+                if target["type"] == "page":
+                    return str(target["webSocketDebuggerUrl"])
+        if time.monotonic() > deadline:
+            raise RuntimeError("Chromium did not open its DevTools port")
+        time.sleep(0.3)
+
+
+async def _shoot(page: Page, base_url: str, token: str, out: Path) -> None:
+    await page.send("Page.enable")
+    await page.send(
+        "Emulation.setDeviceMetricsOverride",
+        width=WIDTH,
+        height=HEIGHT,
+        deviceScaleFactor=1,
+        mobile=False,
+    )
+    # The frontend keeps its tokens in localStorage; a long-lived token stands in for a login.
+    await page.open(base_url + "/auth/authorize", settle=1)
+    tokens = {
+        "access_token": token,
+        "token_type": "Bearer",
+        "expires_in": 1800,
+        "hassUrl": base_url,
+        "clientId": base_url + "/",
+        "expires": int(time.time() * 1000) + 10 * 365 * 86400 * 1000,
+        "refresh_token": "",
+    }
+    await page.evaluate(f"localStorage.setItem('hassTokens', {json.dumps(json.dumps(tokens))})")
+
+    # 1. The config flow's first form.
+    await page.open(base_url + "/config/integrations/dashboard/add?domain=azure_openai_memory", 4)
+    await page.click(button("OK"))  # "Do you want to set up Azure OpenAI Memory?"
+    await page.wait_for("n.tagName === 'HA-FORM'")
+    await asyncio.sleep(1)
+    await page.save(out / "config-flow.png")
+
+    # 2. The options of the entry scripts/develop made, then its agent's settings.
+    integration = base_url + "/config/integrations/integration/azure_openai_memory"
+    await page.open(integration, 5)
+    await page.click_topmost(button("Configure"))
+    await page.wait_for("n.tagName === 'HA-FORM'")
+    await asyncio.sleep(1.5)
+    await page.save(out / "options.png")
+    await page.open(integration, 5)
+    await page.evaluate(
+        f"window.__deepFindAll((n) => {button('Configure')})"
+        ".sort((a, b) => b.getBoundingClientRect().top - a.getBoundingClientRect().top)[0]"
+        ".click()"
+    )
+    await page.wait_for("n.tagName === 'HA-FORM'")
+    await asyncio.sleep(1.5)
+    await page.save(out / "agent.png")
+
+    # 3. A conversation in the Assist dialog ("a" opens it on any dashboard).
+    await page.open(base_url + "/lovelace/0", 5)
+    await page.key("a", "KeyA", 65, "a")
+    await page.wait_for("n.tagName === 'HA-VOICE-COMMAND-DIALOG'")
+    await asyncio.sleep(1.5)
+    for line in ("turn on the kitchen light", "what did I just ask?"):
+        await page.type(line)
+        await page.key("Enter", "Enter", 13, "\r")
+        await asyncio.sleep(2.5)
+    await page.save(out / "assist.png")
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--url", default="http://127.0.0.1:8123")
+    parser.add_argument("--config", type=Path, default=Path("config"))
+    parser.add_argument("--out", type=Path, default=Path("docs"))
+    args = parser.parse_args()
+    browser = find_browser()
+    if browser is None:
+        print(
+            "No Chromium found (looked for " + ", ".join(BROWSERS) + "): "
+            "install it, e.g. 'apt-get install chromium', and run this again.",
+            file=sys.stderr,
+        )
+        return 1
+    token = read_token(args.config)
+    if not token:
+        print("No development instance found: run scripts/develop first.", file=sys.stderr)
+        return 1
+    args.out.mkdir(parents=True, exist_ok=True)
+    take(args.url, token, args.out, browser)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

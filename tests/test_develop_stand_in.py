@@ -1,0 +1,94 @@
+"""The stand-in as scripts/develop runs it: memory and device control visible offline."""
+
+from typing import Any
+
+from homeassistant.core import HomeAssistant
+import pytest
+from pytest_homeassistant_custom_component.common import MockConfigEntry, async_mock_service
+
+from custom_components.azure_openai_memory.const import API_MODE_RESPONSES, CONF_API_MODE
+
+from .azure_stub import AzureStub, Reply
+from .azure_stub.server import develop_reply
+from .conftest import LLM_ONLY, NO_TOOLS, converse, speech
+
+
+@pytest.fixture
+def develop(azure: AzureStub) -> AzureStub:
+    azure.responder = develop_reply
+    return azure
+
+
+def busy_home(hass: HomeAssistant) -> None:
+    """A home with many lights whose names share words with the one asked for."""
+    for i in range(150):
+        hass.states.async_set(f"light.lamp_{i}", "off", {"friendly_name": f"Hallway lamp {i}"})
+    hass.states.async_set("light.kitchen", "off", {"friendly_name": "Kitchen"})
+    hass.states.async_set("light.kitchen_light", "off", {"friendly_name": "Kitchen light"})
+
+
+@pytest.mark.parametrize(
+    "agent_options", [LLM_ONLY, {**LLM_ONLY, CONF_API_MODE: API_MODE_RESPONSES}]
+)
+async def test_turns_on_the_light_the_user_names(
+    hass: HomeAssistant, develop: AzureStub, loaded_entry: MockConfigEntry, agent_options: Any
+) -> None:
+    """The longest exposed name the user said is the tool's target, then memory shows."""
+    busy_home(hass)
+    turned_on = async_mock_service(hass, "light", "turn_on")
+    turned_off = async_mock_service(hass, "light", "turn_off")
+
+    result = await converse(hass, loaded_entry, "Please turn on the kitchen light", "d")
+    assert [call.data["entity_id"] for call in turned_on] == [["light.kitchen_light"]]
+    assert speech(result) == "Done: Kitchen light. (I see 3 messages of context)"
+
+    result = await converse(hass, loaded_entry, "Switch the Kitchen light off", "d")
+    assert [call.data["entity_id"] for call in turned_off] == [["light.kitchen_light"]]
+    assert speech(result) == "Done: Kitchen light. (I see 7 messages of context)"
+
+    result = await converse(hass, loaded_entry, "what did I just ask?", "d")
+    assert speech(result) == "You said: what did I just ask? (I see 9 messages of context)"
+
+
+@pytest.mark.parametrize("agent_options", [NO_TOOLS])
+async def test_without_tools_it_only_talks(
+    hass: HomeAssistant, develop: AzureStub, loaded_entry: MockConfigEntry
+) -> None:
+    busy_home(hass)
+    turned_on = async_mock_service(hass, "light", "turn_on")
+    result = await converse(hass, loaded_entry, "turn on the kitchen light", "d")
+    assert speech(result) == "You said: turn on the kitchen light (I see 1 message of context)"
+    assert turned_on == []
+
+
+@pytest.mark.parametrize("agent_options", [LLM_ONLY])
+async def test_unknown_name_goes_to_home_assistant_as_said(
+    hass: HomeAssistant, develop: AzureStub, loaded_entry: MockConfigEntry
+) -> None:
+    """A name no entity has reaches the tool as said, and the failure is spoken."""
+    busy_home(hass)
+    turned_on = async_mock_service(hass, "light", "turn_on")
+    result = await converse(hass, loaded_entry, "turn on the garage door.", "d")
+    assert turned_on == []
+    request = develop.calls("/chat/completions")[0].body
+    assert request is not None
+    assert (
+        develop.calls("/chat/completions")[1].body["messages"][-2]["tool_calls"][0]["function"][
+            "arguments"
+        ]
+        == '{"name": "garage door"}'
+    )
+    assert speech(result).startswith("Done: that did not work")
+
+
+@pytest.mark.parametrize("agent_options", [LLM_ONLY])
+async def test_scripted_replies_still_win(
+    hass: HomeAssistant, develop: AzureStub, loaded_entry: MockConfigEntry
+) -> None:
+    develop.queue(Reply(text="Scripted."))
+    assert speech(await converse(hass, loaded_entry, "turn on the kitchen light", "d")) == (
+        "Scripted."
+    )
+    assert speech(await converse(hass, loaded_entry, "hello", "d")) == (
+        "You said: hello (I see 3 messages of context)"
+    )
