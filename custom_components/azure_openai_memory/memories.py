@@ -32,6 +32,7 @@ from .memory.facts import (
     parse_source,
     parse_type,
     validate_content,
+    validate_limit,
     validate_tags,
 )
 from .storage import DebouncedStore
@@ -212,6 +213,7 @@ class Memories:
         include_archived: bool = False,
     ) -> SearchResult:
         """Rank by meaning when the deployment answers, else by words."""
+        validate_limit(limit)
         if memory_type is not None:
             parse_type(memory_type)
         validate_tags(tags or ())

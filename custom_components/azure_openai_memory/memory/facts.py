@@ -287,6 +287,13 @@ def validate_tags(tags: Iterable[Any]) -> tuple[str, ...]:
     return checked
 
 
+def validate_limit(limit: int) -> int:
+    """A search limit between 1 and MAX_SEARCH_LIMIT, or FactError."""
+    if not 1 <= limit <= MAX_SEARCH_LIMIT:
+        raise FactError("memory_limit_invalid", limit=limit, max=MAX_SEARCH_LIMIT)
+    return limit
+
+
 def _enum[E: StrEnum](kind: type[E], value: Any, key: str) -> E:
     try:
         return kind(value)
@@ -762,8 +769,7 @@ class FactStore:
         BM25 alone, plus the seed's confidence and recency boosts. Without: the seed's
         order, most confident then most recent.
         """
-        if not 1 <= limit <= MAX_SEARCH_LIMIT:
-            raise FactError("memory_limit_invalid", limit=limit, max=MAX_SEARCH_LIMIT)
+        validate_limit(limit)
         kind = parse_type(memory_type) if memory_type is not None else None
         wanted = validate_tags(tags or ())
         now = time.time() if now is None else now
@@ -859,7 +865,11 @@ class FactStore:
             assert vector is not None
             similarity = self._vectors @ vector
             similarity[~self._has_vector] = 0.0
-            relevance = VECTOR_WEIGHT * similarity + KEYWORD_WEIGHT * keyword
+            # A memory still waiting for its vector is ranked by its words alone, on the
+            # same 0..1 scale, rather than as if it meant nothing.
+            relevance = np.where(
+                self._has_vector, VECTOR_WEIGHT * similarity + KEYWORD_WEIGHT * keyword, keyword
+            )
             allowed &= matched | (similarity >= MIN_SIMILARITY)
         else:
             relevance = keyword
