@@ -15,6 +15,7 @@ import base64
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field, replace
 from enum import StrEnum
+import functools
 import math
 import re
 import time
@@ -49,6 +50,7 @@ DAY = 86_400.0
 
 _TAG = re.compile(r"^[\w-]+(:[\w.-]+)?$")
 _WORD = re.compile(r"\w+")
+_PUNCTUATION = re.compile(r"[^\w\s]")
 _OVERRIDE = re.compile(r"\boverr(id|ode)", re.IGNORECASE)
 _STOP_TEXT = (
     "a an and are as at be been by can do does did for from has have how i in is it its "
@@ -98,6 +100,10 @@ class SaveAction(StrEnum):
     SUPERSEDED = "superseded"
 
 
+# Stored values to members without the enum constructor's cost (10,000 at start-up).
+_TYPES = {kind.value: kind for kind in MemoryType}
+_SOURCES = {source.value: source for source in MemorySource}
+_CONFIDENCES = {level.value: level for level in MemoryConfidence}
 _CONFIDENCE_ORDER = {MemoryConfidence.HIGH: 3, MemoryConfidence.MEDIUM: 2, MemoryConfidence.LOW: 1}
 
 
@@ -155,12 +161,12 @@ class Memory:
         """Read the stored form back."""
         return cls(
             id=str(data["id"]),
-            type=MemoryType(data["type"]),
+            type=_TYPES[data["type"]],
             content=str(data["content"]),
-            source=MemorySource(data["source"]),
+            source=_SOURCES[data["source"]],
             created_at=float(data["created_at"]),
             updated_at=float(data["updated_at"]),
-            confidence=MemoryConfidence(data["confidence"]),
+            confidence=_CONFIDENCES[data["confidence"]],
             occurrences=int(data.get("occurrences", 1)),
             tags=tuple(data.get("tags", ())),
             source_reference=data.get("source_reference"),
@@ -321,12 +327,14 @@ def parse_source(value: Any) -> MemorySource:
 
 def normalize_for_comparison(content: str) -> str:
     """The seed's normalisation: lowercase, punctuation gone, whitespace collapsed."""
-    normalized = re.sub(r"[^\w\s]", "", content.lower())
-    return re.sub(r"\s+", " ", normalized).strip()
+    return " ".join(_PUNCTUATION.sub("", content.lower()).split())
 
 
-def _stem(word: str) -> str:
-    """A light English stem, so 'sleeps' finds 'sleep' and 'prefers' finds 'prefer'."""
+@functools.lru_cache(maxsize=65_536)
+def _term(word: str) -> str:
+    """A word as indexed: a light English stem, so 'sleeps' finds 'sleep'; '' to skip it."""
+    if word in _STOP_WORDS or (len(word) == 1 and not word.isdigit()):
+        return ""
     for suffix in ("ing", "ed", "es", "s"):
         if word.endswith(suffix) and len(word) - len(suffix) >= 3:
             return word[: -len(suffix)]
@@ -335,79 +343,129 @@ def _stem(word: str) -> str:
 
 def terms(text: str) -> list[str]:
     """The words that carry meaning, stemmed."""
-    return [
-        _stem(word)
-        for word in _WORD.findall(text.lower())
-        if word not in _STOP_WORDS and (len(word) > 1 or word.isdigit())
-    ]
+    return [term for word in _WORD.findall(text.lower()) if (term := _term(word))]
 
 
-def _tag_terms(tags: Iterable[str]) -> list[str]:
+@functools.lru_cache(maxsize=16_384)
+def _tag_terms(tag: str) -> tuple[str, ...]:
     """A tag's value is words of the memory too: `person:anna` is about Anna."""
-    words: list[str] = []
-    for tag in tags:
-        words.extend(terms(tag.rsplit(":", 1)[-1].replace("_", " ")))
-    return words
+    return tuple(terms(tag.rsplit(":", 1)[-1].replace("_", " ")))
 
 
 def _document(content: str, tags: Iterable[str]) -> list[str]:
-    return terms(content) + _tag_terms(tags)
+    words = terms(content)
+    for tag in tags:
+        words.extend(_tag_terms(tag))
+    return words
 
 
 class KeywordIndex:
-    """BM25 over an inverted index: the cost of a query is its terms' postings, not the store."""
+    """BM25 over an inverted index: the cost of a query is its terms' postings, not the store.
+
+    Documents are small numbers (FactStore's rows). A term's posting is kept as numpy
+    arrays, rebuilt only after a document with that term changed, so a query over
+    10,000 memories is a handful of vector operations.
+    """
 
     def __init__(self, k1: float = 1.5, b: float = 0.75) -> None:
         self.k1 = k1
         self.b = b
         self._postings: dict[str, dict[int, int]] = {}
-        self._lengths: dict[int, int] = {}
-        self._words: dict[int, tuple[str, ...]] = {}
+        self._arrays: dict[str, tuple[npt.NDArray[np.int64], npt.NDArray[np.float32]]] = {}
+        # Each document's words and their counts (the postings hold the counts too).
+        self._words: dict[int, dict[str, int]] = {}
+        self._lengths = np.zeros(0, dtype=np.float32)
         self._total_length = 0
 
     def __len__(self) -> int:
-        return len(self._lengths)
+        return len(self._words)
 
     def add(self, doc: int, words: Sequence[str]) -> None:
         """Index a document under a number."""
         self.remove(doc)
+        counts: dict[str, int] = {}
         for word in words:
-            posting = self._postings.setdefault(word, {})
-            posting[doc] = posting.get(doc, 0) + 1
+            counts[word] = counts.get(word, 0) + 1
+        postings, arrays = self._postings, self._arrays
+        for word, count in counts.items():
+            if (posting := postings.get(word)) is None:
+                postings[word] = {doc: count}
+            else:
+                posting[doc] = count
+            if arrays:
+                arrays.pop(word, None)
+        if doc >= self._lengths.size:
+            grown = np.zeros(max(doc + 1, 2 * self._lengths.size, 64), dtype=np.float32)
+            grown[: self._lengths.size] = self._lengths
+            self._lengths = grown
         self._lengths[doc] = len(words)
-        self._words[doc] = tuple(dict.fromkeys(words))
+        self._words[doc] = counts
         self._total_length += len(words)
+
+    def add_new(self, documents: Sequence[tuple[int, Sequence[str]]]) -> None:
+        """Index many documents not indexed yet (loading): add() without its per-call care."""
+        postings, words_of = self._postings, self._words
+        top = max((doc for doc, _words in documents), default=-1)
+        if top >= self._lengths.size:
+            grown = np.zeros(max(top + 1, 64), dtype=np.float32)
+            grown[: self._lengths.size] = self._lengths
+            self._lengths = grown
+        lengths = self._lengths
+        for doc, words in documents:
+            counts: dict[str, int] = {}
+            for word in words:
+                counts[word] = counts.get(word, 0) + 1
+            for word, count in counts.items():
+                if (posting := postings.get(word)) is None:
+                    postings[word] = {doc: count}
+                else:
+                    posting[doc] = count
+            words_of[doc] = counts
+            lengths[doc] = len(words)
+            self._total_length += len(words)
+        self._arrays.clear()
 
     def remove(self, doc: int) -> None:
         """Forget a document."""
-        if (length := self._lengths.pop(doc, None)) is None:
+        if (words := self._words.pop(doc, None)) is None:
             return
-        self._total_length -= length
-        for word in self._words.pop(doc):
+        self._total_length -= int(self._lengths[doc])
+        self._lengths[doc] = 0
+        for word in words:
             posting = self._postings[word]
             del posting[doc]
+            self._arrays.pop(word, None)
             if not posting:
                 del self._postings[word]
 
-    def scores(self, query: Sequence[str]) -> tuple[dict[int, float], dict[int, int]]:
-        """BM25 score and number of distinct query terms matched, per matching document."""
-        scores: dict[int, float] = {}
-        hits: dict[int, int] = {}
-        count = len(self._lengths)
+    def _posting(self, word: str) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.float32]]:
+        if (arrays := self._arrays.get(word)) is None:
+            posting = self._postings[word]
+            arrays = self._arrays[word] = (
+                np.fromiter(posting.keys(), dtype=np.int64, count=len(posting)),
+                np.fromiter(posting.values(), dtype=np.float32, count=len(posting)),
+            )
+        return arrays
+
+    def scores(
+        self, query: Sequence[str], size: int
+    ) -> tuple[npt.NDArray[np.float32], npt.NDArray[np.int32]]:
+        """BM25 score and number of distinct query terms matched, for documents 0..size-1."""
+        scores = np.zeros(size, dtype=np.float32)
+        hits = np.zeros(size, dtype=np.int32)
+        count = len(self._words)
         if not count:
             return scores, hits
         average = self._total_length / count or 1.0
         k1, b = self.k1, self.b
         for word in dict.fromkeys(query):
-            posting = self._postings.get(word)
-            if not posting:
+            if word not in self._postings:
                 continue
-            idf = math.log(1 + (count - len(posting) + 0.5) / (len(posting) + 0.5))
-            lengths = self._lengths
-            for doc, tf in posting.items():
-                norm = tf * (k1 + 1) / (tf + k1 * (1 - b + b * lengths[doc] / average))
-                scores[doc] = scores.get(doc, 0.0) + idf * norm
-                hits[doc] = hits.get(doc, 0) + 1
+            docs, tf = self._posting(word)
+            idf = math.log(1 + (count - docs.size + 0.5) / (docs.size + 0.5))
+            length = self._lengths[docs]
+            scores[docs] += idf * tf * (k1 + 1) / (tf + k1 * (1 - b + b * length / average))
+            hits[docs] += 1
         return scores, hits
 
 
@@ -416,8 +474,8 @@ def bm25(query: str, documents: Sequence[str], *, k1: float = 1.5, b: float = 0.
     index = KeywordIndex(k1, b)
     for number, document in enumerate(documents):
         index.add(number, terms(document))
-    scores, _hits = index.scores(terms(query))
-    return [scores.get(number, 0.0) for number in range(len(documents))]
+    scores, _hits = index.scores(terms(query), len(documents))
+    return [float(score) for score in scores]
 
 
 # -- vectors ----------------------------------------------------------------
@@ -463,6 +521,14 @@ def _conflicting(new: Iterable[str], old: Iterable[str]) -> bool:
             prefix, value = tag.split(":", 1)
             theirs.setdefault(prefix, set()).add(value)
     return any(prefix in theirs and not mine & theirs[prefix] for prefix, mine in values.items())
+
+
+def _add_to[K](index: dict[K, set[str]], key: K, memory_id: str) -> None:
+    """Add to an index's set, creating the set only when the key is new."""
+    if (ids := index.get(key)) is None:
+        index[key] = {memory_id}
+    else:
+        ids.add(memory_id)
 
 
 def _new_id() -> str:
@@ -551,14 +617,15 @@ class FactStore:
         self._ids.extend([None] * (new - size))
 
     def _index(self, memory: Memory, vector: Vector | None) -> None:
-        self._active[memory.id] = memory
-        self._by_content.setdefault(normalize_for_comparison(memory.content), memory.id)
-        self._by_type.setdefault(memory.type, set()).add(memory.id)
+        memory_id, kind = memory.id, memory.type
+        self._active[memory_id] = memory
+        self._by_content.setdefault(normalize_for_comparison(memory.content), memory_id)
+        _add_to(self._by_type, kind, memory_id)
+        by_type_tag = self._by_type_tag
         for tag in memory.tags:
-            self._by_type_tag.setdefault((memory.type, tag), set()).add(memory.id)
+            _add_to(by_type_tag, (kind, tag), memory_id)
         if memory.tags:
-            key = (memory.type, frozenset(memory.tags))
-            self._by_tag_set.setdefault(key, set()).add(memory.id)
+            _add_to(self._by_tag_set, (kind, frozenset(memory.tags)), memory_id)
         if not self._free:
             self._grow(len(self._ids) + 1)
         row = self._free.pop()
@@ -570,6 +637,31 @@ class FactStore:
         self._has_vector[row] = False
         if vector is not None:
             self._put_vector(row, vector)
+
+    def _index_loaded(self, memories: list[Memory]) -> None:
+        """Index memories read from storage into rows 0..n-1 of an empty store, in bulk."""
+        count = len(memories)
+        self._grow(count)
+        self._free = list(range(len(self._ids) - 1, count - 1, -1))
+        by_content, row_of, ids = self._by_content, self._row, self._ids
+        by_type, by_type_tag, by_tag_set = self._by_type, self._by_type_tag, self._by_tag_set
+        documents: list[tuple[int, list[str]]] = []
+        for row, memory in enumerate(memories):
+            memory_id, kind, tags = memory.id, memory.type, memory.tags
+            self._active[memory_id] = memory
+            by_content.setdefault(normalize_for_comparison(memory.content), memory_id)
+            _add_to(by_type, kind, memory_id)
+            for tag in tags:
+                _add_to(by_type_tag, (kind, tag), memory_id)
+            if tags:
+                _add_to(by_tag_set, (kind, frozenset(tags)), memory_id)
+            row_of[memory_id] = row
+            ids[row] = memory_id
+            documents.append((row, _document(memory.content, tags)))
+        self._keywords.add_new(documents)
+        self._in_use[:count] = True
+        self._boost[:count] = [CONFIDENCE_BOOST[m.confidence.value] for m in memories]
+        self._updated[:count] = [m.updated_at for m in memories]
 
     def _refresh_row(self, memory: Memory) -> None:
         row = self._row[memory.id]
@@ -607,6 +699,21 @@ class FactStore:
             self._has_vector[:] = False
         self._vectors[row] = vector
         self._has_vector[row] = True
+
+    def _load_vectors(self, encoded: dict[int, bytes]) -> None:
+        """Every stored vector at once: one decode of all their bytes, not one per memory."""
+        lengths = {len(raw) for raw in encoded.values()}
+        if len(lengths) != 1 or (width := lengths.pop()) % 2:
+            return  # none, or of mixed models: they are embedded again
+        rows = np.fromiter(encoded.keys(), dtype=np.int64, count=len(encoded))
+        matrix = np.frombuffer(b"".join(encoded.values()), dtype=np.float16)
+        matrix = matrix.reshape(len(encoded), width // 2).astype(np.float32)
+        norms = np.linalg.norm(matrix, axis=1)
+        usable = np.isfinite(norms) & (norms > 0)
+        self._dims = width // 2
+        self._vectors = np.zeros((len(self._ids), self._dims), dtype=np.float32)
+        self._vectors[rows[usable]] = matrix[usable] / norms[usable, None]
+        self._has_vector[rows[usable]] = True
 
     def set_vector(self, memory_id: str, vector: Sequence[float] | npt.NDArray[Any]) -> bool:
         """Give an active memory its embedding; False when it is gone or the vector is empty."""
@@ -705,20 +812,21 @@ class FactStore:
         candidates: set[str] = set()
         for tag in tags:
             candidates |= self._by_type_tag.get((kind, tag), set())
-        rows = [
-            self._row[i]
-            for i in candidates
-            if self._has_vector[self._row[i]] and not _conflicting(tags, self._active[i].tags)
-        ]
-        if not rows:
+        rows = np.fromiter(
+            (self._row[i] for i in candidates), dtype=np.int64, count=len(candidates)
+        )
+        rows = rows[self._has_vector[rows]]
+        if not rows.size:
             return None
         similarity = self._vectors[rows] @ vector
-        best = int(np.argmax(similarity))
-        if float(similarity[best]) < SUPERSEDE_SIMILARITY:
-            return None
-        memory_id = self._ids[rows[best]]
-        assert memory_id is not None
-        return self._active[memory_id]
+        alike = np.flatnonzero(similarity >= SUPERSEDE_SIMILARITY)
+        # Most alike first; tags naming another person (room, device) rule one out.
+        for index in alike[np.argsort(-similarity[alike])]:
+            memory_id = self._ids[int(rows[index])]
+            assert memory_id is not None
+            if not _conflicting(tags, self._active[memory_id].tags):
+                return self._active[memory_id]
+        return None
 
     def _archive(
         self, memory: Memory, superseded_by: str | None, reason: str, now: float
@@ -848,14 +956,11 @@ class FactStore:
         if candidates is not None:
             allowed[:] = False
             allowed[[self._row[i] for i in candidates]] = True
-        keyword = np.zeros(size, dtype=np.float32)
-        matched = np.zeros(size, dtype=bool)
-        scores, hits = self._keywords.scores(terms(text))
-        if scores:
-            rows = np.fromiter(scores, dtype=np.int64, count=len(scores))
-            keyword[rows] = np.fromiter(scores.values(), dtype=np.float32, count=len(scores))
-            keyword /= float(keyword.max()) or 1.0
-            matched[rows] = [self._relevant_words(hits[row]) for row in scores]
+        keyword, hits = self._keywords.scores(terms(text), size)
+        keyword /= float(keyword.max(initial=0.0)) or 1.0
+        # The seed's threshold: two points per shared word.
+        matched = 2 * hits >= self.settings.relevance_score_threshold
+        matched &= hits > 0
         hybrid = (
             vector is not None
             and vector.shape[0] == self._dims
@@ -896,12 +1001,15 @@ class FactStore:
         index = KeywordIndex()
         for number, one in enumerate(archived):
             index.add(number, _document(one.memory.content, one.memory.tags))
-        scores, hits = index.scores(terms(text))
-        top = max(scores.values(), default=1.0) or 1.0
+        scores, hits = index.scores(terms(text), len(archived))
+        top = float(scores.max(initial=0.0)) or 1.0
         return [
-            (archived[n].memory, round(score / top + self._plain_score(archived[n].memory, now), 4))
-            for n, score in scores.items()
-            if self._relevant_words(hits[n])
+            (
+                archived[n].memory,
+                round(float(scores[n]) / top + self._plain_score(archived[n].memory, now), 4),
+            )
+            for n in range(len(archived))
+            if hits[n] and self._relevant_words(int(hits[n]))
         ]
 
     # -- patterns --
@@ -1023,16 +1131,21 @@ class FactStore:
         """Read the stored form; a record that cannot be read is skipped, not fatal."""
         store = cls(settings)
         memories = data.get("memories") or []
-        store._grow(len(memories))
+        loaded: dict[str, Memory] = {}
+        encoded: dict[int, bytes] = {}
         for raw in memories:
             try:
                 memory = Memory.from_dict(raw)
-                vector = decode_vector(raw["vector"]) if raw.get("vector") else None
+                vector = base64.b64decode(raw["vector"]) if raw.get("vector") else None
             except (KeyError, TypeError, ValueError):
                 continue
-            if memory.id in store._active:
+            if memory.id in loaded:
                 continue
-            store._index(memory, vector)
+            if vector:
+                encoded[len(loaded)] = vector
+            loaded[memory.id] = memory
+        store._index_loaded(list(loaded.values()))
+        store._load_vectors(encoded)
         for raw in data.get("archived") or []:
             try:
                 archived = ArchivedMemory.from_dict(raw)
