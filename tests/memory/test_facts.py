@@ -511,3 +511,26 @@ def test_save_uses_the_clock_when_no_time_is_given() -> None:
     assert before <= memory.created_at <= time.time()
     assert memory.source is MemorySource.CONVERSATION
     assert memory.type is MemoryType.CONTEXT
+
+
+def test_stored_form_follows_every_change() -> None:
+    """as_dict keeps each record's form between saves; every change replaces it."""
+    store = FactStore()
+    one = store.save("Anna likes tea", "preference", ["person:anna"], now=NOW).memory
+    two = store.save("Ben likes coffee", "preference", ["person:ben"], now=NOW).memory
+    first = store.as_dict()
+    store.save("Anna likes tea", "preference", ["person:anna"], now=NOW + 1)
+    store.set_vector(two.id, np.ones(4))
+    second = store.as_dict()
+    assert first["memories"][0]["occurrences"] == 1  # the first snapshot is untouched
+    by_id = {m["id"]: m for m in second["memories"]}
+    assert by_id[one.id]["occurrences"] == 2
+    assert by_id[one.id]["updated_at"] == NOW + 1
+    assert "vector" in by_id[two.id]
+    store.forget(one.id, now=NOW + 2)
+    third = store.as_dict()
+    assert [m["id"] for m in third["memories"]] == [two.id]
+    assert [a["id"] for a in third["archived"]] == [one.id]
+    store.clear_vectors()
+    assert "vector" not in store.as_dict()["memories"][0]
+    assert FactStore.from_dict(orjson.loads(orjson.dumps(third))).as_dict() == third

@@ -552,6 +552,8 @@ class FactStore:
         self._by_tag_set: dict[tuple[MemoryType, frozenset[str]], set[str]] = {}
         self._by_type: dict[MemoryType, set[str]] = {}
         self._keywords = KeywordIndex()
+        # Each record's stored form, made on first save and dropped when the record changes.
+        self._stored: dict[str, dict[str, Any]] = {}
         self._row: dict[str, int] = {}
         self._ids: list[str | None] = []
         self._free: list[int] = []
@@ -669,6 +671,7 @@ class FactStore:
         self._updated[row] = memory.updated_at
 
     def _unindex(self, memory: Memory) -> None:
+        self._stored.pop(memory.id, None)
         del self._active[memory.id]
         normalized = normalize_for_comparison(memory.content)
         if self._by_content.get(normalized) == memory.id:
@@ -692,7 +695,10 @@ class FactStore:
         self._free.append(row)
 
     def _put_vector(self, row: int, vector: Vector) -> None:
+        if (memory_id := self._ids[row]) is not None:
+            self._stored.pop(memory_id, None)
         if vector.shape[0] != self._dims:
+            self._stored.clear()
             # A new embeddings model: the old vectors cannot be compared with its own.
             self._dims = vector.shape[0]
             self._vectors = np.zeros((len(self._ids), self._dims), dtype=np.float32)
@@ -726,6 +732,7 @@ class FactStore:
 
     def clear_vectors(self) -> None:
         """Forget every embedding (the embeddings deployment changed or is gone)."""
+        self._stored.clear()
         self._dims = 0
         self._vectors = np.zeros((len(self._ids), 0), dtype=np.float32)
         self._has_vector[:] = False
@@ -761,6 +768,7 @@ class FactStore:
         existing_id = self._by_content.get(normalize_for_comparison(content))
         if existing_id is not None:
             existing = self._active[existing_id]
+            self._stored.pop(existing_id, None)
             existing.occurrences += 1
             existing.updated_at = now
             if level is MemoryConfidence.HIGH or existing.occurrences >= threshold:
@@ -1080,6 +1088,7 @@ class FactStore:
                 if memory is not None:
                     self._unindex(memory)
                 self._archived.pop(memory_id, None)
+                self._stored.pop(memory_id, None)
                 return ForgetResult([], [memory_id])
             assert memory is not None
             return ForgetResult([self._archive(memory, None, "Forgotten on request", now)])
@@ -1093,6 +1102,7 @@ class FactStore:
                 self._unindex(memory)
             for old in [a for a in self._archived.values() if tag in a.memory.tags]:
                 del self._archived[old.id]
+                self._stored.pop(old.id, None)
                 erased.append(old.id)
             return ForgetResult([], erased)
         return ForgetResult(
@@ -1108,23 +1118,33 @@ class FactStore:
         old = [a.id for a in self._archived.values() if a.archived_at < cutoff]
         for memory_id in old:
             del self._archived[memory_id]
+            self._stored.pop(memory_id, None)
         return old
 
     # -- storage --
 
     def as_dict(self) -> dict[str, Any]:
-        """The stored form: a new dict, safe to hand to a writer thread."""
+        """The stored form, safe to hand to a writer thread.
+
+        Built in the event loop at every save, so each record's form is kept until that
+        record changes: the dicts are never changed once made, only replaced.
+        """
+        stored = self._stored
         memories = []
         for memory in self._active.values():
-            data = memory.as_dict()
-            row = self._row[memory.id]
-            if self._has_vector[row]:
-                data["vector"] = encode_vector(self._vectors[row])
+            if (data := stored.get(memory.id)) is None:
+                data = memory.as_dict()
+                row = self._row[memory.id]
+                if self._has_vector[row]:
+                    data["vector"] = encode_vector(self._vectors[row])
+                stored[memory.id] = data
             memories.append(data)
-        return {
-            "memories": memories,
-            "archived": [a.as_dict() for a in self._archived.values()],
-        }
+        archived = []
+        for one in self._archived.values():
+            if (data := stored.get(one.id)) is None:
+                data = stored[one.id] = one.as_dict()
+            archived.append(data)
+        return {"memories": memories, "archived": archived}
 
     @classmethod
     def from_dict(cls, data: dict[str, Any], settings: FactSettings | None = None) -> "FactStore":
@@ -1132,6 +1152,7 @@ class FactStore:
         store = cls(settings)
         memories = data.get("memories") or []
         loaded: dict[str, Memory] = {}
+        raws: dict[str, dict[str, Any]] = {}
         encoded: dict[int, bytes] = {}
         for raw in memories:
             try:
@@ -1144,8 +1165,16 @@ class FactStore:
             if vector:
                 encoded[len(loaded)] = vector
             loaded[memory.id] = memory
+            raws[memory.id] = raw
         store._index_loaded(list(loaded.values()))
         store._load_vectors(encoded)
+        # What was read is what would be written, where the vector came through too.
+        has_vector = store._has_vector
+        store._stored = {
+            memory_id: raw
+            for row, (memory_id, raw) in enumerate(raws.items())
+            if bool(has_vector[row]) == bool(raw.get("vector"))
+        }
         for raw in data.get("archived") or []:
             try:
                 archived = ArchivedMemory.from_dict(raw)
