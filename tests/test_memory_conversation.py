@@ -292,3 +292,17 @@ async def test_control_agent_keeps_home_assistant_tools(
     assert "HassTurnOn" in names
     assert names[-2:] == ["remember", "recall"]
     assert names.count("remember") == 1
+
+
+@pytest.mark.parametrize("agent_options", [NO_TOOLS])
+async def test_a_refused_recall_goes_back_to_the_model(
+    hass: HomeAssistant, loaded_entry: MockConfigEntry, azure: AzureStub
+) -> None:
+    azure.queue(
+        Reply(tool_calls=[ToolCall("recall", {"query": "Anna", "type": "dream"})]),
+        Reply(text="I could not look that up."),
+    )
+    result = await converse(hass, loaded_entry, "What do you know about Anna?", "c")
+    assert speech(result) == "I could not look that up."
+    tool_result = json.loads(chat_calls(azure)[-1].body["messages"][-1]["content"])
+    assert tool_result["error"] == "ServiceValidationError"

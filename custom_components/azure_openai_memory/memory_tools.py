@@ -19,7 +19,7 @@ from .context import memories_block
 from .memories import DATA_MEMORIES
 from .memory.facts import MemoryConfidence, MemorySource, MemoryType
 from .memory.tokens import TokenCounter
-from .services import async_memory_save
+from .services import async_memory_save, async_search_memories
 
 TOOL_REMEMBER = "remember"
 TOOL_RECALL = "recall"
@@ -92,9 +92,10 @@ class RecallTool(llm.Tool):
         self, hass: HomeAssistant, tool_input: llm.ToolInput, llm_context: llm.LLMContext
     ) -> JsonObjectType:
         """Search, and hand back the best memories that fit the budget."""
-        args = {**tool_input.tool_args, "limit": MEMORY_CONTEXT_LIMIT}
-        found = await hass.data[DATA_MEMORIES].async_search(
-            args.get("query"), memory_type=args.get("type"), limit=MEMORY_CONTEXT_LIMIT
+        args = tool_input.tool_args
+        found = await async_search_memories(
+            hass.data[DATA_MEMORIES],
+            {"query": args.get("query"), "type": args.get("type"), "limit": MEMORY_CONTEXT_LIMIT},
         )
         block = await hass.async_add_executor_job(
             memories_block, found.memories, self._counter, self._budget

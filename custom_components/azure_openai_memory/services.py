@@ -14,7 +14,7 @@ import voluptuous as vol
 
 from .const import DOMAIN
 from .memories import Memories
-from .memory.facts import ArchivedMemory, FactError, Memory
+from .memory.facts import ArchivedMemory, FactError, Memory, SearchResult
 from .memory.history import (
     AgentHistoryEvent,
     HistoryError,
@@ -659,10 +659,10 @@ async def async_memory_save(
     }
 
 
-async def async_memory_search(memories: Memories, data: dict[str, Any]) -> dict[str, Any]:
-    """memory_search, and the agent's recall tool."""
+async def async_search_memories(memories: Memories, data: dict[str, Any]) -> SearchResult:
+    """What memory_search and the agent's recall tool find; translated errors."""
     try:
-        result = await memories.async_search(
+        return await memories.async_search(
             data.get("query"),
             memory_type=data.get("type"),
             tags=data.get("tags") or None,
@@ -671,6 +671,11 @@ async def async_memory_search(memories: Memories, data: dict[str, Any]) -> dict[
         )
     except FactError as err:
         raise _memory_invalid(err) from err
+
+
+async def async_memory_search(memories: Memories, data: dict[str, Any]) -> dict[str, Any]:
+    """memory_search's response."""
+    result = await async_search_memories(memories, data)
     return {
         "memories": [{**memory_response(m), "score": score} for m, score in result.memories],
         "ranker": result.ranker,
