@@ -1,6 +1,7 @@
 """FactStore: the seed's deduplication, supersede by subject, ranking, patterns, forgetting."""
 
 import itertools
+import math
 import time
 
 import numpy as np
@@ -357,9 +358,17 @@ def test_search_include_archived() -> None:
 def test_bm25_alone() -> None:
     docs = ["the bins go out on tuesday", "anna likes coffee", "bins bins bins"]
     scores = bm25("bins tuesday", docs)
-    assert scores[2] == 0.0 or scores[0] > scores[2]
-    assert scores[0] > 0.0
+    # Terms: [bin, go, out, tuesday], [anna, like, coffee], [bin, bin, bin]; k1 1.5, b 0.75.
+    average = 10 / 3
+
+    def part(tf: int, length: int, df: int) -> float:
+        idf = math.log(1 + (3 - df + 0.5) / (df + 0.5))
+        return idf * tf * 2.5 / (tf + 1.5 * (0.25 + 0.75 * length / average))
+
+    assert scores[0] == pytest.approx(part(1, 4, 2) + part(1, 4, 1), rel=1e-5)
     assert scores[1] == 0.0
+    assert scores[2] == pytest.approx(part(3, 3, 2), rel=1e-5)
+    assert scores[0] > scores[2]
     assert bm25("nothing here", docs) == [0.0, 0.0, 0.0]
 
 
