@@ -1,10 +1,12 @@
 """The agent remembers: memories as data in the request, remember and recall as tools."""
 
+from datetime import timedelta
 import json
 from typing import Any
 
 from homeassistant.const import CONF_LLM_HASS_API
 from homeassistant.core import HomeAssistant
+from homeassistant.util import dt as dt_util
 import pytest
 from pytest_homeassistant_custom_component.common import MockConfigEntry
 
@@ -306,3 +308,34 @@ async def test_a_refused_recall_goes_back_to_the_model(
     assert speech(result) == "I could not look that up."
     tool_result = json.loads(chat_calls(azure)[-1].body["messages"][-1]["content"])
     assert tool_result["error"] == "ServiceValidationError"
+
+
+@pytest.mark.parametrize("agent_options", [NO_TOOLS])
+async def test_memories_and_series_share_one_data_message(
+    hass: HomeAssistant, loaded_entry: MockConfigEntry, azure: AzureStub
+) -> None:
+    now = dt_util.utcnow()
+    entries = [
+        {
+            "id": f"k{i}",
+            "athlete_name": f"Runner {i}",
+            "timestamp": (now - timedelta(hours=i)).isoformat(),
+        }
+        for i in range(5)
+    ]
+    await hass.services.async_call(
+        DOMAIN, "timeseries_merge", {"key": "kudos_timeseries", "entries": entries}, blocking=True
+    )
+    await save(
+        hass, content="Anna gives kudos to every club run", type="routine", tags="person:anna"
+    )
+    await converse(hass, loaded_entry, "Who gave me kudos in the last 2 days?", "c")
+    (call,) = chat_calls(azure)
+    data = data_message(call.body)
+    assert data is not None
+    assert data.count("Reference data from Home Assistant") == 1
+    memories_at = data.index('<memories count="1">')
+    series_at = data.index('<data source="timeseries" key="kudos_timeseries"')
+    assert memories_at < series_at
+    assert '"athlete_name":"Runner 0"' in data
+    assert '"content":"Anna gives kudos to every club run"' in data
