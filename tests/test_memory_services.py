@@ -14,7 +14,11 @@ from homeassistant.setup import async_setup_component
 import pytest
 from pytest_homeassistant_custom_component.common import MockConfigEntry
 
-from custom_components.azure_openai_memory.const import CONF_EMBEDDINGS_DEPLOYMENT, DOMAIN
+from custom_components.azure_openai_memory.const import (
+    API_STYLE_DEPLOYMENT,
+    CONF_EMBEDDINGS_DEPLOYMENT,
+    DOMAIN,
+)
 from custom_components.azure_openai_memory.llm import embeddings
 from custom_components.azure_openai_memory.memories import DATA_MEMORIES, STORAGE_KEY, Memories
 from custom_components.azure_openai_memory.memory.facts import FactSettings, FactStore
@@ -583,3 +587,40 @@ def test_strings_name_every_memory_service() -> None:
     for service in ("save", "search", "patterns", "forget", "cleanup_archived"):
         assert f"memory_{service}" in STRINGS["services"]
     assert "corrupt_file" in STRINGS["issues"]
+
+
+@pytest.mark.parametrize("api_style", [API_STYLE_DEPLOYMENT])
+async def test_embeddings_on_deployment_urls(
+    hass: HomeAssistant, embedding_entry: MockConfigEntry, azure: AzureStub
+) -> None:
+    """The deployment URL style asks /openai/deployments/{name}/embeddings with api-version."""
+    await call(hass, "save", content="Guests park on the left", type="household")
+    found = await call(hass, "search", query="Where do guests park?")
+    assert found["ranker"] == "hybrid"
+    first, second = embedding_calls(azure)
+    assert first.path == f"/openai/deployments/{EMBEDDINGS}/embeddings"
+    assert first.query == {"api-version": "2025-04-01-preview"}
+    assert second.body is not None
+    assert second.body["input"] == ["Where do guests park?"]
+
+
+async def test_a_model_that_cannot_shorten_its_vectors(
+    hass: HomeAssistant, setup_ha: None, config_entry: MockConfigEntry, azure: AzureStub
+) -> None:
+    """ada-002 refuses `dimensions`: asked again without, once; long vectors are cut to 512."""
+    azure.embedding_deployments.add("ada")
+    azure.fixed_size_embeddings.add("ada")
+    azure.embedder = lambda texts: [
+        [float(len(text) % 7 + i % 3) for i in range(1536)] for text in texts
+    ]
+    hass.config_entries.async_update_entry(
+        config_entry, options={**config_entry.options, CONF_EMBEDDINGS_DEPLOYMENT: "ada"}
+    )
+    assert await hass.config_entries.async_setup(config_entry.entry_id)
+    saved = await call(hass, "save", content="Dinner is at seven", type="routine")
+    await call(hass, "save", content="Lunch is at noon", type="routine")
+    bodies = [c.body for c in embedding_calls(azure) if c.body]
+    assert ["dimensions" in body for body in bodies] == [True, False, False]
+    vector = memories(hass).facts.vector(saved["memory"]["id"])
+    assert vector is not None
+    assert vector.shape == (512,)

@@ -139,6 +139,8 @@ class AzureStub:
         self.embedder: Callable[[list[str]], list[list[float]]] = hashed_embedder
         self.embedding_replies: deque[Reply] = deque()
         self.embedding_deployments = {"text-embedding-3-small"}
+        # Deployments that cannot shorten their vectors (ada-002): `dimensions` is a 400.
+        self.fixed_size_embeddings: set[str] = set()
 
     @property
     def endpoint(self) -> str:
@@ -304,6 +306,14 @@ class AzureStub:
                 await asyncio.sleep(reply.delay)
             if reply.error is not None:
                 return _error(reply.status, reply.error, reply.headers)
+        if deployment in self.fixed_size_embeddings and "dimensions" in body:
+            return _error(
+                400,
+                {
+                    "code": "OperationNotSupported",
+                    "message": "This model does not support specifying dimensions.",
+                },
+            )
         texts = body.get("input")
         texts = [texts] if isinstance(texts, str) else list(texts or [])
         vectors = self.embedder([str(text) for text in texts])
