@@ -11,6 +11,7 @@ from homeassistant.auth.const import GROUP_ID_ADMIN, GROUP_ID_USER
 from homeassistant.core import Context, HomeAssistant
 from homeassistant.exceptions import ServiceValidationError, Unauthorized
 from homeassistant.setup import async_setup_component
+import numpy as np
 import pytest
 from pytest_homeassistant_custom_component.common import MockConfigEntry
 
@@ -624,3 +625,48 @@ async def test_a_model_that_cannot_shorten_its_vectors(
     vector = memories(hass).facts.vector(saved["memory"]["id"])
     assert vector is not None
     assert vector.shape == (512,)
+
+
+async def test_a_deployment_change_during_re_embedding(
+    hass: HomeAssistant,
+    hass_storage: dict[str, Any],
+    setup_ha: None,
+    config_entry: MockConfigEntry,
+    azure: AzureStub,
+) -> None:
+    """The old deployment's late answer is dropped; the new one embeds everything."""
+    old = FactStore(FactSettings(max_memories_per_type=1000))
+    for text, tags in household_facts()[:100]:
+        old.save(text, "preference", tags)
+    hass_storage[STORAGE_KEY] = {
+        "version": 1,
+        "minor_version": 1,
+        "key": STORAGE_KEY,
+        "data": {**old.as_dict(), "settings": {"max_memories_per_type": 1000}},
+    }
+    azure.embedding_deployments.add("text-embedding-3-large")
+    azure.queue_embeddings(Reply(delay=0.5))
+    hass.config_entries.async_update_entry(
+        config_entry, options={**config_entry.options, CONF_EMBEDDINGS_DEPLOYMENT: EMBEDDINGS}
+    )
+    assert await hass.config_entries.async_setup(config_entry.entry_id)
+    await hass.async_block_till_done()
+    assert len(embedding_calls(azure)) == 1  # the first batch, still on its way
+    large = f"{azure.endpoint}|text-embedding-3-large"
+    marker = [9.0] * 256  # what the large deployment answers: every vector alike
+    azure.embedder = lambda texts: [marker for _ in texts]
+    hass.config_entries.async_update_entry(
+        config_entry,
+        options={**config_entry.options, CONF_EMBEDDINGS_DEPLOYMENT: "text-embedding-3-large"},
+    )
+    await hass.async_block_till_done(wait_background_tasks=True)
+    store = memories(hass).facts
+    assert store.without_vector() == []
+    expected = np.ones(256) / 16
+    assert all(
+        float(np.abs(store.vector(m.id) - expected).max()) < 1e-3 for m in store
+    )  # every vector from the large deployment, none from the small one's late answer
+    await memories(hass).file.async_flush()
+    assert hass_storage[STORAGE_KEY]["data"]["vectors_from"] == large
+    models = [c.body["model"] for c in embedding_calls(azure) if c.body]
+    assert models == [EMBEDDINGS, "text-embedding-3-large", "text-embedding-3-large"]

@@ -166,7 +166,7 @@ def _fact_defaults() -> FactSettings:
 
 
 @callback
-def _async_use_embeddings(hass: HomeAssistant, entry: "AzureOpenAIMemoryConfigEntry") -> None:
+def _async_use_embeddings(hass: HomeAssistant, entry: AzureOpenAIMemoryConfigEntry) -> None:
     """An entry that names an embeddings deployment ranks the installation's memories."""
     deployment = str(entry.options.get(CONF_EMBEDDINGS_DEPLOYMENT) or "").strip()
     if not deployment:

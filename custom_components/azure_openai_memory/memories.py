@@ -142,15 +142,22 @@ class Memories:
         )
 
     async def _async_embed_batches(self, embedder: Embedder) -> None:
-        """A batch at a time; a failure stops until the next successful request."""
-        while self.embedder is embedder and (missing := self.facts.without_vector()):
-            batch = missing[:BATCH_SIZE]
-            vectors = await embedder.async_embed([m.content for m in batch])
-            if vectors is None:
-                return
-            for memory, vector in zip(batch, vectors, strict=True):
-                self.facts.set_vector(memory.id, vector)
-            self.async_changed()
+        """A batch at a time; a failure stops until the next successful request.
+
+        Another deployment taking over meanwhile starts its own run once this one ends.
+        """
+        try:
+            while self.embedder is embedder and (missing := self.facts.without_vector()):
+                batch = missing[:BATCH_SIZE]
+                vectors = await embedder.async_embed([m.content for m in batch])
+                if vectors is None or self.embedder is not embedder:
+                    return  # failed, or from a deployment no longer in use
+                for memory, vector in zip(batch, vectors, strict=True):
+                    self.facts.set_vector(memory.id, vector)
+                self.async_changed()
+        finally:
+            if self.embedder is not embedder:
+                self.hass.loop.call_soon(self._async_embed_missing)
 
     async def _async_vectors(self, texts: list[str]) -> list[Vector] | None:
         """One request for these texts, or None (keyword ranking) without a deployment."""
