@@ -670,3 +670,61 @@ async def test_a_deployment_change_during_re_embedding(
     assert hass_storage[STORAGE_KEY]["data"]["vectors_from"] == large
     models = [c.body["model"] for c in embedding_calls(azure) if c.body]
     assert models == [EMBEDDINGS, "text-embedding-3-large", "text-embedding-3-large"]
+
+
+async def configure(hass: HomeAssistant, entry: MockConfigEntry, **changes: Any) -> Any:
+    """Submit the options form with the current values and these changes."""
+    result = await hass.config_entries.options.async_init(entry.entry_id)
+    return await hass.config_entries.options.async_configure(
+        result["flow_id"],
+        {
+            **dict(entry.options),
+            "timeseries_max_entries": 10_000,
+            "timeseries_keep_days": 90,
+            "history_retention_days": 90,
+            **changes,
+        },
+    )
+
+
+@pytest.mark.parametrize(
+    ("failure", "error"),
+    [
+        (None, "embeddings_deployment_not_found"),
+        (
+            Reply.failure(500, "server_error", "The server had an error."),
+            "embeddings_deployment_failed",
+        ),
+    ],
+)
+async def test_options_flow_proves_a_new_embeddings_deployment(
+    hass: HomeAssistant,
+    loaded_entry: MockConfigEntry,
+    azure: AzureStub,
+    failure: Reply | None,
+    error: str,
+) -> None:
+    """One request before anything is saved; refused, the form says why and nothing changes."""
+    before = dict(loaded_entry.options)
+    if failure is not None:
+        azure.queue_embeddings(failure)
+        name = EMBEDDINGS
+    else:
+        name = "gpt-4o-mini"  # a chat deployment: no embeddings there
+    result = await configure(
+        hass, loaded_entry, embeddings_deployment=name, max_memories_per_type=7
+    )
+    assert result["type"] == "form"
+    assert result["errors"] == {"embeddings_deployment": error}
+    assert error in STRINGS["options"]["error"]
+    assert dict(loaded_entry.options) == before
+    assert memories(hass).settings.max_memories_per_type == 50
+    assert memories(hass).embedder is None
+
+    result = await configure(hass, loaded_entry, embeddings_deployment=f" {EMBEDDINGS} ")
+    assert result["type"] == "create_entry"
+    await hass.async_block_till_done()
+    assert loaded_entry.options["embeddings_deployment"] == EMBEDDINGS
+    embedder = memories(hass).embedder
+    assert embedder is not None
+    assert embedder.deployment == EMBEDDINGS

@@ -8,6 +8,7 @@ from urllib.parse import urlsplit
 
 from homeassistant.config_entries import (
     ConfigEntry,
+    ConfigEntryState,
     ConfigFlow,
     ConfigFlowResult,
     ConfigSubentryFlow,
@@ -102,6 +103,7 @@ from .llm.client import (
     async_create_client,
     normalize_endpoint,
 )
+from .llm.embeddings import async_check_embeddings
 from .llm.errors import API_ERRORS, ErrorKind, classify_error
 from .memories import DATA_MEMORIES
 from .memory.facts import FactSettings
@@ -428,6 +430,21 @@ def _memory_settings(current: FactSettings, options: dict[str, Any]) -> FactSett
 class MemoryOptionsFlow(OptionsFlow):
     """Memory switches and retention of the resource, and the installation's series settings."""
 
+    async def _async_check_embeddings(self, options: dict[str, Any]) -> None:
+        """Prove a newly named embeddings deployment with one request, before anything is saved."""
+        deployment = str(options.get(CONF_EMBEDDINGS_DEPLOYMENT) or "").strip()
+        entry = self.config_entry
+        if not deployment or deployment == entry.options.get(CONF_EMBEDDINGS_DEPLOYMENT):
+            return
+        if entry.state is not ConfigEntryState.LOADED:
+            return  # proved by its first use instead; failing, memories rank by words
+        try:
+            await async_check_embeddings(entry.runtime_data.client, deployment)
+        except API_ERRORS as err:
+            if classify_error(err) is ErrorKind.NOT_FOUND:
+                raise EmbeddingsRefused("embeddings_deployment_not_found") from err
+            raise EmbeddingsRefused("embeddings_deployment_failed") from err
+
     async def async_step_init(self, user_input: dict[str, Any] | None = None) -> ConfigFlowResult:
         """One form; a change of the entry's part reloads the entry."""
         series = self.hass.data[DATA_TIMESERIES]
@@ -441,8 +458,11 @@ class MemoryOptionsFlow(OptionsFlow):
             options = {key: _whole(value) for key, value in user_input.items()}
             wanted = float(options.pop(CONF_HISTORY_RETENTION_DAYS))
             try:
+                await self._async_check_embeddings(options)
                 if wanted != retention:
                     await history.async_set_retention_days(wanted)
+            except EmbeddingsRefused as err:
+                errors[CONF_EMBEDDINGS_DEPLOYMENT] = err.key
             except HomeAssistantError:
                 errors[CONF_HISTORY_RETENTION_DAYS] = "history_unavailable"
             else:
@@ -485,6 +505,14 @@ class MemoryOptionsFlow(OptionsFlow):
             ),
             errors=errors,
         )
+
+
+class EmbeddingsRefused(Exception):
+    """A new embeddings deployment did not answer; key is the form's error."""
+
+    def __init__(self, key: str) -> None:
+        super().__init__(key)
+        self.key = key
 
 
 def _whole(value: Any) -> Any:

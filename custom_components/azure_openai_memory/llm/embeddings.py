@@ -76,6 +76,10 @@ class Embedder:
             )
         return vectors
 
+    async def async_check(self) -> None:
+        """One request, its failure raised rather than turned into keyword ranking."""
+        await self._async_request(["ping"])
+
     async def _async_request(self, texts: list[str]) -> list[Vector]:
         try:
             response = await self._create(texts)
@@ -101,3 +105,8 @@ class Embedder:
         return await self._client.embeddings.create(
             model=self.deployment, input=texts, dimensions=self._dimensions
         )
+
+
+async def async_check_embeddings(client: SDKClient, deployment: str) -> None:
+    """One request to a deployment the user just named; raises what the SDK raised."""
+    await Embedder(client, deployment, deployment).async_check()
