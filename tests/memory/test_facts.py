@@ -11,6 +11,7 @@ import pytest
 from custom_components.azure_openai_memory.memory.facts import (
     MAX_CONTENT_LENGTH,
     MAX_TAGS,
+    SAME_TAGS_SIMILARITY,
     SUPERSEDE_SIMILARITY,
     FactError,
     FactSettings,
@@ -543,3 +544,25 @@ def test_stored_form_follows_every_change() -> None:
     store.clear_vectors()
     assert "vector" not in store.as_dict()["memories"][0]
     assert FactStore.from_dict(orjson.loads(orjson.dumps(third))).as_dict() == third
+
+
+def test_same_tags_with_different_meaning_stay_apart() -> None:
+    """With embeddings, the same tag set is not enough: 'Mia is ten' is not 'Mia's friend'."""
+    store = FactStore()
+    age = "Mia is ten years old"
+    friend = "Mia's best friend is Lotte, two streets away"
+    assert float(np.dot(hashed_embedding(age), hashed_embedding(friend))) < SAME_TAGS_SIMILARITY
+    first = store.save(age, "context", ["person:mia"], vector=hashed_embedding(age), now=NOW)
+    second = store.save(friend, "context", ["person:mia"], vector=hashed_embedding(friend), now=NOW)
+    assert second.action is SaveAction.CREATED
+    older = "Mia is ten years old now"
+    assert float(np.dot(hashed_embedding(age), hashed_embedding(older))) >= SAME_TAGS_SIMILARITY
+    third = store.save(older, "context", ["person:mia"], vector=hashed_embedding(older), now=NOW)
+    assert third.action is SaveAction.SUPERSEDED
+    assert third.archived is not None
+    assert third.archived.id == first.memory.id
+    # Without a vector on either side, the seed's rule: the same tag set is the same subject.
+    fourth = store.save("Mia plays the violin", "context", ["person:mia"], now=NOW + 1)
+    assert fourth.action is SaveAction.SUPERSEDED
+    assert fourth.archived is not None
+    assert fourth.archived.id in {second.memory.id, third.memory.id}
