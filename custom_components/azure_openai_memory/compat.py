@@ -26,6 +26,7 @@ __all__ = [
     "llm_api_ids",
     "llm_api_option",
     "llm_api_suggested",
+    "llm_context_of",
     "platforms",
 ]
 
@@ -187,3 +188,19 @@ def platforms(*always: Platform) -> list[Platform]:
 SELECTOR_SERIALIZER: Callable[[Any], Any] = getattr(
     llm, "selector_serializer", getattr(llm, "_selector_serializer", repr)
 )
+
+
+def llm_context_of(user_input: conversation.ConversationInput, domain: str) -> llm.LLMContext:
+    """The LLM context of a turn: 2026.x builds it (without user_prompt); 2025.4 has no helper."""
+    if (as_llm_context := getattr(user_input, "as_llm_context", None)) is not None:
+        return cast(llm.LLMContext, as_llm_context(domain))
+    # 2025.4's LLMContext still takes the user's prompt.
+    make_context: Callable[..., llm.LLMContext] = llm.LLMContext
+    return make_context(
+        platform=domain,
+        context=user_input.context,
+        user_prompt=user_input.text,
+        language=user_input.language,
+        assistant=conversation.DOMAIN,
+        device_id=user_input.device_id,
+    )

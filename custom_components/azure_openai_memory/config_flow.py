@@ -7,6 +7,7 @@ from typing import Any
 
 from homeassistant.config_entries import (
     ConfigEntry,
+    ConfigEntryState,
     ConfigFlow,
     ConfigFlowResult,
     ConfigSubentryFlow,
@@ -50,19 +51,26 @@ from .const import (
     CONF_API_MODE,
     CONF_API_STYLE,
     CONF_API_VERSION,
+    CONF_ARCHIVE_RETENTION_DAYS,
     CONF_CONTEXT_LIMIT,
     CONF_CONTINUATION_MINUTES,
     CONF_CONVERSATION_IDLE_MINUTES,
     CONF_DEPLOYMENT,
     CONF_EARLY_TIMEOUT,
+    CONF_EMBEDDINGS_DEPLOYMENT,
     CONF_ENDPOINT,
+    CONF_HIGH_CONFIDENCE_THRESHOLD,
     CONF_HISTORY_RECORDING,
     CONF_HISTORY_RETENTION_DAYS,
     CONF_MAX_CONVERSATIONS,
+    CONF_MAX_MEMORIES_PER_TYPE,
     CONF_MAX_TOKENS,
+    CONF_MEMORY_CONTEXT,
+    CONF_MEMORY_TOKEN_BUDGET,
     CONF_PREFER_LOCAL_INTENTS,
     CONF_PROMPT,
     CONF_REASONING_EFFORT,
+    CONF_RELEVANCE_SCORE_THRESHOLD,
     CONF_REQUEST_TIMEOUT,
     CONF_SLIDING_WINDOW_MAX_TOKENS,
     CONF_SUMMARIES,
@@ -84,8 +92,11 @@ from .const import (
     RECOMMENDED_API_VERSION,
     RECOMMENDED_DEPLOYMENT,
     RECOMMENDED_EARLY_TIMEOUT,
+    RECOMMENDED_EMBEDDINGS_DEPLOYMENT,
     RECOMMENDED_HISTORY_RETENTION_DAYS,
     RECOMMENDED_MAX_TOKENS,
+    RECOMMENDED_MEMORY_CONTEXT,
+    RECOMMENDED_MEMORY_TOKEN_BUDGET,
     RECOMMENDED_OPTIONS,
     RECOMMENDED_PREFER_LOCAL_INTENTS,
     RECOMMENDED_REASONING_EFFORT,
@@ -105,7 +116,10 @@ from .llm.client import (
     async_create_client,
     normalize_endpoint,
 )
+from .llm.embeddings import async_check_embeddings
 from .llm.errors import API_ERRORS, ErrorKind, classify_error
+from .memories import DATA_MEMORIES
+from .memory.facts import FactSettings
 from .memory.timeseries import TimeseriesSettings
 from .recording import DATA_HISTORY
 from .services import DATA_TIMESERIES
@@ -401,12 +415,60 @@ OPTIONS_SCHEMA = vol.Schema(
         vol.Required(CONF_SUMMARY_TIME): TimeSelector(),
         vol.Required(CONF_SUMMARY_GROUP_MODE): _select(SUMMARY_GROUP_MODES, "summary_group_mode"),
         vol.Required(CONF_SUMMARY_CONTEXT_TOKENS): _number(0, 4000, 50, "tokens"),
+        # Memories: this entry's embeddings deployment (empty: none), switch and budget.
+        vol.Optional(CONF_EMBEDDINGS_DEPLOYMENT): TextSelector(),
+        vol.Optional(CONF_MEMORY_CONTEXT): BooleanSelector(),
+        vol.Optional(CONF_MEMORY_TOKEN_BUDGET): _number(50, 20_000, 50, "tokens"),
+        # The seed's MEMORY_CONFIG, shared by the whole installation: kept by the memories.
+        vol.Optional(CONF_ARCHIVE_RETENTION_DAYS): _number(1, 3650, 1, "d"),
+        vol.Optional(CONF_HIGH_CONFIDENCE_THRESHOLD): _number(2, 100, 1),
+        vol.Optional(CONF_MAX_MEMORIES_PER_TYPE): _number(1, 100_000, 1),
+        vol.Optional(CONF_RELEVANCE_SCORE_THRESHOLD): _number(0, 100, 1),
     }
 )
+# What the options form shows for the memory fields of an entry that never saved them.
+MEMORY_OPTION_DEFAULTS = {
+    CONF_EMBEDDINGS_DEPLOYMENT: RECOMMENDED_EMBEDDINGS_DEPLOYMENT,
+    CONF_MEMORY_CONTEXT: RECOMMENDED_MEMORY_CONTEXT,
+    CONF_MEMORY_TOKEN_BUDGET: RECOMMENDED_MEMORY_TOKEN_BUDGET,
+}
+
+
+def _memory_settings(current: FactSettings, options: dict[str, Any]) -> FactSettings:
+    """Take the installation's memory settings out of the submitted options."""
+    return FactSettings(
+        archive_retention_days=float(
+            options.pop(CONF_ARCHIVE_RETENTION_DAYS, current.archive_retention_days)
+        ),
+        high_confidence_threshold=int(
+            options.pop(CONF_HIGH_CONFIDENCE_THRESHOLD, current.high_confidence_threshold)
+        ),
+        max_memories_per_type=int(
+            options.pop(CONF_MAX_MEMORIES_PER_TYPE, current.max_memories_per_type)
+        ),
+        relevance_score_threshold=float(
+            options.pop(CONF_RELEVANCE_SCORE_THRESHOLD, current.relevance_score_threshold)
+        ),
+    )
 
 
 class MemoryOptionsFlow(OptionsFlow):
     """Memory switches and retention of the resource, and the installation's series settings."""
+
+    async def _async_check_embeddings(self, options: dict[str, Any]) -> None:
+        """Prove a newly named embeddings deployment with one request, before anything is saved."""
+        deployment = str(options.get(CONF_EMBEDDINGS_DEPLOYMENT) or "").strip()
+        entry = self.config_entry
+        if not deployment or deployment == entry.options.get(CONF_EMBEDDINGS_DEPLOYMENT):
+            return
+        if entry.state is not ConfigEntryState.LOADED:
+            return  # proved by its first use instead; failing, memories rank by words
+        try:
+            await async_check_embeddings(entry.runtime_data.client, deployment)
+        except API_ERRORS as err:
+            if classify_error(err) is ErrorKind.NOT_FOUND:
+                raise EmbeddingsRefused("embeddings_deployment_not_found") from err
+            raise EmbeddingsRefused("embeddings_deployment_failed") from err
 
     async def async_step_init(self, user_input: dict[str, Any] | None = None) -> ConfigFlowResult:
         """One form; a change of the entry's part reloads the entry."""
@@ -421,8 +483,11 @@ class MemoryOptionsFlow(OptionsFlow):
             options = {key: _whole(value) for key, value in user_input.items()}
             wanted = float(options.pop(CONF_HISTORY_RETENTION_DAYS))
             try:
+                await self._async_check_embeddings(options)
                 if wanted != retention:
                     await history.async_set_retention_days(wanted)
+            except EmbeddingsRefused as err:
+                errors[CONF_EMBEDDINGS_DEPLOYMENT] = err.key
             except HomeAssistantError:
                 errors[CONF_HISTORY_RETENTION_DAYS] = "history_unavailable"
             else:
@@ -432,7 +497,14 @@ class MemoryOptionsFlow(OptionsFlow):
                         keep_days=float(options.pop(CONF_TIMESERIES_KEEP_DAYS)),
                     )
                 )
+                memories = self.hass.data[DATA_MEMORIES]
+                memories.async_update_settings(_memory_settings(memories.settings, options))
+                if CONF_EMBEDDINGS_DEPLOYMENT in options:
+                    options[CONF_EMBEDDINGS_DEPLOYMENT] = str(
+                        options[CONF_EMBEDDINGS_DEPLOYMENT]
+                    ).strip()
                 return self.async_create_entry(data=options)
+        memory_settings = self.hass.data[DATA_MEMORIES].settings
         return self.async_show_form(
             step_id="init",
             data_schema=self.add_suggested_values_to_schema(
@@ -443,11 +515,29 @@ class MemoryOptionsFlow(OptionsFlow):
                     CONF_TIMESERIES_MAX_ENTRIES: series.settings.max_entries,
                     CONF_TIMESERIES_KEEP_DAYS: series.settings.keep_days,
                     CONF_HISTORY_RETENTION_DAYS: retention,
+                    **MEMORY_OPTION_DEFAULTS,
+                    **{
+                        k: v
+                        for k, v in self.config_entry.options.items()
+                        if k in MEMORY_OPTION_DEFAULTS
+                    },
+                    CONF_ARCHIVE_RETENTION_DAYS: memory_settings.archive_retention_days,
+                    CONF_HIGH_CONFIDENCE_THRESHOLD: memory_settings.high_confidence_threshold,
+                    CONF_MAX_MEMORIES_PER_TYPE: memory_settings.max_memories_per_type,
+                    CONF_RELEVANCE_SCORE_THRESHOLD: memory_settings.relevance_score_threshold,
                     **(user_input or {}),
                 },
             ),
             errors=errors,
         )
+
+
+class EmbeddingsRefused(Exception):
+    """A new embeddings deployment did not answer; key is the form's error."""
+
+    def __init__(self, key: str) -> None:
+        super().__init__(key)
+        self.key = key
 
 
 def _whole(value: Any) -> Any:

@@ -1,0 +1,730 @@
+"""Memory services end to end, with return_response: the seed's section 8 and a real home."""
+
+import copy
+from datetime import UTC, datetime, timedelta
+import json
+from pathlib import Path
+from typing import Any
+
+from freezegun.api import FrozenDateTimeFactory
+from homeassistant.auth.const import GROUP_ID_ADMIN, GROUP_ID_USER
+from homeassistant.core import Context, HomeAssistant
+from homeassistant.exceptions import ServiceValidationError, Unauthorized
+from homeassistant.setup import async_setup_component
+import numpy as np
+import pytest
+from pytest_homeassistant_custom_component.common import MockConfigEntry
+
+from custom_components.azure_openai_memory.const import (
+    API_STYLE_DEPLOYMENT,
+    CONF_EMBEDDINGS_DEPLOYMENT,
+    DOMAIN,
+)
+from custom_components.azure_openai_memory.llm import embeddings
+from custom_components.azure_openai_memory.memories import DATA_MEMORIES, STORAGE_KEY, Memories
+from custom_components.azure_openai_memory.memory.facts import FactSettings, FactStore
+
+from .azure_stub import AzureStub, Reply
+from .memory.test_facts import household_facts
+
+DAY0 = datetime(2025, 10, 25, 10, 0, tzinfo=UTC)
+EMBEDDINGS = "text-embedding-3-small"
+STRINGS = json.loads(
+    (Path(__file__).parents[1] / "custom_components" / DOMAIN / "strings.json").read_text()
+)
+
+
+@pytest.fixture
+async def services(hass: HomeAssistant) -> None:
+    """The integration without any entry: memories need none (ranked by words)."""
+    assert await async_setup_component(hass, DOMAIN, {})
+
+
+@pytest.fixture
+async def embedding_entry(
+    hass: HomeAssistant, setup_ha: None, config_entry: MockConfigEntry
+) -> MockConfigEntry:
+    """An entry whose options name an embeddings deployment of the stand-in."""
+    hass.config_entries.async_update_entry(
+        config_entry, options={**config_entry.options, CONF_EMBEDDINGS_DEPLOYMENT: EMBEDDINGS}
+    )
+    assert await hass.config_entries.async_setup(config_entry.entry_id)
+    await hass.async_block_till_done()
+    return config_entry
+
+
+async def call(
+    hass: HomeAssistant, service: str, context: Context | None = None, **data: Any
+) -> dict[str, Any]:
+    response = await hass.services.async_call(
+        DOMAIN,
+        f"memory_{service}",
+        data,
+        blocking=True,
+        return_response=True,
+        context=context,
+    )
+    assert response is not None
+    return dict(response)
+
+
+def memories(hass: HomeAssistant) -> Memories:
+    return hass.data[DATA_MEMORIES]
+
+
+def embedding_calls(azure: AzureStub) -> list[Any]:
+    return azure.calls("/embeddings")
+
+
+def iso(moment: datetime) -> str:
+    return moment.isoformat().replace("+00:00", "Z")
+
+
+# -- the seed's section 8 -----------------------------------------------------------------
+
+
+async def test_seed_scenarios(
+    hass: HomeAssistant, services: None, freezer: FrozenDateTimeFactory
+) -> None:
+    """New, exact-match reinforcement to high confidence, type + subject supersede."""
+    freezer.move_to(DAY0)
+    new = await call(
+        hass,
+        "save",
+        content="Knee pain after long runs",
+        type="injury_history",
+        tags=["body:knee"],
+        source="claude_code",
+    )
+    memory_id = new["memory"]["id"]
+    assert new == {
+        "action": "created",
+        "memory": {
+            "id": memory_id,
+            "type": "injury_history",
+            "content": "Knee pain after long runs",
+            "source": "claude_code",
+            "source_reference": None,
+            "created_at": iso(DAY0),
+            "updated_at": iso(DAY0),
+            "confidence": "medium",
+            "occurrences": 1,
+            "tags": ["body:knee"],
+        },
+        "archived": None,
+        "evicted": [],
+    }
+    freezer.tick(60)
+    again = await call(
+        hass, "save", content="knee pain after long runs.", type="injury_history", tags="body:knee"
+    )
+    assert (again["action"], again["memory"]["id"], again["memory"]["occurrences"]) == (
+        "reinforced",
+        memory_id,
+        2,
+    )
+    third = await call(
+        hass, "save", content="Knee pain after long runs", type="injury_history", tags="body:knee"
+    )
+    assert third["memory"]["occurrences"] == 3
+    assert third["memory"]["confidence"] == "high"
+    assert third["memory"]["updated_at"] == iso(DAY0 + timedelta(seconds=60))
+
+    freezer.tick(30 * 86400)
+    newer = await call(
+        hass,
+        "save",
+        content="Chronic knee pain after runs over 15km",
+        type="injury_history",
+        tags=["body:knee"],
+        confidence="high",
+    )
+    assert newer["action"] == "superseded"
+    assert newer["memory"]["occurrences"] == 4
+    assert newer["archived"] == {
+        "id": memory_id,
+        "original_content": "Knee pain after long runs",
+        "superseded_by": newer["memory"]["id"],
+        "archived_at": iso(DAY0 + timedelta(days=30, seconds=60)),
+        "reason": "Updated by newer observation about body:knee",
+        "type": "injury_history",
+        "tags": ["body:knee"],
+    }
+    active = await call(hass, "search", type="injury_history")
+    assert [m["id"] for m in active["memories"]] == [newer["memory"]["id"]]
+    assert active["ranker"] == "keyword"
+    both = await call(hass, "search", type="injury_history", include_archived=True)
+    assert [m["id"] for m in both["memories"]] == [newer["memory"]["id"], memory_id]
+
+
+# -- a real home ----------------------------------------------------------------------------
+
+
+async def test_hundreds_of_household_facts_stay_active(
+    hass: HomeAssistant, embedding_entry: MockConfigEntry, azure: AzureStub
+) -> None:
+    """336 facts about one home, every one sharing tags with dozens: none archives another.
+
+    Each save makes one embeddings request for its own text; a search makes one more.
+    """
+    memories(hass).async_update_settings(FactSettings(max_memories_per_type=1000))
+    facts = household_facts()
+    for text, tags in facts:
+        result = await call(hass, "save", content=text, type="preference", tags=tags)
+        assert (result["action"], result["archived"]) == ("created", None), text
+    assert len(memories(hass).facts) == len(facts)
+    assert memories(hass).facts.archived() == []
+    calls = embedding_calls(azure)
+    assert len(calls) == len(facts)
+    assert calls[0].path == "/openai/v1/embeddings"
+    assert calls[0].body is not None
+    assert (calls[0].body["model"], calls[0].body["input"], calls[0].body["dimensions"]) == (
+        EMBEDDINGS,
+        [facts[0][0]],
+        256,
+    )
+    text, _tags = facts[100]
+    found = await call(hass, "search", query=text, limit=5)
+    assert found["ranker"] == "hybrid"
+    assert found["memories"][0]["content"] == text
+    assert len(found["memories"]) == 5
+    assert len(embedding_calls(azure)) == len(facts) + 1
+    by_tags = await call(hass, "search", tags=["person:anna", "room:attic"], limit=50)
+    assert len(by_tags["memories"]) == 7
+    assert all({"person:anna", "room:attic"} <= set(m["tags"]) for m in by_tags["memories"])
+
+
+async def test_max_memories_per_type_from_the_options_flow(
+    hass: HomeAssistant, loaded_entry: MockConfigEntry, freezer: FrozenDateTimeFactory
+) -> None:
+    """The options flow's cap applies to the installation: the least confident, oldest go."""
+    freezer.move_to(DAY0)
+    result = await hass.config_entries.options.async_init(loaded_entry.entry_id)
+    result = await hass.config_entries.options.async_configure(
+        result["flow_id"],
+        {
+            **{k: v for k, v in loaded_entry.options.items()},
+            "timeseries_max_entries": 10_000,
+            "timeseries_keep_days": 90,
+            "history_retention_days": 90,
+            "max_memories_per_type": 3.0,
+        },
+    )
+    await hass.async_block_till_done()
+    assert memories(hass).settings.max_memories_per_type == 3
+    assert "max_memories_per_type" not in loaded_entry.options
+    sure = await call(
+        hass, "save", content="Ben is allergic to cats", type="context", confidence="high"
+    )
+    freezer.tick(1)
+    oldest = await call(hass, "save", content="The boiler was serviced in May", type="context")
+    freezer.tick(1)
+    await call(hass, "save", content="The car is a blue Golf", type="context")
+    freezer.tick(1)
+    fourth = await call(hass, "save", content="Grandma visits on Sundays", type="context")
+    assert [a["id"] for a in fourth["evicted"]] == [oldest["memory"]["id"]]
+    assert fourth["evicted"][0]["reason"] == "Over max_memories_per_type"
+    kept = await call(hass, "search", type="context")
+    assert [m["content"] for m in kept["memories"]] == [
+        "Ben is allergic to cats",
+        "Grandma visits on Sundays",
+        "The car is a blue Golf",
+    ]
+    assert kept["memories"][0]["id"] == sure["memory"]["id"]
+
+
+async def test_search_by_words_type_and_tags(hass: HomeAssistant, services: None) -> None:
+    """Without embeddings: BM25 over content and tag values, and the seed's boosts."""
+    await call(
+        hass,
+        "save",
+        content="The guest room is Anna's",
+        type="household",
+        tags=["room:guest_room", "person:anna"],
+    )
+    await call(
+        hass, "save", content="Bins go out on Tuesday night", type="routine", tags=["chore:bins"]
+    )
+    await call(
+        hass, "save", content="Anna takes her coffee black", type="preference", tags=["person:anna"]
+    )
+    found = await call(hass, "search", query="Which room is the guest room?")
+    assert found["ranker"] == "keyword"
+    assert [m["content"] for m in found["memories"]] == ["The guest room is Anna's"]
+    assert found["memories"][0]["score"] > 0
+    anna = await call(hass, "search", query="What do you know about Anna?")
+    assert sorted(m["content"] for m in anna["memories"]) == [
+        "Anna takes her coffee black",
+        "The guest room is Anna's",
+    ]
+    routine = await call(hass, "search", type="routine")
+    assert [m["content"] for m in routine["memories"]] == ["Bins go out on Tuesday night"]
+    tagged = await call(hass, "search", tags="person:anna", type="preference")
+    assert [m["content"] for m in tagged["memories"]] == ["Anna takes her coffee black"]
+    assert (await call(hass, "search", query="zebra crossing"))["memories"] == []
+
+
+async def test_patterns(hass: HomeAssistant, services: None) -> None:
+    ids = [
+        (await call(hass, "save", content=text, type="household", tags=["room:attic", f"n:{i}"]))[
+            "memory"
+        ]["id"]
+        for i, text in enumerate(["The attic leaks", "The attic is cold", "Mice in the attic"])
+    ]
+    await call(hass, "save", content="The hall is dark", type="household", tags=["room:hall"])
+    result = await call(hass, "patterns")
+    assert result == {
+        "patterns": [
+            {
+                "pattern_type": "recurring_room",
+                "description": "Recurring room attic in household memories (3 occurrences)",
+                "evidence": ids,
+                "confidence": "high",
+            }
+        ]
+    }
+
+
+# -- embeddings failing ---------------------------------------------------------------------
+
+
+async def embedding_entry_with_short_timeout(
+    hass: HomeAssistant, config_entry: MockConfigEntry, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(embeddings, "EMBEDDINGS_TIMEOUT", 0.2)
+    hass.config_entries.async_update_entry(
+        config_entry, options={**config_entry.options, CONF_EMBEDDINGS_DEPLOYMENT: EMBEDDINGS}
+    )
+    assert await hass.config_entries.async_setup(config_entry.entry_id)
+
+
+@pytest.mark.parametrize(
+    "failure",
+    [Reply.failure(500, "server_error", "The server had an error."), Reply.rate_limited("30")],
+    ids=["500", "429"],
+)
+async def test_failing_embeddings_fall_back_to_words(
+    hass: HomeAssistant,
+    setup_ha: None,
+    config_entry: MockConfigEntry,
+    azure: AzureStub,
+    freezer: FrozenDateTimeFactory,
+    caplog: pytest.LogCaptureFixture,
+    monkeypatch: pytest.MonkeyPatch,
+    failure: Reply,
+) -> None:
+    """A failing deployment never fails a call: keyword ranking, logged once each way, the
+    missing vectors embedded after it recovers."""
+    await embedding_entry_with_short_timeout(hass, config_entry, monkeypatch)
+    await call(hass, "save", content="The wifi password is on the fridge", type="household")
+    azure.queue_embeddings(failure)
+    saved = await call(
+        hass, "save", content="The spare key is under the blue pot", type="household"
+    )
+    assert saved["action"] == "created"
+    before = len(embedding_calls(azure))
+    found = await call(hass, "search", query="Where is the spare key?")
+    assert found["ranker"] == "keyword"
+    assert [m["content"] for m in found["memories"]] == ["The spare key is under the blue pot"]
+    # Paused after a failure: no request, no waiting, words only.
+    assert len(embedding_calls(azure)) == before
+    assert memories(hass).facts.vector(saved["memory"]["id"]) is None
+    assert caplog.text.count(f"Embeddings deployment {EMBEDDINGS} failed") == 1
+
+    freezer.tick(61)
+    found = await call(hass, "search", query="Where is the spare key?")
+    assert found["ranker"] == "hybrid"
+    assert found["memories"][0]["content"] == "The spare key is under the blue pot"
+    await hass.async_block_till_done(wait_background_tasks=True)
+    assert memories(hass).facts.without_vector() == []
+    assert caplog.text.count(f"Embeddings deployment {EMBEDDINGS} answers again") == 1
+    assert caplog.text.count(f"Embeddings deployment {EMBEDDINGS} failed") == 1
+
+
+async def test_slow_embeddings_fall_back_to_words(
+    hass: HomeAssistant,
+    setup_ha: None,
+    config_entry: MockConfigEntry,
+    azure: AzureStub,
+    caplog: pytest.LogCaptureFixture,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """An answer slower than the embeddings timeout: the save and the search go on without."""
+    await embedding_entry_with_short_timeout(hass, config_entry, monkeypatch)
+    await call(hass, "save", content="The wifi password is on the fridge", type="household")
+    azure.queue_embeddings(Reply(delay=1.0))
+    saved = await call(
+        hass, "save", content="The spare key is under the blue pot", type="household"
+    )
+    assert saved["action"] == "created"
+    found = await call(hass, "search", query="Where is the spare key?")
+    assert found["ranker"] == "keyword"
+    assert [m["content"] for m in found["memories"]] == ["The spare key is under the blue pot"]
+    assert "failed (timeout)" in caplog.text
+
+
+async def test_unknown_embeddings_deployment_still_saves(
+    hass: HomeAssistant, setup_ha: None, config_entry: MockConfigEntry, azure: AzureStub
+) -> None:
+    hass.config_entries.async_update_entry(
+        config_entry, options={**config_entry.options, CONF_EMBEDDINGS_DEPLOYMENT: "missing"}
+    )
+    assert await hass.config_entries.async_setup(config_entry.entry_id)
+    saved = await call(hass, "save", content="Dinner is at seven", type="routine")
+    assert saved["action"] == "created"
+    assert (await call(hass, "search", query="dinner"))["ranker"] == "keyword"
+
+
+# -- re-embedding -------------------------------------------------------------------------
+
+
+async def test_a_new_deployment_embeds_everything_again_in_batches(
+    hass: HomeAssistant,
+    hass_storage: dict[str, Any],
+    setup_ha: None,
+    config_entry: MockConfigEntry,
+    azure: AzureStub,
+) -> None:
+    """Stored vectors from another deployment are replaced in the background, 64 at a time."""
+    old = FactStore(FactSettings(max_memories_per_type=1000))
+    facts = household_facts()[:150]
+    for text, tags in facts:
+        old.save(text, "preference", tags, vector=[1.0, 0.0, 0.5])
+    hass_storage[STORAGE_KEY] = {
+        "version": 1,
+        "minor_version": 1,
+        "key": STORAGE_KEY,
+        "data": {
+            **old.as_dict(),
+            "vectors_from": "https://elsewhere|ada",
+            "settings": {"max_memories_per_type": 1000},
+        },
+    }
+    hass.config_entries.async_update_entry(
+        config_entry, options={**config_entry.options, CONF_EMBEDDINGS_DEPLOYMENT: EMBEDDINGS}
+    )
+    assert await hass.config_entries.async_setup(config_entry.entry_id)
+    await hass.async_block_till_done(wait_background_tasks=True)
+    batches = [len(c.body["input"]) for c in embedding_calls(azure) if c.body]
+    assert batches == [64, 64, 22]
+    store = memories(hass).facts
+    assert store.dimensions == 256
+    assert store.without_vector() == []
+
+    azure.embedding_deployments.add("text-embedding-3-large")
+    hass.config_entries.async_update_entry(
+        config_entry,
+        options={**config_entry.options, CONF_EMBEDDINGS_DEPLOYMENT: "text-embedding-3-large"},
+    )
+    await hass.async_block_till_done(wait_background_tasks=True)
+    models = [c.body["model"] for c in embedding_calls(azure) if c.body]
+    assert models == [EMBEDDINGS] * 3 + ["text-embedding-3-large"] * 3
+    assert memories(hass).facts.without_vector() == []
+    await memories(hass).file.async_flush()
+    stored = hass_storage[STORAGE_KEY]["data"]
+    assert stored["vectors_from"] == f"{azure.endpoint}|text-embedding-3-large"
+    size = len(json.dumps(stored))
+    assert size / len(facts) < 2048
+    assert all(len(m["vector"]) == 684 for m in stored["memories"])
+
+
+async def test_memories_survive_a_restart(
+    hass: HomeAssistant, hass_storage: dict[str, Any], embedding_entry: MockConfigEntry
+) -> None:
+    saved = await call(
+        hass, "save", content="The guest room is Anna's", type="household", tags="person:anna"
+    )
+    await memories(hass).async_close()
+    fresh = Memories(hass)
+    await fresh.async_load()
+    memory = fresh.facts.get(saved["memory"]["id"])
+    assert memory is not None
+    assert memory.content == "The guest room is Anna's"
+    assert fresh.facts.vector(memory.id) is not None
+
+
+# -- forgetting ---------------------------------------------------------------------------
+
+
+async def test_forget_erase_cleanup_and_administrators(
+    hass: HomeAssistant,
+    hass_storage: dict[str, Any],
+    services: None,
+    freezer: FrozenDateTimeFactory,
+) -> None:
+    freezer.move_to(DAY0)
+    admin = await hass.auth.async_create_user("Admin", group_ids=[GROUP_ID_ADMIN])
+    member = await hass.auth.async_create_user("Household member", group_ids=[GROUP_ID_USER])
+    as_admin, as_member = Context(user_id=admin.id), Context(user_id=member.id)
+    old = await call(
+        hass, "save", content="Anna's number is 123", type="context", tags="person:anna"
+    )
+    new = await call(
+        hass, "save", content="Anna's number is 456", type="context", tags="person:anna"
+    )
+    tea = await call(hass, "save", content="Anna likes tea", type="preference", tags="person:anna")
+    ben = await call(hass, "save", content="Ben likes coffee", type="preference", tags="person:ben")
+    assert new["archived"]["id"] == old["memory"]["id"]
+    before = memories(hass).facts.as_dict()
+
+    with pytest.raises(Unauthorized):
+        await call(hass, "forget", as_member, memory_id=ben["memory"]["id"])
+    with pytest.raises(Unauthorized):
+        await call(hass, "cleanup_archived", as_member, retention_days=0)
+    assert memories(hass).facts.as_dict() == before
+
+    forgot = await call(hass, "forget", as_admin, memory_id=ben["memory"]["id"])
+    assert [(a["id"], a["reason"]) for a in forgot["archived"]] == [
+        (ben["memory"]["id"], "Forgotten on request")
+    ]
+    assert forgot["erased"] == []
+    with pytest.raises(ServiceValidationError) as caught:
+        await call(hass, "forget", as_admin, memory_id=ben["memory"]["id"])
+    assert caught.value.translation_key == "memory_unknown"
+
+    erased = await call(hass, "forget", as_admin, tag="person:anna", erase=True)
+    assert sorted(erased["erased"]) == sorted(
+        [old["memory"]["id"], new["memory"]["id"], tea["memory"]["id"]]
+    )
+    assert erased["archived"] == []
+    await memories(hass).file.async_flush()
+    assert "Anna" not in json.dumps(hass_storage[STORAGE_KEY])
+    assert len(memories(hass).facts) == 0
+
+    freezer.tick(timedelta(days=89))
+    assert await call(hass, "cleanup_archived", as_admin) == {"deleted": 0, "ids": []}
+    freezer.tick(timedelta(days=2))
+    assert await call(hass, "cleanup_archived", as_admin) == {
+        "deleted": 1,
+        "ids": [ben["memory"]["id"]],
+    }
+
+
+# -- bad input ----------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("service", "data", "key"),
+    [
+        ("save", {"content": "", "type": "household"}, "memory_content_empty"),
+        ("save", {"content": "   ", "type": "household"}, "memory_content_empty"),
+        ("save", {"content": "x" * 2001, "type": "household"}, "memory_content_too_long"),
+        ("save", {"content": "fine", "type": "dream"}, "memory_type_invalid"),
+        (
+            "save",
+            {"content": "fine", "type": "household", "confidence": "sure"},
+            "memory_confidence_invalid",
+        ),
+        (
+            "save",
+            {"content": "fine", "type": "household", "source": "rumour"},
+            "memory_source_invalid",
+        ),
+        ("save", {"content": "fine", "type": "household", "tags": ["a:b:c"]}, "memory_tag_invalid"),
+        (
+            "save",
+            {"content": "fine", "type": "household", "tags": ["two words"]},
+            "memory_tag_invalid",
+        ),
+        (
+            "save",
+            {"content": "fine", "type": "household", "tags": [{"x": 1}]},
+            "memory_tag_invalid",
+        ),
+        (
+            "save",
+            {"content": "fine", "type": "household", "tags": ["t" * 65]},
+            "memory_tag_too_long",
+        ),
+        (
+            "save",
+            {"content": "fine", "type": "household", "tags": [f"t{i}" for i in range(33)]},
+            "memory_too_many_tags",
+        ),
+        ("search", {"query": "x", "limit": 0}, "memory_limit_invalid"),
+        ("search", {"query": "x", "limit": 51}, "memory_limit_invalid"),
+        ("search", {"type": "dream"}, "memory_type_invalid"),
+        ("search", {"tags": ["bad tag"]}, "memory_tag_invalid"),
+        ("forget", {"memory_id": "mem_nope"}, "memory_unknown"),
+        ("forget", {}, "memory_forget_one"),
+        ("forget", {"memory_id": "x", "tag": "y"}, "memory_forget_one"),
+        ("forget", {"tag": "bad tag"}, "memory_tag_invalid"),
+    ],
+)
+async def test_bad_input_is_refused_and_nothing_is_written(
+    hass: HomeAssistant,
+    hass_storage: dict[str, Any],
+    embedding_entry: MockConfigEntry,
+    azure: AzureStub,
+    service: str,
+    data: dict[str, Any],
+    key: str,
+) -> None:
+    await call(hass, "save", content="Keep me", type="household", tags="person:anna")
+    await memories(hass).file.async_flush()
+    stored = copy.deepcopy(hass_storage[STORAGE_KEY])
+    before = memories(hass).facts.as_dict()
+    requests = len(embedding_calls(azure))
+    with pytest.raises(ServiceValidationError) as caught:
+        await call(hass, service, **data)
+    assert (caught.value.translation_domain, caught.value.translation_key) == (DOMAIN, key)
+    assert key in STRINGS["exceptions"]
+    assert memories(hass).facts.as_dict() == before
+    assert len(embedding_calls(azure)) == requests
+    await memories(hass).file.async_flush()
+    assert hass_storage[STORAGE_KEY] == stored
+
+
+async def test_non_admin_may_save_and_search(hass: HomeAssistant, services: None) -> None:
+    await hass.auth.async_create_user("Owner", group_ids=[GROUP_ID_ADMIN])
+    member = await hass.auth.async_create_user("Guest", group_ids=[GROUP_ID_USER])
+    context = Context(user_id=member.id)
+    saved = await call(hass, "save", context, content="Guests park on the left", type="household")
+    found = await call(hass, "search", context, query="where do guests park")
+    assert [m["id"] for m in found["memories"]] == [saved["memory"]["id"]]
+
+
+def test_strings_name_every_memory_service() -> None:
+    for service in ("save", "search", "patterns", "forget", "cleanup_archived"):
+        assert f"memory_{service}" in STRINGS["services"]
+    assert "corrupt_file" in STRINGS["issues"]
+
+
+@pytest.mark.parametrize("api_style", [API_STYLE_DEPLOYMENT])
+async def test_embeddings_on_deployment_urls(
+    hass: HomeAssistant, embedding_entry: MockConfigEntry, azure: AzureStub
+) -> None:
+    """The deployment URL style asks /openai/deployments/{name}/embeddings with api-version."""
+    await call(hass, "save", content="Guests park on the left", type="household")
+    found = await call(hass, "search", query="Where do guests park?")
+    assert found["ranker"] == "hybrid"
+    first, second = embedding_calls(azure)
+    assert first.path == f"/openai/deployments/{EMBEDDINGS}/embeddings"
+    assert first.query == {"api-version": "2025-04-01-preview"}
+    assert second.body is not None
+    assert second.body["input"] == ["Where do guests park?"]
+
+
+async def test_a_model_that_cannot_shorten_its_vectors(
+    hass: HomeAssistant, setup_ha: None, config_entry: MockConfigEntry, azure: AzureStub
+) -> None:
+    """ada-002 refuses `dimensions`: asked again without, once; long vectors are cut to 512."""
+    azure.embedding_deployments.add("ada")
+    azure.fixed_size_embeddings.add("ada")
+    azure.embedder = lambda texts: [
+        [float(len(text) % 7 + i % 3) for i in range(1536)] for text in texts
+    ]
+    hass.config_entries.async_update_entry(
+        config_entry, options={**config_entry.options, CONF_EMBEDDINGS_DEPLOYMENT: "ada"}
+    )
+    assert await hass.config_entries.async_setup(config_entry.entry_id)
+    saved = await call(hass, "save", content="Dinner is at seven", type="routine")
+    await call(hass, "save", content="Lunch is at noon", type="routine")
+    bodies = [c.body for c in embedding_calls(azure) if c.body]
+    assert ["dimensions" in body for body in bodies] == [True, False, False]
+    vector = memories(hass).facts.vector(saved["memory"]["id"])
+    assert vector is not None
+    assert vector.shape == (512,)
+
+
+async def test_a_deployment_change_during_re_embedding(
+    hass: HomeAssistant,
+    hass_storage: dict[str, Any],
+    setup_ha: None,
+    config_entry: MockConfigEntry,
+    azure: AzureStub,
+) -> None:
+    """The old deployment's late answer is dropped; the new one embeds everything."""
+    old = FactStore(FactSettings(max_memories_per_type=1000))
+    for text, tags in household_facts()[:100]:
+        old.save(text, "preference", tags)
+    hass_storage[STORAGE_KEY] = {
+        "version": 1,
+        "minor_version": 1,
+        "key": STORAGE_KEY,
+        "data": {**old.as_dict(), "settings": {"max_memories_per_type": 1000}},
+    }
+    azure.embedding_deployments.add("text-embedding-3-large")
+    azure.queue_embeddings(Reply(delay=0.5))
+    hass.config_entries.async_update_entry(
+        config_entry, options={**config_entry.options, CONF_EMBEDDINGS_DEPLOYMENT: EMBEDDINGS}
+    )
+    assert await hass.config_entries.async_setup(config_entry.entry_id)
+    await hass.async_block_till_done()
+    assert len(embedding_calls(azure)) == 1  # the first batch, still on its way
+    large = f"{azure.endpoint}|text-embedding-3-large"
+    marker = [9.0] * 256  # what the large deployment answers: every vector alike
+    azure.embedder = lambda texts: [marker for _ in texts]
+    hass.config_entries.async_update_entry(
+        config_entry,
+        options={**config_entry.options, CONF_EMBEDDINGS_DEPLOYMENT: "text-embedding-3-large"},
+    )
+    await hass.async_block_till_done(wait_background_tasks=True)
+    store = memories(hass).facts
+    assert store.without_vector() == []
+    expected = np.ones(256) / 16
+    assert all(
+        float(np.abs(store.vector(m.id) - expected).max()) < 1e-3 for m in store
+    )  # every vector from the large deployment, none from the small one's late answer
+    await memories(hass).file.async_flush()
+    assert hass_storage[STORAGE_KEY]["data"]["vectors_from"] == large
+    models = [c.body["model"] for c in embedding_calls(azure) if c.body]
+    assert models == [EMBEDDINGS, "text-embedding-3-large", "text-embedding-3-large"]
+
+
+async def configure(hass: HomeAssistant, entry: MockConfigEntry, **changes: Any) -> Any:
+    """Submit the options form with the current values and these changes."""
+    result = await hass.config_entries.options.async_init(entry.entry_id)
+    return await hass.config_entries.options.async_configure(
+        result["flow_id"],
+        {
+            **dict(entry.options),
+            "timeseries_max_entries": 10_000,
+            "timeseries_keep_days": 90,
+            "history_retention_days": 90,
+            **changes,
+        },
+    )
+
+
+@pytest.mark.parametrize(
+    ("failure", "error"),
+    [
+        (None, "embeddings_deployment_not_found"),
+        (
+            Reply.failure(500, "server_error", "The server had an error."),
+            "embeddings_deployment_failed",
+        ),
+    ],
+)
+async def test_options_flow_proves_a_new_embeddings_deployment(
+    hass: HomeAssistant,
+    loaded_entry: MockConfigEntry,
+    azure: AzureStub,
+    failure: Reply | None,
+    error: str,
+) -> None:
+    """One request before anything is saved; refused, the form says why and nothing changes."""
+    before = dict(loaded_entry.options)
+    if failure is not None:
+        azure.queue_embeddings(failure)
+        name = EMBEDDINGS
+    else:
+        name = "gpt-4o-mini"  # a chat deployment: no embeddings there
+    result = await configure(
+        hass, loaded_entry, embeddings_deployment=name, max_memories_per_type=7
+    )
+    assert result["type"] == "form"
+    assert result["errors"] == {"embeddings_deployment": error}
+    assert error in STRINGS["options"]["error"]
+    assert dict(loaded_entry.options) == before
+    assert memories(hass).settings.max_memories_per_type == 50
+    assert memories(hass).embedder is None
+
+    result = await configure(hass, loaded_entry, embeddings_deployment=f" {EMBEDDINGS} ")
+    assert result["type"] == "create_entry"
+    await hass.async_block_till_done()
+    assert loaded_entry.options["embeddings_deployment"] == EMBEDDINGS
+    embedder = memories(hass).embedder
+    assert embedder is not None
+    assert embedder.deployment == EMBEDDINGS
