@@ -167,6 +167,13 @@ def _embed_labelled_set() -> None:
     labelled_set = json.loads(LABELLED_SET.read_text(encoding="utf-8"))
     texts = labelled_texts(labelled_set)
     vectors = _Model().embed(texts)
+    if CACHE.exists():
+        cached = load_cache()
+        if list(cached) == texts and np.allclose(
+            np.stack(list(cached.values())), vectors, atol=1e-5
+        ):
+            print(f"{CACHE.relative_to(ROOT)} is up to date ({len(texts)} texts)")
+            return
     np.savez_compressed(
         CACHE,
         texts=np.asarray(texts),
