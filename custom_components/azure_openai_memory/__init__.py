@@ -25,6 +25,7 @@ from .const import (
     CONF_CONTINUATION_MINUTES,
     CONF_CONVERSATION_IDLE_MINUTES,
     CONF_DEPLOYMENT,
+    CONF_EMBEDDINGS_DEPLOYMENT,
     CONF_ENDPOINT,
     CONF_MAX_CONVERSATIONS,
     CONF_SLIDING_WINDOW_MAX_TOKENS,
@@ -33,7 +34,11 @@ from .const import (
     DOMAIN,
     LOGGER,
     RECOMMENDED_API_VERSION,
+    RECOMMENDED_ARCHIVE_RETENTION_DAYS,
+    RECOMMENDED_HIGH_CONFIDENCE_THRESHOLD,
+    RECOMMENDED_MAX_MEMORIES_PER_TYPE,
     RECOMMENDED_OPTIONS,
+    RECOMMENDED_RELEVANCE_SCORE_THRESHOLD,
     RECOMMENDED_SLIDING_WINDOW_MAX_TOKENS,
     RECOMMENDED_TIMESERIES_KEEP_DAYS,
     RECOMMENDED_TIMESERIES_MAX_ENTRIES,
@@ -46,7 +51,10 @@ from .llm.client import (
     async_check_resource,
     async_create_client,
 )
+from .llm.embeddings import Embedder
 from .llm.errors import API_ERRORS, ErrorKind, classify_error
+from .memories import DATA_MEMORIES, Memories
+from .memory.facts import FactSettings
 from .memory.timeseries import TimeseriesSettings
 from .memory.tokens import (
     PUBLIC_ENCODINGS_URL,
@@ -63,7 +71,11 @@ from .memory.window import (
     migrate_windows,
 )
 from .recording import DATA_HISTORY, HistoryRecorder
-from .services import DATA_TIMESERIES, async_register_services
+from .services import (
+    DATA_TIMESERIES,
+    async_register_memory_services,
+    async_register_services,
+)
 from .stats import TurnStatistics
 from .storage import DebouncedStore, TimeseriesStore
 
@@ -137,7 +149,33 @@ async def async_setup(hass: HomeAssistant, config: ConfigType) -> bool:
     )
     hass.async_create_background_task(_async_purge_history(), f"{DOMAIN} history purge")
     async_register_services(hass, timeseries, history)
+    memories = hass.data[DATA_MEMORIES] = Memories(hass, _fact_defaults())
+    await memories.async_load()
+    async_register_memory_services(hass, memories, history)
     return True
+
+
+def _fact_defaults() -> FactSettings:
+    """The seed's MEMORY_CONFIG, until the options flow stores the installation's own."""
+    return FactSettings(
+        archive_retention_days=RECOMMENDED_ARCHIVE_RETENTION_DAYS,
+        high_confidence_threshold=RECOMMENDED_HIGH_CONFIDENCE_THRESHOLD,
+        max_memories_per_type=RECOMMENDED_MAX_MEMORIES_PER_TYPE,
+        relevance_score_threshold=RECOMMENDED_RELEVANCE_SCORE_THRESHOLD,
+    )
+
+
+@callback
+def _async_use_embeddings(hass: HomeAssistant, entry: "AzureOpenAIMemoryConfigEntry") -> None:
+    """An entry that names an embeddings deployment ranks the installation's memories."""
+    deployment = str(entry.options.get(CONF_EMBEDDINGS_DEPLOYMENT) or "").strip()
+    if not deployment:
+        return
+    runtime = entry.runtime_data
+    memories = hass.data[DATA_MEMORIES]
+    identity = f"{runtime.settings.endpoint}|{deployment}"
+    memories.async_use_embeddings(entry.entry_id, Embedder(runtime.client, deployment, identity))
+    entry.async_on_unload(lambda: memories.async_use_embeddings(entry.entry_id, None))
 
 
 async def async_migrate_entry(hass: HomeAssistant, entry: ConfigEntry) -> bool:
@@ -219,6 +257,7 @@ async def async_setup_entry(hass: HomeAssistant, entry: AzureOpenAIMemoryConfigE
         set_up_from=_set_up_from(entry),
         token_cache_dir=cache_dir,
     )
+    _async_use_embeddings(hass, entry)
     await hass.config_entries.async_forward_entry_setups(entry, PLATFORMS)
     entry.async_on_unload(entry.add_update_listener(_async_entry_updated))
     async_fetch_encodings(hass, entry)

@@ -93,3 +93,23 @@ RECOMMENDED_OPTIONS: Final = {
 
 # How long the config flow waits for its one proving request.
 VALIDATION_TIMEOUT: Final = 10.0
+
+# Memories (seed 002). The four MEMORY_CONFIG settings belong to the installation (the
+# memories store keeps them; the options flow shows them); the embeddings deployment,
+# the switch and the budget are the entry's own options.
+CONF_ARCHIVE_RETENTION_DAYS: Final = "archive_retention_days"
+CONF_HIGH_CONFIDENCE_THRESHOLD: Final = "high_confidence_threshold"
+CONF_MAX_MEMORIES_PER_TYPE: Final = "max_memories_per_type"
+CONF_RELEVANCE_SCORE_THRESHOLD: Final = "relevance_score_threshold"
+CONF_EMBEDDINGS_DEPLOYMENT: Final = "embeddings_deployment"
+CONF_MEMORY_CONTEXT: Final = "memory_context"
+CONF_MEMORY_TOKEN_BUDGET: Final = "memory_token_budget"
+RECOMMENDED_ARCHIVE_RETENTION_DAYS: Final = 90
+RECOMMENDED_HIGH_CONFIDENCE_THRESHOLD: Final = 3
+RECOMMENDED_MAX_MEMORIES_PER_TYPE: Final = 50
+RECOMMENDED_RELEVANCE_SCORE_THRESHOLD: Final = 2
+RECOMMENDED_EMBEDDINGS_DEPLOYMENT: Final = ""
+RECOMMENDED_MEMORY_CONTEXT: Final = True
+RECOMMENDED_MEMORY_TOKEN_BUDGET: Final = 500
+# Memories a turn is offered at most (fewer when the budget is spent).
+MEMORY_CONTEXT_LIMIT: Final = 10

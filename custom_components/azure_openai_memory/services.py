@@ -13,6 +13,8 @@ from homeassistant.util.hass_dict import HassKey
 import voluptuous as vol
 
 from .const import DOMAIN
+from .memories import Memories
+from .memory.facts import ArchivedMemory, FactError, Memory
 from .memory.history import (
     AgentHistoryEvent,
     HistoryError,
@@ -555,6 +557,186 @@ def async_register_history_services(hass: HomeAssistant, recorder: HistoryRecord
             SERVICE_HISTORY_PURGE,
             admin_only(hass, bound(_async_history_purge)),
             HISTORY_PURGE_SCHEMA,
+            SupportsResponse.OPTIONAL,
+        ),
+    ):
+        hass.services.async_register(
+            DOMAIN, name, handler, schema=schema, supports_response=support
+        )
+
+
+# -- memories (seed 002): the home's durable facts --------------------------
+
+SERVICE_MEMORY_SAVE = "memory_save"
+SERVICE_MEMORY_SEARCH = "memory_search"
+SERVICE_MEMORY_PATTERNS = "memory_patterns"
+SERVICE_MEMORY_FORGET = "memory_forget"
+SERVICE_MEMORY_CLEANUP_ARCHIVED = "memory_cleanup_archived"
+
+# Content, types, tags, confidence, source and limit are checked by memory.facts, whose
+# errors are translated; the schemas take what a YAML script may send.
+MEMORY_SAVE_SCHEMA = vol.Schema(
+    {
+        vol.Required("content"): object,
+        vol.Required("type"): cv.string,
+        vol.Optional("tags", default=list): vol.All(cv.ensure_list, [object]),
+        vol.Optional("confidence"): cv.string,
+        vol.Optional("source", default="manual"): cv.string,
+        vol.Optional("source_reference"): cv.string,
+    }
+)
+MEMORY_SEARCH_SCHEMA = vol.Schema(
+    {
+        vol.Optional("query"): cv.string,
+        vol.Optional("type"): cv.string,
+        vol.Optional("tags", default=list): vol.All(cv.ensure_list, [object]),
+        vol.Optional("limit", default=10): vol.Coerce(int),
+        vol.Optional("include_archived", default=False): cv.boolean,
+    }
+)
+MEMORY_FORGET_SCHEMA = vol.Schema(
+    {
+        vol.Optional("memory_id"): cv.string,
+        vol.Optional("tag"): object,
+        vol.Optional("erase", default=False): cv.boolean,
+    }
+)
+MEMORY_CLEANUP_SCHEMA = vol.Schema(
+    {vol.Optional("retention_days"): vol.All(vol.Coerce(float), vol.Range(min=0))}
+)
+
+
+def memory_response(memory: Memory) -> dict[str, Any]:
+    """A memory as the services and tools report it: times in ISO 8601."""
+    return {
+        **memory.as_dict(),
+        "created_at": format_time(memory.created_at),
+        "updated_at": format_time(memory.updated_at),
+    }
+
+
+def archived_response(archived: ArchivedMemory) -> dict[str, Any]:
+    """An archived memory: the seed's fields, and what it was."""
+    return {
+        "id": archived.id,
+        "original_content": archived.original_content,
+        "superseded_by": archived.superseded_by,
+        "archived_at": format_time(archived.archived_at),
+        "reason": archived.reason,
+        "type": archived.memory.type.value,
+        "tags": list(archived.memory.tags),
+    }
+
+
+def _memory_invalid(err: FactError) -> ServiceValidationError:
+    return ServiceValidationError(
+        translation_domain=DOMAIN,
+        translation_key=err.key,
+        translation_placeholders=err.placeholders,
+    )
+
+
+async def async_memory_save(
+    memories: Memories, data: dict[str, Any], source: str | None = None
+) -> dict[str, Any]:
+    """memory_save, and the agent's remember tool (source: conversation)."""
+    try:
+        result = await memories.async_save(
+            data["content"],
+            data["type"],
+            data.get("tags", ()),
+            confidence=data.get("confidence"),
+            source=source or data.get("source", "manual"),
+            source_reference=data.get("source_reference"),
+        )
+    except FactError as err:
+        raise _memory_invalid(err) from err
+    return {
+        "action": result.action.value,
+        "memory": memory_response(result.memory),
+        "archived": archived_response(result.archived) if result.archived else None,
+        "evicted": [archived_response(one) for one in result.evicted],
+    }
+
+
+async def async_memory_search(memories: Memories, data: dict[str, Any]) -> dict[str, Any]:
+    """memory_search, and the agent's recall tool."""
+    try:
+        result = await memories.async_search(
+            data.get("query"),
+            memory_type=data.get("type"),
+            tags=data.get("tags") or None,
+            limit=int(data.get("limit", 10)),
+            include_archived=bool(data.get("include_archived", False)),
+        )
+    except FactError as err:
+        raise _memory_invalid(err) from err
+    return {
+        "memories": [{**memory_response(m), "score": score} for m, score in result.memories],
+        "ranker": result.ranker,
+    }
+
+
+async def _async_memory_forget(memories: Memories, call: ServiceCall) -> dict[str, Any]:
+    data = call.data
+    if ("memory_id" in data) == ("tag" in data):
+        raise _memory_invalid(FactError("memory_forget_one"))
+    try:
+        result = memories.forget(data.get("memory_id"), data.get("tag"), erase=data["erase"])
+    except FactError as err:
+        raise _memory_invalid(err) from err
+    return {
+        "archived": [archived_response(one) for one in result.archived],
+        "erased": result.erased,
+    }
+
+
+async def _async_memory_cleanup(memories: Memories, call: ServiceCall) -> dict[str, Any]:
+    deleted = memories.cleanup_archived(call.data.get("retention_days"))
+    return {"deleted": len(deleted), "ids": deleted}
+
+
+def async_register_memory_services(
+    hass: HomeAssistant, memories: Memories, history: HistoryRecorder
+) -> None:
+    """memory_save, _search, _patterns; _forget and _cleanup_archived for administrators."""
+
+    async def save(call: ServiceCall) -> ServiceResponse:
+        result = await async_memory_save(memories, dict(call.data))
+        _record_service(history, call, {"action": result["action"], "id": result["memory"]["id"]})
+        return result
+
+    async def search(call: ServiceCall) -> ServiceResponse:
+        return await async_memory_search(memories, dict(call.data))
+
+    async def patterns(call: ServiceCall) -> ServiceResponse:
+        return {"patterns": [insight.as_dict() for insight in memories.facts.patterns()]}
+
+    async def forget(call: ServiceCall) -> ServiceResponse:
+        result = await _async_memory_forget(memories, call)
+        ids = [one["id"] for one in result["archived"]] + list(result["erased"])
+        _record_service(history, call, {"ids": ids, "erase": call.data["erase"]})
+        return result
+
+    async def cleanup(call: ServiceCall) -> ServiceResponse:
+        result = await _async_memory_cleanup(memories, call)
+        _record_service(history, call, dict(result))
+        return result
+
+    for name, handler, schema, support in (
+        (SERVICE_MEMORY_SAVE, save, MEMORY_SAVE_SCHEMA, SupportsResponse.OPTIONAL),
+        (SERVICE_MEMORY_SEARCH, search, MEMORY_SEARCH_SCHEMA, SupportsResponse.ONLY),
+        (SERVICE_MEMORY_PATTERNS, patterns, vol.Schema({}), SupportsResponse.ONLY),
+        (
+            SERVICE_MEMORY_FORGET,
+            admin_only(hass, forget),
+            MEMORY_FORGET_SCHEMA,
+            SupportsResponse.OPTIONAL,
+        ),
+        (
+            SERVICE_MEMORY_CLEANUP_ARCHIVED,
+            admin_only(hass, cleanup),
+            MEMORY_CLEANUP_SCHEMA,
             SupportsResponse.OPTIONAL,
         ),
     ):

@@ -11,14 +11,19 @@ import asyncio
 from collections import OrderedDict
 from collections.abc import Callable
 import logging
+import os
 import time
 from typing import Any
 
 from homeassistant.const import EVENT_HOMEASSISTANT_FINAL_WRITE
 from homeassistant.core import CALLBACK_TYPE, Event, HomeAssistant, callback
+from homeassistant.exceptions import HomeAssistantError
+from homeassistant.helpers import issue_registry as ir
 from homeassistant.helpers.event import async_call_later
 from homeassistant.helpers.storage import Store
+from homeassistant.util import dt as dt_util
 
+from .const import DOMAIN
 from .memory.timeseries import (
     SERIES_VERSION,
     TimeSeries,
@@ -36,6 +41,8 @@ DEFAULT_MEMORY_BUDGET = 32 * 2**20
 INDEX_VERSION = 2
 # What timeseries_list reports of a series besides its key.
 SUMMARY_FIELDS = ("count", "oldest", "newest", "covered")
+# The Repairs issue (strings.json "issues") for a file moved aside; its id is corrupt_<key>.
+CORRUPT_FILE_ISSUE = "corrupt_file"
 
 
 class _VersionedStore(Store[dict[str, Any]]):
@@ -95,7 +102,38 @@ class DebouncedStore:
             self._cancel_final_write = self.hass.bus.async_listen_once(
                 EVENT_HOMEASSISTANT_FINAL_WRITE, self._async_final_write
             )
-        return await self._store.async_load() or {}
+        try:
+            data = await self._store.async_load()
+        except (HomeAssistantError, OSError, KeyError, TypeError, ValueError) as err:
+            # Store renames a file that is not JSON itself; this is one it could not use.
+            await self.async_set_aside(str(err) or type(err).__name__)
+            return {}
+        if data is not None and not isinstance(data, dict):
+            await self.async_set_aside(f"expected an object, found {type(data).__name__}")
+            return {}
+        return data or {}
+
+    async def async_set_aside(self, reason: str) -> None:
+        """Move an unreadable file aside (never delete it), say so in Repairs, start empty."""
+        path = self.path
+        moved_to = f"{path}.corrupt.{dt_util.utcnow().strftime('%Y%m%dT%H%M%S')}"
+        try:
+            await self.hass.async_add_executor_job(os.replace, path, moved_to)
+        except OSError as err:
+            moved_to = f"(could not be moved: {err.strerror or err})"
+        _LOGGER.error(
+            "%s could not be read (%s); kept as %s, starting empty", path, reason, moved_to
+        )
+        ir.async_create_issue(
+            self.hass,
+            DOMAIN,
+            f"corrupt_{self._store.key}",
+            is_fixable=False,
+            is_persistent=False,
+            severity=ir.IssueSeverity.ERROR,
+            translation_key=CORRUPT_FILE_ISSUE,
+            translation_placeholders={"file": path, "moved_to": moved_to, "error": reason},
+        )
 
     @callback
     def async_schedule_save(self) -> None:

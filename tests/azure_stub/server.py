@@ -8,7 +8,9 @@ usage-only last chunk, 429 with Retry-After, and a stream cut mid-way.
 """
 
 import asyncio
+import base64
 from collections import deque
+from collections.abc import Callable
 from dataclasses import dataclass, field
 import json
 import re
@@ -17,6 +19,9 @@ from typing import Any
 import uuid
 
 from aiohttp import web
+import numpy as np
+
+from .embeddings import hashed_embedder
 
 DEFAULT_KEY = "stub-key-0123456789"
 DEFAULT_DEPLOYMENTS = ("gpt-4o-mini", "o4-mini")
@@ -129,6 +134,11 @@ class AzureStub:
         self.word_delay = 0.0
         self._runner: web.AppRunner | None = None
         self.port = 0
+        # Embeddings: vectors from `embedder` (replace it to serve a real model); failures
+        # are scripted in their own queue, so chat replies stay in order.
+        self.embedder: Callable[[list[str]], list[list[float]]] = hashed_embedder
+        self.embedding_replies: deque[Reply] = deque()
+        self.embedding_deployments = {"text-embedding-3-small"}
 
     @property
     def endpoint(self) -> str:
@@ -138,6 +148,10 @@ class AzureStub:
     def queue(self, *replies: Reply) -> None:
         """Script the next answers, in order."""
         self.replies.extend(replies)
+
+    def queue_embeddings(self, *replies: Reply) -> None:
+        """Script the next embeddings answers (failures, delays), in order."""
+        self.embedding_replies.extend(replies)
 
     def calls(self, suffix: str) -> list[RecordedRequest]:
         """The recorded requests whose path ends with suffix."""
@@ -150,6 +164,8 @@ class AzureStub:
         app.router.add_get("/openai/v1/models", self._models)
         app.router.add_post("/openai/deployments/{deployment}/chat/completions", self._chat)
         app.router.add_post("/openai/v1/chat/completions", self._chat)
+        app.router.add_post("/openai/deployments/{deployment}/embeddings", self._embeddings)
+        app.router.add_post("/openai/v1/embeddings", self._embeddings)
         app.router.add_post("/openai/responses", self._responses)
         app.router.add_post("/openai/v1/responses", self._responses)
         self._runner = web.AppRunner(app, access_log=None)
@@ -270,6 +286,47 @@ class AzureStub:
                 request, reply, _chat_chunks(reply, text, deployment, include_usage)
             )
         return web.json_response(_chat_completion(reply, text, deployment))
+
+    async def _embeddings(self, request: web.Request) -> web.Response:
+        recorded = await self._record(request)
+        if (denied := self._check(recorded, "/v1/" not in request.path)) is not None:
+            return denied
+        body = recorded.body or {}
+        deployment = request.match_info.get("deployment") or body.get("model", "")
+        if deployment not in self.embedding_deployments:
+            return _error(
+                404,
+                {"code": "DeploymentNotFound", "message": "The API deployment does not exist."},
+            )
+        if self.embedding_replies:
+            reply = self.embedding_replies.popleft()
+            if reply.delay:
+                await asyncio.sleep(reply.delay)
+            if reply.error is not None:
+                return _error(reply.status, reply.error, reply.headers)
+        texts = body.get("input")
+        texts = [texts] if isinstance(texts, str) else list(texts or [])
+        vectors = self.embedder([str(text) for text in texts])
+        dimensions = body.get("dimensions")
+        data = []
+        for index, values in enumerate(vectors):
+            vector = np.asarray(values, dtype=np.float32)
+            if isinstance(dimensions, int) and 0 < dimensions < vector.size:
+                vector = vector[:dimensions]
+                vector /= float(np.linalg.norm(vector)) or 1.0
+            embedding: Any = vector.tolist()
+            if body.get("encoding_format") == "base64":
+                embedding = base64.b64encode(vector.astype("<f4").tobytes()).decode()
+            data.append({"object": "embedding", "index": index, "embedding": embedding})
+        tokens = sum(len(str(text).split()) for text in texts)
+        return web.json_response(
+            {
+                "object": "list",
+                "data": data,
+                "model": deployment,
+                "usage": {"prompt_tokens": tokens, "total_tokens": tokens},
+            }
+        )
 
     async def _responses(self, request: web.Request) -> web.StreamResponse:
         recorded = await self._record(request)
