@@ -57,7 +57,8 @@ TARGET_KEYWORD_HIT5 = 0.5
 
 
 def report(name: str, value: float, unit: str, target: str, ok: bool) -> bool:
-    print(f"{name:<58} {value:>8.3f} {unit:<4} target {target:<14} {'OK' if ok else 'MISSED'}")
+    shown = f"{value:>8}" if isinstance(value, int) else f"{value:>8.3f}"
+    print(f"{name:<58} {shown} {unit:<4} target {target:<14} {'OK' if ok else 'MISSED'}")
     return ok
 
 
