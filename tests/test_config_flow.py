@@ -333,6 +333,16 @@ SERIES_DEFAULTS = {
     CONF_TIMESERIES_KEEP_DAYS: 90.0,
     CONF_HISTORY_RETENTION_DAYS: 90.0,
 }
+# The memory fields: the entry's own defaults and the installation's MEMORY_CONFIG.
+MEMORY_DEFAULTS = {
+    "embeddings_deployment": "",
+    "memory_context": True,
+    "memory_token_budget": 500,
+    "archive_retention_days": 90,
+    "high_confidence_threshold": 3,
+    "max_memories_per_type": 50,
+    "relevance_score_threshold": 2,
+}
 
 
 async def test_options_flow(
@@ -341,7 +351,7 @@ async def test_options_flow(
     """Memory options are saved as whole numbers and reload the entry."""
     result = await hass.config_entries.options.async_init(loaded_entry.entry_id)
     assert result["type"] is FlowResultType.FORM
-    assert _suggested(result) == {**RECOMMENDED_OPTIONS, **SERIES_DEFAULTS}
+    assert _suggested(result) == {**RECOMMENDED_OPTIONS, **SERIES_DEFAULTS, **MEMORY_DEFAULTS}
     before = len(azure.calls("/models"))
     result = await hass.config_entries.options.async_configure(
         result["flow_id"],

@@ -22,6 +22,7 @@ from custom_components.azure_openai_memory.const import (
     CONF_CONTEXT_LIMIT,
     CONF_EARLY_TIMEOUT,
     CONF_MAX_TOKENS,
+    CONF_MEMORY_CONTEXT,
     CONF_REQUEST_TIMEOUT,
     CONF_SLIDING_WINDOW_MAX_TOKENS,
     DOMAIN,
@@ -81,6 +82,10 @@ async def test_context_limit_leaves_out_oldest_history_of_the_request(
     hass: HomeAssistant, loaded_entry: MockConfigEntry, azure: AzureStub
 ) -> None:
     """Over the context limit a request leaves out the oldest messages; the window keeps them."""
+    # The memory tools alone would not fit this limit: memories off for this agent.
+    options = {**loaded_entry.options, CONF_MEMORY_CONTEXT: False}
+    hass.config_entries.async_update_entry(loaded_entry, options=options)
+    await hass.async_block_till_done()
     for i in range(10):
         await converse(hass, loaded_entry, f"Tell me about planet number {i}", "c")
     assert len(contents(loaded_entry)) == 20

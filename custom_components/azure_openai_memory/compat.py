@@ -18,6 +18,7 @@ __all__ = [
     "conversation_source",
     "llm_api_ids",
     "llm_api_option",
+    "llm_context_of",
 ]
 
 # What a config entry's platform gets to add its entities, with the subentry they belong
@@ -105,3 +106,17 @@ def conversation_source(user_input: conversation.ConversationInput) -> str | Non
     if user_input.context and user_input.context.user_id:
         return f"user:{user_input.context.user_id}"
     return None
+
+
+def llm_context_of(user_input: conversation.ConversationInput, domain: str) -> llm.LLMContext:
+    """The LLM context of a turn: 2026.x builds it (without user_prompt); 2025.4 has no helper."""
+    if hasattr(user_input, "as_llm_context"):
+        return user_input.as_llm_context(domain)  # type: ignore[no-any-return]
+    return llm.LLMContext(  # type: ignore[call-arg]
+        platform=domain,
+        context=user_input.context,
+        user_prompt=user_input.text,
+        language=user_input.language,
+        assistant=conversation.DOMAIN,
+        device_id=user_input.device_id,
+    )

@@ -44,19 +44,26 @@ from .const import (
     CONF_API_MODE,
     CONF_API_STYLE,
     CONF_API_VERSION,
+    CONF_ARCHIVE_RETENTION_DAYS,
     CONF_CONTEXT_LIMIT,
     CONF_CONTINUATION_MINUTES,
     CONF_CONVERSATION_IDLE_MINUTES,
     CONF_DEPLOYMENT,
     CONF_EARLY_TIMEOUT,
+    CONF_EMBEDDINGS_DEPLOYMENT,
     CONF_ENDPOINT,
+    CONF_HIGH_CONFIDENCE_THRESHOLD,
     CONF_HISTORY_RECORDING,
     CONF_HISTORY_RETENTION_DAYS,
     CONF_MAX_CONVERSATIONS,
+    CONF_MAX_MEMORIES_PER_TYPE,
     CONF_MAX_TOKENS,
+    CONF_MEMORY_CONTEXT,
+    CONF_MEMORY_TOKEN_BUDGET,
     CONF_PREFER_LOCAL_INTENTS,
     CONF_PROMPT,
     CONF_REASONING_EFFORT,
+    CONF_RELEVANCE_SCORE_THRESHOLD,
     CONF_REQUEST_TIMEOUT,
     CONF_SLIDING_WINDOW_MAX_TOKENS,
     CONF_TEMPERATURE,
@@ -73,8 +80,11 @@ from .const import (
     RECOMMENDED_API_VERSION,
     RECOMMENDED_DEPLOYMENT,
     RECOMMENDED_EARLY_TIMEOUT,
+    RECOMMENDED_EMBEDDINGS_DEPLOYMENT,
     RECOMMENDED_HISTORY_RETENTION_DAYS,
     RECOMMENDED_MAX_TOKENS,
+    RECOMMENDED_MEMORY_CONTEXT,
+    RECOMMENDED_MEMORY_TOKEN_BUDGET,
     RECOMMENDED_OPTIONS,
     RECOMMENDED_PREFER_LOCAL_INTENTS,
     RECOMMENDED_REASONING_EFFORT,
@@ -93,6 +103,8 @@ from .llm.client import (
     normalize_endpoint,
 )
 from .llm.errors import API_ERRORS, ErrorKind, classify_error
+from .memories import DATA_MEMORIES
+from .memory.facts import FactSettings
 from .memory.timeseries import TimeseriesSettings
 from .recording import DATA_HISTORY
 from .services import DATA_TIMESERIES
@@ -376,8 +388,41 @@ OPTIONS_SCHEMA = vol.Schema(
         vol.Required(CONF_HISTORY_RECORDING): BooleanSelector(),
         # Shared by the whole installation too: kept in the history database.
         vol.Required(CONF_HISTORY_RETENTION_DAYS): _number(1, 3650, 1, "d"),
+        # Memories: this entry's embeddings deployment (empty: none), switch and budget.
+        vol.Optional(CONF_EMBEDDINGS_DEPLOYMENT): TextSelector(),
+        vol.Optional(CONF_MEMORY_CONTEXT): BooleanSelector(),
+        vol.Optional(CONF_MEMORY_TOKEN_BUDGET): _number(50, 20_000, 50, "tokens"),
+        # The seed's MEMORY_CONFIG, shared by the whole installation: kept by the memories.
+        vol.Optional(CONF_ARCHIVE_RETENTION_DAYS): _number(1, 3650, 1, "d"),
+        vol.Optional(CONF_HIGH_CONFIDENCE_THRESHOLD): _number(2, 100, 1),
+        vol.Optional(CONF_MAX_MEMORIES_PER_TYPE): _number(1, 100_000, 1),
+        vol.Optional(CONF_RELEVANCE_SCORE_THRESHOLD): _number(0, 100, 1),
     }
 )
+# What the options form shows for the memory fields of an entry that never saved them.
+MEMORY_OPTION_DEFAULTS = {
+    CONF_EMBEDDINGS_DEPLOYMENT: RECOMMENDED_EMBEDDINGS_DEPLOYMENT,
+    CONF_MEMORY_CONTEXT: RECOMMENDED_MEMORY_CONTEXT,
+    CONF_MEMORY_TOKEN_BUDGET: RECOMMENDED_MEMORY_TOKEN_BUDGET,
+}
+
+
+def _memory_settings(current: FactSettings, options: dict[str, Any]) -> FactSettings:
+    """Take the installation's memory settings out of the submitted options."""
+    return FactSettings(
+        archive_retention_days=float(
+            options.pop(CONF_ARCHIVE_RETENTION_DAYS, current.archive_retention_days)
+        ),
+        high_confidence_threshold=int(
+            options.pop(CONF_HIGH_CONFIDENCE_THRESHOLD, current.high_confidence_threshold)
+        ),
+        max_memories_per_type=int(
+            options.pop(CONF_MAX_MEMORIES_PER_TYPE, current.max_memories_per_type)
+        ),
+        relevance_score_threshold=float(
+            options.pop(CONF_RELEVANCE_SCORE_THRESHOLD, current.relevance_score_threshold)
+        ),
+    )
 
 
 class MemoryOptionsFlow(OptionsFlow):
@@ -407,7 +452,14 @@ class MemoryOptionsFlow(OptionsFlow):
                         keep_days=float(options.pop(CONF_TIMESERIES_KEEP_DAYS)),
                     )
                 )
+                memories = self.hass.data[DATA_MEMORIES]
+                memories.async_update_settings(_memory_settings(memories.settings, options))
+                if CONF_EMBEDDINGS_DEPLOYMENT in options:
+                    options[CONF_EMBEDDINGS_DEPLOYMENT] = str(
+                        options[CONF_EMBEDDINGS_DEPLOYMENT]
+                    ).strip()
                 return self.async_create_entry(data=options)
+        memory_settings = self.hass.data[DATA_MEMORIES].settings
         return self.async_show_form(
             step_id="init",
             data_schema=self.add_suggested_values_to_schema(
@@ -418,6 +470,16 @@ class MemoryOptionsFlow(OptionsFlow):
                     CONF_TIMESERIES_MAX_ENTRIES: series.settings.max_entries,
                     CONF_TIMESERIES_KEEP_DAYS: series.settings.keep_days,
                     CONF_HISTORY_RETENTION_DAYS: retention,
+                    **MEMORY_OPTION_DEFAULTS,
+                    **{
+                        k: v
+                        for k, v in self.config_entry.options.items()
+                        if k in MEMORY_OPTION_DEFAULTS
+                    },
+                    CONF_ARCHIVE_RETENTION_DAYS: memory_settings.archive_retention_days,
+                    CONF_HIGH_CONFIDENCE_THRESHOLD: memory_settings.high_confidence_threshold,
+                    CONF_MAX_MEMORIES_PER_TYPE: memory_settings.max_memories_per_type,
+                    CONF_RELEVANCE_SCORE_THRESHOLD: memory_settings.relevance_score_threshold,
                     **(user_input or {}),
                 },
             ),

@@ -34,6 +34,8 @@ from .const import (
     CONF_EARLY_TIMEOUT,
     CONF_HISTORY_RECORDING,
     CONF_MAX_TOKENS,
+    CONF_MEMORY_CONTEXT,
+    CONF_MEMORY_TOKEN_BUDGET,
     CONF_PREFER_LOCAL_INTENTS,
     CONF_PROMPT,
     CONF_REASONING_EFFORT,
@@ -47,6 +49,8 @@ from .const import (
     RECOMMENDED_EARLY_TIMEOUT,
     RECOMMENDED_HISTORY_RECORDING,
     RECOMMENDED_MAX_TOKENS,
+    RECOMMENDED_MEMORY_CONTEXT,
+    RECOMMENDED_MEMORY_TOKEN_BUDGET,
     RECOMMENDED_PREFER_LOCAL_INTENTS,
     RECOMMENDED_REASONING_EFFORT,
     RECOMMENDED_REQUEST_TIMEOUT,
@@ -55,7 +59,7 @@ from .const import (
     RECOMMENDED_TOP_P,
     SUBENTRY_AGENT,
 )
-from .context import MAX_CONTEXT_TOKENS, async_turn_context
+from .context import MAX_CONTEXT_TOKENS, async_turn_data
 from .llm.client import Delta, ILLMClient, RequestOptions, Usage, create_llm_client
 from .llm.errors import ErrorKind, classify_error
 from .llm.tools import tool_spec
@@ -66,6 +70,7 @@ from .memory.window import (
     MessageEntry,
     ToolCallEntry,
 )
+from .memory_tools import async_add_memory_tools
 from .recording import DATA_HISTORY, HistoryRecorder, TurnRecording
 from .stats import ROUTE_LLM, ROUTE_LOCAL
 
@@ -271,6 +276,10 @@ class AzureOpenAIMemoryAgent(conversation.ConversationEntity, AbstractConversati
         except conversation.ConverseError as err:
             recording.failed("llm_api")
             return err.as_conversation_result()
+        if self._memories_on():
+            async_add_memory_tools(
+                self.hass, chat_log, user_input, self.memory.counter, self._memory_budget()
+            )
 
         turn = Turn(
             conversation_id, source, user_input.text, chat_log, chat_log.delta_listener, recording
@@ -383,7 +392,11 @@ class AzureOpenAIMemoryAgent(conversation.ConversationEntity, AbstractConversati
         # exact count is needed here only when that bound does not fit.
         prompt = len(prompt_text.encode())
         prompt_tokens: int | None = None
-        if prompt + memory.window_tokens(conversation_id) + MAX_CONTEXT_TOKENS > room:
+        memories_budget = self._memory_budget() if self._memories_on() else 0
+        if (
+            prompt + memory.window_tokens(conversation_id) + MAX_CONTEXT_TOKENS + memories_budget
+            > room
+        ):
             prompt = prompt_tokens = await self.hass.async_add_executor_job(
                 memory.counter.count, prompt_text
             )
@@ -392,14 +405,19 @@ class AzureOpenAIMemoryAgent(conversation.ConversationEntity, AbstractConversati
             self._warn_limit_too_small(prompt, options.max_tokens)
         context = None
         data_budget = min(
-            MAX_CONTEXT_TOKENS,
+            MAX_CONTEXT_TOKENS + memories_budget,
             room - memory.last_exchange_tokens(conversation_id) - MESSAGE_OVERHEAD_TOKENS,
         )
-        if data_budget > 0 and self.entry.options.get(
-            CONF_TIMESERIES_CONTEXT, RECOMMENDED_TIMESERIES_CONTEXT
-        ):
-            context = await async_turn_context(
-                self.hass, turn.user_text, memory.counter, data_budget
+        if data_budget > 0:
+            context = await async_turn_data(
+                self.hass,
+                turn.user_text,
+                memory.counter,
+                data_budget,
+                series=self.entry.options.get(
+                    CONF_TIMESERIES_CONTEXT, RECOMMENDED_TIMESERIES_CONTEXT
+                ),
+                memories_budget=memories_budget,
             )
         other = question
         if context is not None:
@@ -466,6 +484,16 @@ class AzureOpenAIMemoryAgent(conversation.ConversationEntity, AbstractConversati
                 self.memory.counter.count, request.prompt_text
             )
         return await counted
+
+    def _memories_on(self) -> bool:
+        """Use memories in conversations: the entry's option."""
+        return bool(self.entry.options.get(CONF_MEMORY_CONTEXT, RECOMMENDED_MEMORY_CONTEXT))
+
+    def _memory_budget(self) -> int:
+        """Tokens of memories a request may carry."""
+        return int(
+            self.entry.options.get(CONF_MEMORY_TOKEN_BUDGET, RECOMMENDED_MEMORY_TOKEN_BUDGET)
+        )
 
     def _warn_limit_too_small(self, prompt: int, max_tokens: int) -> None:
         """Once per agent: a limit that cannot be met is a setting to fix, not a debug line."""

@@ -7,6 +7,7 @@ by the ranker's name. The switch is logged once each way, not at every request.
 
 import logging
 
+from homeassistant.util import dt as dt_util
 import numpy as np
 import openai
 
@@ -24,6 +25,9 @@ EMBEDDING_DIMENSIONS = 256
 # Longer vectors (a model that cannot shorten them) are cut to this and renormalised.
 MAX_DIMENSIONS = 512
 _FAILURES: tuple[type[BaseException], ...] = (*API_ERRORS, TimeoutError)
+# After a failure, requests pause this long (seconds): a dead deployment must not add its
+# timeout to every turn.
+RETRY_AFTER = 60.0
 # Texts per request when the whole store is embedded again.
 BATCH_SIZE = 64
 
@@ -42,21 +46,26 @@ class Embedder:
         self.identity = identity
         self._dimensions: int | None = EMBEDDING_DIMENSIONS
         self.failing = False
+        self._retry_at = 0.0
 
     async def async_embed(self, texts: list[str]) -> list[Vector] | None:
         """A unit vector per text, in one request; None when Azure does not answer well."""
         if not texts:
             return []
+        if self.failing and dt_util.utcnow().timestamp() < self._retry_at:
+            return None
         try:
             vectors = await self._async_request(texts)
         except _FAILURES as err:
+            self._retry_at = dt_util.utcnow().timestamp() + RETRY_AFTER
             if not self.failing:
                 self.failing = True
                 _LOGGER.warning(
                     "Embeddings deployment %s failed (%s); memories are ranked by their "
-                    "words until it answers again",
+                    "words until it answers again (tried again every %d seconds)",
                     self.deployment,
                     "timeout" if isinstance(err, TimeoutError) else classify_error(err).value,
+                    RETRY_AFTER,
                 )
             return None
         if self.failing:

@@ -1,0 +1,123 @@
+"""The agent's remember and recall tools, offered whether or not it may control the home.
+
+They go through the same code as memory_save and memory_search. An agent without Home
+Assistant's LLM API gets an API instance of its own holding just these two tools; one
+with it gets them beside Home Assistant's (on 2025.4 and 2026.x alike).
+"""
+
+from typing import Any
+
+from homeassistant.components import conversation
+from homeassistant.core import HomeAssistant, callback
+from homeassistant.helpers import llm
+from homeassistant.util.json import JsonObjectType
+import voluptuous as vol
+
+from .compat import llm_context_of
+from .const import DOMAIN, MEMORY_CONTEXT_LIMIT
+from .context import memories_block
+from .memories import DATA_MEMORIES
+from .memory.facts import MemoryConfidence, MemorySource, MemoryType
+from .memory.tokens import TokenCounter
+from .services import async_memory_save
+
+TOOL_REMEMBER = "remember"
+TOOL_RECALL = "recall"
+_TYPES = [kind.value for kind in MemoryType]
+
+
+class MemoriesAPI(llm.API):
+    """Holds the memory tools for an agent that has no Home Assistant LLM API."""
+
+    async def async_get_api_instance(self, llm_context: llm.LLMContext) -> llm.APIInstance:
+        """Not offered for selection: instances are made per turn by async_add_memory_tools."""
+        return llm.APIInstance(self, "", llm_context, [])
+
+
+class RememberTool(llm.Tool):
+    """Save a fact, deduplicated like memory_save, with source conversation."""
+
+    name = TOOL_REMEMBER
+    description = (
+        "Save a lasting fact about this household when the user asks you to remember "
+        "something or states a lasting preference, routine or fact. Tag it with "
+        "prefix:value tags naming who and what it is about (person:anna, room:guest_room, "
+        "topic:coffee); a newer fact of the same type with the same tags replaces the older."
+    )
+    parameters = vol.Schema(
+        {
+            vol.Required("content", description="The fact, in one sentence"): str,
+            vol.Required("type", description="What kind of fact it is"): vol.In(_TYPES),
+            vol.Optional("tags", description="prefix:value tags"): [str],
+            vol.Optional("confidence"): vol.In([level.value for level in MemoryConfidence]),
+        }
+    )
+
+    async def async_call(
+        self, hass: HomeAssistant, tool_input: llm.ToolInput, llm_context: llm.LLMContext
+    ) -> JsonObjectType:
+        """Save it; a refused fact comes back to the model as a translated error."""
+        args: dict[str, Any] = dict(tool_input.tool_args)
+        result = await async_memory_save(
+            hass.data[DATA_MEMORIES], args, source=MemorySource.CONVERSATION.value
+        )
+        return {
+            "action": result["action"],
+            "id": result["memory"]["id"],
+            "replaced": result["archived"]["id"] if result["archived"] else None,
+        }
+
+
+class RecallTool(llm.Tool):
+    """Search like memory_search; the facts come back as a delimited, bounded data block."""
+
+    name = TOOL_RECALL
+    description = (
+        "Look up facts remembered about this household: people, rooms, preferences, "
+        "routines and anything the user asked you to remember."
+    )
+    parameters = vol.Schema(
+        {
+            vol.Required("query", description="What to look for, as a question or words"): str,
+            vol.Optional("type"): vol.In(_TYPES),
+        }
+    )
+
+    def __init__(self, counter: TokenCounter, budget: int) -> None:
+        """The agent's token counter, and its memory token budget."""
+        self._counter = counter
+        self._budget = budget
+
+    async def async_call(
+        self, hass: HomeAssistant, tool_input: llm.ToolInput, llm_context: llm.LLMContext
+    ) -> JsonObjectType:
+        """Search, and hand back the best memories that fit the budget."""
+        args = {**tool_input.tool_args, "limit": MEMORY_CONTEXT_LIMIT}
+        found = await hass.data[DATA_MEMORIES].async_search(
+            args.get("query"), memory_type=args.get("type"), limit=MEMORY_CONTEXT_LIMIT
+        )
+        block = await hass.async_add_executor_job(
+            memories_block, found.memories, self._counter, self._budget
+        )
+        return {"ranker": found.ranker, "found": len(found.memories), "memories": block or ""}
+
+
+@callback
+def async_add_memory_tools(
+    hass: HomeAssistant,
+    chat_log: conversation.ChatLog,
+    user_input: conversation.ConversationInput,
+    counter: TokenCounter,
+    budget: int,
+) -> None:
+    """Offer remember and recall on this turn, beside any tools the agent already has."""
+    tools: list[llm.Tool] = [RememberTool(), RecallTool(counter, budget)]
+    if chat_log.llm_api is None:
+        api = MemoriesAPI(hass=hass, id=f"{DOMAIN}_memories", name="Azure OpenAI Memory")
+        chat_log.llm_api = llm.APIInstance(api, "", llm_context_of(user_input, DOMAIN), tools)
+        return
+    known = {tool.name for tool in chat_log.llm_api.tools}
+    chat_log.llm_api.tools = [
+        *chat_log.llm_api.tools,
+        *(tool for tool in tools if tool.name not in known),
+    ]
