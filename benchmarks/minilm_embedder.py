@@ -48,6 +48,7 @@ def labelled_texts(labelled_set: dict[str, Any]) -> list[str]:
     """Every text of the labelled set the benchmark embeds, each once, in a stable order."""
     texts: list[str] = [m["content"] for m in labelled_set["memories"]]
     texts += [q["question"] for q in labelled_set["questions"]]
+    texts += [q["question"] for q in labelled_set.get("multi_hop_questions", [])]
     for pair in labelled_set["supersede_pairs"]:
         texts += [pair["old"]["content"], pair["new"]["content"]]
     return list(dict.fromkeys(texts))

@@ -18,7 +18,7 @@ from homeassistant.core import HomeAssistant
 import pytest
 from pytest_homeassistant_custom_component.common import MockConfigEntry
 
-from benchmarks.bench_facts_quality import DATA, quality
+from benchmarks.bench_facts_quality import DATA, answers, quality, rank_of
 from benchmarks.minilm_embedder import CACHE, MODEL_ENV, MiniLMEmbedder
 from custom_components.azure_openai_memory.const import CONF_EMBEDDINGS_DEPLOYMENT, DOMAIN
 from custom_components.azure_openai_memory.memories import DATA_MEMORIES
@@ -76,6 +76,7 @@ async def test_labelled_home_through_the_services(
 
     freezer.move_to(NOW)
     id_of = {m.content: m.id for m in store.facts}
+    labelled_id_of = {m["id"]: m["content"] for m in memories}
     ranks: list[int | None] = []
     for question in questions:
         response = await hass.services.async_call(
@@ -88,9 +89,8 @@ async def test_labelled_home_through_the_services(
         assert response is not None
         assert response["ranker"] == "hybrid"
         found = [m["id"] for m in response["memories"]]
-        wanted = next(m["content"] for m in memories if m["id"] == question["memory"])
-        wanted_id = id_of.get(wanted)
-        ranks.append(found.index(wanted_id) + 1 if wanted_id in found else None)
+        wanted = {id_of.get(labelled_id_of[labelled_id]) for labelled_id in answers(question)}
+        ranks.append(rank_of({i for i in wanted if i is not None}, found))
     figures = quality(ranks)
 
     print(f"\n{len(memories)} memory_save calls: {actions}; {len(store.facts)} active")

@@ -64,25 +64,60 @@ def test_tags_overlap_heavily(labelled: dict[str, Any]) -> None:
     assert len(shared) / len(labelled["memories"]) > 0.9
 
 
-def test_each_question_has_one_labelled_memory(labelled: dict[str, Any]) -> None:
+def test_each_question_has_its_labelled_memories(labelled: dict[str, Any]) -> None:
+    """One memory per question, each memory asked about once (paraphrase and multi-hop
+    questions together); `also` lists other memories that answer a question as well."""
     ids = {m["id"] for m in labelled["memories"]}
-    questions = labelled["questions"]
+    questions = labelled["questions"] + labelled["multi_hop_questions"]
     assert len({q["id"] for q in questions}) == len(questions)
     assert len({q["question"] for q in questions}) == len(questions)
     assert all(q["memory"] in ids for q in questions)
     assert len({q["memory"] for q in questions}) == len(questions)
+    for question in questions:
+        also = question.get("also", [])
+        assert len(set(also)) == len(also), question["id"]
+        assert all(other in ids and other != question["memory"] for other in also), question
 
 
 def test_questions_are_paraphrases(labelled: dict[str, Any]) -> None:
-    """No question shares more than half of its meaningful words with its memory."""
+    """No question shares more than half of its meaningful words with a memory answering it."""
     content = {m["id"]: set(terms(m["content"])) for m in labelled["memories"]}
     shares = []
-    for question in labelled["questions"]:
+    for question in labelled["questions"] + labelled["multi_hop_questions"]:
         words = set(terms(question["question"]))
         assert words, question
-        shares.append(len(words & content[question["memory"]]) / len(words))
+        for answer in (question["memory"], *question.get("also", ())):
+            shares.append(len(words & content[answer]) / len(words))
     assert max(shares) <= 0.5
     assert sum(shares) / len(shares) < 0.25
+
+
+def test_multi_hop_questions_are_apart(labelled: dict[str, Any]) -> None:
+    """A question naming its subject by a role its memory does not state ('the dog' for
+    Bruno) needs a second memory: it is kept apart, with the hop it needs, and the paraphrase
+    questions name people and pets as their memories do."""
+    multi_hop = labelled["multi_hop_questions"]
+    assert multi_hop
+    assert all(q["hop"] for q in multi_hop)
+    by_id = {m["id"]: m["content"].lower() for m in labelled["memories"]}
+    # A role, and the words by which a memory states it itself ("labrador": a dog).
+    roles = {
+        "dog": ("dog", "labrador"),
+        "labrador": ("labrador",),
+        "cat": ("cat",),
+        "daughter": ("daughter",),
+        "son": ("son",),
+        "boy": ("boy",),
+        "girl": ("girl",),
+        "youngest": ("youngest",),
+        "little one": ("little one", "youngest"),
+        "mother": ("mother",),
+    }
+    for question in labelled["questions"]:
+        text = question["question"].lower()
+        for role, stated in roles.items():
+            if f"the {role}" in text or f"our {role}" in text or f"'s {role}" in text:
+                assert any(word in by_id[question["memory"]] for word in stated), question
 
 
 def test_pairs_are_decisions_facts_py_has_to_make(labelled: dict[str, Any]) -> None:
