@@ -100,6 +100,43 @@ def _reset(answer: dict[str, Any], _: Context) -> None:
     assert answer == {"reset": 1}
 
 
+def _saved(answer: dict[str, Any], _: Context) -> None:
+    memory = answer["memory"]
+    assert (answer["action"], answer["archived"], answer["evicted"]) == ("created", None, [])
+    assert (memory["content"], memory["type"], memory["tags"], memory["occurrences"]) == (
+        "The guest room is Anna's",
+        "household",
+        ["person:anna", "room:guest_room"],
+        1,
+    )
+
+
+def _reinforced(answer: dict[str, Any], context: Context) -> None:
+    assert answer["action"] == "reinforced"
+    assert answer["memory"]["id"] == context["memory_save"]["memory"]["id"]
+    assert answer["memory"]["occurrences"] == 2
+
+
+def _found(answer: dict[str, Any], context: Context) -> None:
+    # No embeddings deployment in the development entry: words alone rank.
+    assert answer["ranker"] == "keyword"
+    assert [m["id"] for m in answer["memories"]] == [context["memory_save"]["memory"]["id"]]
+
+
+def _patterns(answer: dict[str, Any], _: Context) -> None:
+    # One memory is no pattern (a pattern needs three).
+    assert answer == {"patterns": []}
+
+
+def _forgotten(answer: dict[str, Any], context: Context) -> None:
+    assert [m["id"] for m in answer["archived"]] == [context["memory_save"]["memory"]["id"]]
+    assert answer["erased"] == []
+
+
+def _cleaned_archive(answer: dict[str, Any], context: Context) -> None:
+    assert answer == {"deleted": 1, "ids": [context["memory_save"]["memory"]["id"]]}
+
+
 def _today(_: Context) -> dict[str, Any]:
     # The development configuration's time zone is UTC.
     return {"day": datetime.now(UTC).date().isoformat()}
@@ -190,6 +227,25 @@ SERVICE_EXAMPLES: dict[str, ServiceExample] = {
     "conversation_reset": ServiceExample(
         lambda c: {"config_entry_id": c["entry_id"], "conversation_id": "e2e-services"}, _reset
     ),
+    "memory_save": ServiceExample(
+        lambda _: {
+            "content": "The guest room is Anna's",
+            "type": "household",
+            "tags": ["person:anna", "room:guest_room"],
+        },
+        _saved,
+    ),
+    "memory_save_again": ServiceExample(
+        lambda _: {"content": "the guest room is anna's", "type": "household"},
+        _reinforced,
+        service="memory_save",
+    ),
+    "memory_search": ServiceExample(lambda _: {"query": "Whose is the guest room?"}, _found),
+    "memory_patterns": ServiceExample(lambda _: {}, _patterns),
+    "memory_forget": ServiceExample(
+        lambda c: {"memory_id": c["memory_save"]["memory"]["id"]}, _forgotten
+    ),
+    "memory_cleanup_archived": ServiceExample(lambda _: {"retention_days": 0}, _cleaned_archive),
     "summary_aggregate": ServiceExample(_today, _aggregated),
     "summary_get": ServiceExample(lambda _: {"period_type": "daily"}, _summaries),
     "summary_groups": ServiceExample(lambda _: {}, _groups),
@@ -271,13 +327,24 @@ def _summaries_kept(client: HomeAssistantClient, _: Context) -> Any:
     return [(s["period_type"], s["period_start"]) for s in answer["summaries"]]
 
 
-# What a graceful restart keeps. Memories (memory_save / memory_search) are one row
-# when they exist.
+def _write_memory(client: HomeAssistantClient, _: Context) -> None:
+    client.service(
+        DOMAIN, "memory_save", {"content": "The owls nest in the barn", "type": "household"}
+    )
+
+
+def _memories_kept(client: HomeAssistantClient, _: Context) -> Any:
+    answer = client.service(DOMAIN, "memory_search", {"query": "owls"})
+    return [m["content"] for m in answer["memories"]]
+
+
+# What a graceful restart keeps.
 KEPT_ACROSS_RESTART: dict[str, KeptData] = {
     # Two questions and their answers (the restart module's first conversation).
     "conversation window": KeptData(_write_window, _window, 4),
     "time series": KeptData(_write_series, _series, ["o1"]),
     "history": KeptData(_write_history, _history_kept, ["thought"]),
+    "memories": KeptData(_write_memory, _memories_kept, ["The owls nest in the barn"]),
     # Today's talk (the window's two questions) as one daily summary.
     "summaries": KeptData(
         _write_summary, _summaries_kept, [("daily", datetime.now(UTC).date().isoformat())]
