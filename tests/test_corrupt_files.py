@@ -22,7 +22,11 @@ from custom_components.azure_openai_memory.services import (
     DATA_TIMESERIES,
     async_register_memory_services,
 )
-from custom_components.azure_openai_memory.storage import CORRUPT_FILE_ISSUE, TimeseriesStore
+from custom_components.azure_openai_memory.storage import (
+    CORRUPT_FILE_ISSUE,
+    SummaryStore,
+    TimeseriesStore,
+)
 
 from .azure_stub import AzureStub
 from .conftest import NO_TOOLS, converse, memory_of, speech
@@ -180,4 +184,29 @@ async def test_unusable_series_files(hass: HomeAssistant, storage: Path) -> None
         assert series.summary()["count"] == 0
     assert len(list(storage.glob(f"{series_key}.corrupt.*"))) == 1
     our_issue(hass, series_key)
+    await store.async_close()
+
+
+@pytest.mark.parametrize(
+    "unusable",
+    [
+        {"summaries": "not a list"},
+        {"summaries": [{"group_id": "kitchen"}]},
+        {"profiles": [1, 2]},
+    ],
+)
+async def test_unusable_summaries_file_is_set_aside(
+    hass: HomeAssistant, storage: Path, unusable: dict[str, Any]
+) -> None:
+    """JSON of the right version but not summaries: kept aside, never overwritten."""
+    key = f"{DOMAIN}.summaries"
+    stored = {"version": 1, "minor_version": 1, "key": key, "data": unusable}
+    (storage / key).write_text(json.dumps(stored))
+    store = SummaryStore(hass, key)
+    await store.async_load()
+    assert store.book.groups() == []
+    (moved,) = storage.glob(f"{key}.corrupt.*")
+    assert json.loads(moved.read_text()) == stored
+    assert not (storage / key).exists()
+    our_issue(hass, key)
     await store.async_close()

@@ -461,12 +461,12 @@ class SummaryStore:
         )
 
     async def async_load(self) -> None:
-        """Read the file; an unreadable one (set aside by Store) leaves an empty book."""
+        """Read the file; an unusable one is set aside (kept) and the book starts empty."""
         data = await self._file.async_load()
         try:
             self.book = SummaryBook.from_dict(data)
-        except (KeyError, TypeError, ValueError) as err:
-            _LOGGER.warning("Stored summaries could not be read, starting empty: %s", err)
+        except (KeyError, TypeError, ValueError, AttributeError) as err:
+            await self._file.async_set_aside(str(err) or type(err).__name__)
             self.book = SummaryBook()
 
     @callback
