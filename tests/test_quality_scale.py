@@ -9,6 +9,7 @@ from typing import Any
 
 from homeassistant.core import HomeAssistant
 from homeassistant.helpers import issue_registry as ir, translation
+from PIL import Image
 import pytest
 from pytest_homeassistant_custom_component.common import MockConfigEntry
 import yaml
@@ -122,6 +123,21 @@ def test_each_requirement_has_its_licence_and_source_repository() -> None:
             if url.split(",", 1)[0].strip().lower() in ("repository", "source")
         }
         assert source in repositories, (name, repositories)
+
+
+def test_brand_images_ship_with_the_integration() -> None:
+    """brands: the icon Home Assistant 2026.3+ reads from brand/, at the sizes it expects."""
+    marked = _rules()
+    assert _status(marked["brands"]) == "done"
+    brand = PACKAGE / "brand"
+    expected = {"icon.png": (256, 256), "icon@2x.png": (512, 512)}
+    assert sorted(p.name for p in brand.iterdir()) == sorted(expected)
+    for name, size in expected.items():
+        with Image.open(brand / name) as image:
+            assert (image.format, image.size, image.mode) == ("PNG", size, "RGBA"), name
+            # Transparent corners: the rounded square, not a white box, on a dark theme.
+            assert image.getpixel((0, 0)) == (0, 0, 0, 0), name
+        assert (brand / name).stat().st_size < 50_000, name
 
 
 def test_no_type_ignore_in_the_integration() -> None:
