@@ -5,12 +5,14 @@ entry holding an AI task subentry still loads.
 """
 
 from datetime import timedelta
+import inspect
+import logging
 from typing import Any
 
 from homeassistant import data_entry_flow
 from homeassistant.core import HomeAssistant
 from homeassistant.exceptions import HomeAssistantError
-from homeassistant.helpers import entity_registry as er, issue_registry as ir
+from homeassistant.helpers import entity_registry as er, issue_registry as ir, llm
 from homeassistant.setup import async_setup_component
 from homeassistant.util import dt as dt_util
 import pytest
@@ -38,8 +40,8 @@ from custom_components.azure_openai_memory.const import (
 from custom_components.azure_openai_memory.context import DATA_NOTICE
 from custom_components.azure_openai_memory.llm.structure import structured_output_schema
 
-from .azure_stub import AzureStub, Reply
-from .conftest import entry_data
+from .azure_stub import AzureStub, Reply, ToolCall
+from .conftest import DEFAULT_KEY, entry_data
 
 needs_ai_task = pytest.mark.skipif(not HAS_AI_TASK, reason="AI tasks exist from HA 2025.8")
 
@@ -123,7 +125,10 @@ async def test_generate_data_answers_with_text(
     assert "response_format" not in body
     state = hass.states.get(entity_id)
     assert state is not None
-    assert state.state != "unknown"  # the time of its last task
+    # The time of its last task: this one.
+    last_task = dt_util.parse_datetime(state.state)
+    assert last_task is not None
+    assert timedelta(0) <= dt_util.utcnow() - last_task < timedelta(minutes=1)
 
 
 @needs_ai_task
@@ -381,3 +386,61 @@ async def test_a_task_that_takes_too_long_is_a_timeout(
         await _generate(hass, _task_entity_id(hass, entry), "Write one line.")
     assert err.value.translation_key == "api_timeout"
     assert entry.runtime_data.stats.errors == {"timeout": 1}
+
+
+@needs_ai_task
+async def test_a_tool_call_without_tools_is_a_translated_error(
+    hass: HomeAssistant,
+    azure: AzureStub,
+    task_entry: MockConfigEntry,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """An error the API layer does not know still reaches the user translated, logged once."""
+    entity_id = _task_entity_id(hass, task_entry)
+    azure.queue(Reply(tool_calls=[ToolCall("HassTurnOn", {"name": "kitchen"})]))
+    with pytest.raises(HomeAssistantError) as err:
+        await _generate(hass, entity_id, "Write one line.")
+    assert err.value.translation_domain == DOMAIN
+    assert err.value.translation_key == "api_unknown"
+    assert task_entry.runtime_data.stats.errors == {"unknown": 1}
+    logged = [
+        r.getMessage()
+        for r in caplog.records
+        if r.name == "custom_components.azure_openai_memory" and r.levelno == logging.ERROR
+    ]
+    assert logged == [f"Azure OpenAI request for {entity_id} failed (unknown): ValueError"]
+    assert DEFAULT_KEY not in caplog.text
+
+
+@needs_ai_task
+async def test_a_task_given_an_llm_api_can_use_its_tools(
+    hass: HomeAssistant, azure: AzureStub, task_entry: MockConfigEntry
+) -> None:
+    """The caller's LLM API: its tools are offered, counted, called; the last answer wins."""
+    from homeassistant.components import ai_task
+
+    if "llm_api" not in inspect.signature(ai_task.async_generate_data).parameters:
+        pytest.skip("GenDataTask.llm_api exists from HA 2025.10")
+    (assist,) = [api for api in llm.async_get_apis(hass) if api.id == llm.LLM_API_ASSIST]
+    entity_id = _task_entity_id(hass, task_entry)
+    azure.queue(
+        Reply(tool_calls=[ToolCall("GetDateTime", {})]),
+        Reply(text="It is Thursday."),
+    )
+    result = await ai_task.async_generate_data(
+        hass,
+        task_name="Day line",
+        entity_id=entity_id,
+        instructions="Say which day it is.",
+        llm_api=assist,
+    )
+    assert result.data == "It is Thursday."
+    first, second = _chat_bodies(azure)
+    assert "GetDateTime" in [t["function"]["name"] for t in first["tools"]]
+    assert [m["role"] for m in second["messages"]] == [
+        "system",
+        "user",
+        "assistant",
+        "tool",
+    ]
+    assert dt_util.now().date().isoformat() in second["messages"][-1]["content"]

@@ -3,16 +3,18 @@ deployment raise Repairs issues that go away when fixed."""
 
 import logging
 
-from homeassistant.core import HomeAssistant
-from homeassistant.helpers import issue_registry as ir
+from homeassistant.components import conversation
+from homeassistant.config_entries import ConfigSubentry
+from homeassistant.core import Context, HomeAssistant
+from homeassistant.helpers import entity_registry as er, issue_registry as ir
 import pytest
 from pytest_homeassistant_custom_component.common import MockConfigEntry
 
-from custom_components.azure_openai_memory.const import CONF_DEPLOYMENT, DOMAIN
+from custom_components.azure_openai_memory.const import CONF_DEPLOYMENT, DOMAIN, SUBENTRY_AGENT
 from custom_components.azure_openai_memory.title import resource_title
 
 from .azure_stub import AzureStub, Reply
-from .conftest import LLM_ONLY, converse, speech
+from .conftest import LLM_ONLY, agent_entity_id, converse, speech
 
 LOGGER_NAME = "custom_components.azure_openai_memory"
 SERVER_ERROR = [Reply.failure(500, "500", "Internal error", headers={"retry-after-ms": "5"})] * 3
@@ -176,3 +178,123 @@ async def test_removing_the_entry_removes_its_repairs(
     assert await hass.config_entries.async_remove(loaded_entry.entry_id)
     await hass.async_block_till_done()
     assert [i for (d, i) in ir.async_get(hass).issues if d == DOMAIN] == []
+
+
+async def _add_agent(
+    hass: HomeAssistant, entry: MockConfigEntry, title: str, deployment: str
+) -> str:
+    """A second agent on the same resource (the entry reloads); its conversation entity."""
+    hass.config_entries.async_add_subentry(
+        entry,
+        ConfigSubentry(
+            data={**LLM_ONLY, CONF_DEPLOYMENT: deployment},
+            subentry_type=SUBENTRY_AGENT,
+            title=title,
+            unique_id=None,
+        ),
+    )
+    await hass.async_block_till_done()
+    (subentry_id,) = [s for s, sub in entry.subentries.items() if sub.title == title]
+    entity_id = er.async_get(hass).async_get_entity_id("conversation", DOMAIN, subentry_id)
+    assert entity_id is not None
+    return entity_id
+
+
+async def _ask(hass: HomeAssistant, entity_id: str, text: str) -> str:
+    result = await conversation.async_converse(
+        hass, text, None, Context(), language="en", agent_id=entity_id
+    )
+    return speech(result)
+
+
+@pytest.mark.parametrize("agent_options", [LLM_ONLY])
+async def test_a_missing_deployment_does_not_flip_a_healthy_agent(
+    hass: HomeAssistant,
+    loaded_entry: MockConfigEntry,
+    azure: AzureStub,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """Two agents, one deployment missing, turns alternating: one error line, no recovery."""
+    broken = await _add_agent(hass, loaded_entry, "Broken", "gone")
+    healthy = agent_entity_id(hass, loaded_entry)
+    title = loaded_entry.title
+    with caplog.at_level(logging.DEBUG, logger=LOGGER_NAME):
+        for turn in range(3):
+            assert "deployment was not found" in await _ask(hass, broken, f"Broken {turn}?")
+            azure.queue(Reply(text="Fine."))
+            assert await _ask(hass, healthy, f"Healthy {turn}?") == "Fine."
+    errors = _messages(caplog, logging.ERROR)
+    assert len(errors) == 1
+    assert "failed (not_found)" in errors[0]
+    assert f"Deployment gone of {title} is unavailable" in errors[0]
+    assert _messages(caplog, logging.INFO) == []
+    assert len([m for m in _messages(caplog, logging.DEBUG) if "failed again" in m]) == 2
+    assert loaded_entry.runtime_data.stats.errors == {"not_found": 3}
+
+    # The deployment is created: its recovery is news, once.
+    azure.deployments.add("gone")
+    caplog.clear()
+    with caplog.at_level(logging.DEBUG, logger=LOGGER_NAME):
+        azure.queue(Reply(text="Here."))
+        assert await _ask(hass, broken, "Broken again?") == "Here."
+    assert _messages(caplog, logging.INFO) == [f"Deployment gone of {title} is answering again"]
+
+
+@pytest.mark.parametrize("agent_options", [LLM_ONLY])
+async def test_an_outage_of_the_resource_is_cleared_by_any_agent(
+    hass: HomeAssistant,
+    loaded_entry: MockConfigEntry,
+    azure: AzureStub,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """A server error is the resource's: another agent's answer proves it is back."""
+    other = await _add_agent(hass, loaded_entry, "Other", "gpt-4o-mini")
+    with caplog.at_level(logging.DEBUG, logger=LOGGER_NAME):
+        azure.queue(*SERVER_ERROR)
+        await converse(hass, loaded_entry, "One?", "c")
+        azure.queue(*SERVER_ERROR)
+        await _ask(hass, other, "Two?")
+        azure.queue(Reply(text="Back."))
+        assert await _ask(hass, other, "Three?") == "Back."
+    assert len(_messages(caplog, logging.ERROR)) == 1
+    assert _messages(caplog, logging.INFO) == [f"{loaded_entry.title} is answering again"]
+
+
+@pytest.mark.parametrize("agent_options", [LLM_ONLY])
+async def test_deleting_an_agent_removes_its_repair(
+    hass: HomeAssistant, loaded_entry: MockConfigEntry, azure: AzureStub
+) -> None:
+    """The agent whose deployment was missing is deleted: nothing is left to repair."""
+    first = _agent_subentry_id(loaded_entry)
+    azure.queue(NO_DEPLOYMENT)
+    await converse(hass, loaded_entry, "Hello?", "c")
+    await _add_agent(hass, loaded_entry, "Other", "gpt-4o-mini")
+    assert ir.async_get(hass).async_get_issue(DOMAIN, f"unknown_deployment_{first}") is not None
+
+    assert hass.config_entries.async_remove_subentry(loaded_entry, first)
+    await hass.async_block_till_done()
+    assert [i for (d, i) in ir.async_get(hass).issues if d == DOMAIN] == []
+
+
+@pytest.mark.parametrize("agent_options", [LLM_ONLY])
+async def test_set_up_removes_repairs_of_agents_that_no_longer_exist(
+    hass: HomeAssistant, loaded_entry: MockConfigEntry
+) -> None:
+    """An issue left by an agent deleted while the integration was not running goes too.
+
+    The issue of an agent that still exists stays.
+    """
+    kept = f"unknown_deployment_{_agent_subentry_id(loaded_entry)}"
+    for issue_id in ("unknown_deployment_01JDELETEDAGENT", kept):
+        ir.async_create_issue(
+            hass,
+            DOMAIN,
+            issue_id,
+            is_fixable=False,
+            severity=ir.IssueSeverity.ERROR,
+            translation_key="unknown_deployment",
+            translation_placeholders={"title": "t", "agent": "a", "deployment": "gpt-4o-mini"},
+        )
+    assert await hass.config_entries.async_reload(loaded_entry.entry_id)
+    await hass.async_block_till_done()
+    assert [i for (d, i) in ir.async_get(hass).issues if d == DOMAIN] == [kept]

@@ -7,10 +7,17 @@ from pathlib import Path
 import re
 from typing import Any
 
+from homeassistant.core import HomeAssistant
+from homeassistant.helpers import issue_registry as ir, translation
+from PIL import Image
+import pytest
+from pytest_homeassistant_custom_component.common import MockConfigEntry
 import yaml
 
 from custom_components.azure_openai_memory.const import DOMAIN
 
+from .azure_stub import AzureStub, Reply
+from .conftest import LLM_ONLY, converse
 from .quality_scale_rules import RULES
 
 ROOT = Path(__file__).parents[1]
@@ -82,14 +89,55 @@ def test_documentation_rules_have_their_readme_section() -> None:
         assert heading + "\n" in README, (rule, heading)
 
 
-def test_each_requirement_is_linked_to_its_source() -> None:
-    """dependency-transparency: README's Dependencies table names and links each package."""
+def _dependency_table() -> dict[str, tuple[str, str]]:
+    """README's Dependencies table: package -> (licence, source repository URL)."""
     section = README.split("## Dependencies\n", 1)[1].split("\n## ", 1)[0]
+    rows = re.findall(
+        r"^\| `([^`]+)` \| ([^|]+?) \| \[[^\]]+\]\((https://github\.com/[^)]+)\) \|",
+        section,
+        re.MULTILINE,
+    )
+    return {package: (licence, source) for package, licence, source in rows}
+
+
+def test_each_requirement_has_its_licence_and_source_repository() -> None:
+    """dependency-transparency: every manifest requirement is in README's table with the
+    licence and the source repository its own package metadata declares.
+
+    A package without a licence or a public repository cannot meet the rule, so it cannot
+    be a requirement.
+    """
+    table = _dependency_table()
     manifest = json.loads((PACKAGE / "manifest.json").read_text())
-    for requirement in manifest["requirements"]:
-        name = re.split(r"[<>=!~;\[ ]", requirement, maxsplit=1)[0]
-        (row,) = [line for line in section.splitlines() if line.startswith(f"| `{name}` |")]
-        assert re.search(r"\]\(https://[^)]+\)", row), name
+    names = [re.split(r"[<>=!~;\[ ]", r, maxsplit=1)[0] for r in manifest["requirements"]]
+    assert sorted(table) == sorted(names)
+    for name in names:
+        licence, source = table[name]
+        declared = metadata.metadata(name)
+        declared_licence = declared.get("License-Expression") or declared.get("License") or ""
+        assert licence != "", name
+        assert declared_licence.startswith(licence), (name, declared_licence)
+        repositories = {
+            url.split(",", 1)[1].strip()
+            for url in declared.get_all("Project-URL") or ()
+            if url.split(",", 1)[0].strip().lower() in ("repository", "source")
+        }
+        assert source in repositories, (name, repositories)
+
+
+def test_brand_images_ship_with_the_integration() -> None:
+    """brands: the icon Home Assistant 2026.3+ reads from brand/, at the sizes it expects."""
+    marked = _rules()
+    assert _status(marked["brands"]) == "done"
+    brand = PACKAGE / "brand"
+    expected = {"icon.png": (256, 256), "icon@2x.png": (512, 512)}
+    assert sorted(p.name for p in brand.iterdir()) == sorted(expected)
+    for name, size in expected.items():
+        with Image.open(brand / name) as image:
+            assert (image.format, image.size, image.mode) == ("PNG", size, "RGBA"), name
+            # Transparent corners: the rounded square, not a white box, on a dark theme.
+            assert image.getpixel((0, 0)) == (0, 0, 0, 0), name
+        assert (brand / name).stat().st_size < 50_000, name
 
 
 def test_no_type_ignore_in_the_integration() -> None:
@@ -98,15 +146,38 @@ def test_no_type_ignore_in_the_integration() -> None:
         assert "type: ignore" not in path.read_text(), path.name
 
 
-def test_repair_issues_have_texts() -> None:
-    """repair-issues: the issues raised here have a title and steps in strings.json."""
-    issues = json.loads((PACKAGE / "strings.json").read_text())["issues"]
-    for key in ("api_key_refused", "unknown_deployment"):
-        assert issues[key]["title"]
-        assert "To fix it" in issues[key]["description"]
-    code = (PACKAGE / "availability.py").read_text()
-    assert 'ISSUE_API_KEY_REFUSED = "api_key_refused"' in code
-    assert 'ISSUE_UNKNOWN_DEPLOYMENT = "unknown_deployment"' in code
+@pytest.mark.parametrize("agent_options", [LLM_ONLY])
+async def test_repair_issues_have_texts(
+    hass: HomeAssistant, loaded_entry: MockConfigEntry, azure: AzureStub
+) -> None:
+    """repair-issues: the issues really raised read as a title and steps, placeholders filled.
+
+    Rendered through Home Assistant's own translation loader, as the Repairs page does.
+    """
+    azure.queue(Reply.failure(404, "DeploymentNotFound", "The API deployment does not exist"))
+    await converse(hass, loaded_entry, "Hello?", "c")
+    azure.queue(Reply.failure(401, "401", "Access denied due to invalid subscription key"))
+    await converse(hass, loaded_entry, "Hello?", "c")
+    raised = [issue for (domain, _), issue in ir.async_get(hass).issues.items() if domain == DOMAIN]
+    assert sorted(issue.translation_key or "" for issue in raised) == [
+        "api_key_refused",
+        "unknown_deployment",
+    ]
+    texts = await translation.async_get_translations(hass, "en", "issues", [DOMAIN])
+    descriptions: dict[str, str] = {}
+    for issue in raised:
+        prefix = f"component.{DOMAIN}.issues.{issue.translation_key}"
+        placeholders = issue.translation_placeholders or {}
+        title = texts[f"{prefix}.title"].format(**placeholders)
+        description = texts[f"{prefix}.description"].format(**placeholders)
+        assert title
+        assert "To fix it" in description
+        assert loaded_entry.title in description
+        assert "{" not in title + description
+        descriptions[issue.translation_key or ""] = description
+    # A new key comes only through re-authentication; Reconfigure has no key field.
+    assert "re-authenticate" in descriptions["api_key_refused"]
+    assert "Reconfigure" not in descriptions["api_key_refused"]
 
 
 def test_ai_task_subentry_errors_have_texts() -> None:

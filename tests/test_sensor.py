@@ -8,7 +8,7 @@ import pytest
 from pytest_homeassistant_custom_component.common import MockConfigEntry
 
 from custom_components.azure_openai_memory.const import DOMAIN
-from custom_components.azure_openai_memory.sensor import PARALLEL_UPDATES, SENSORS
+from custom_components.azure_openai_memory.sensor import SENSORS
 from custom_components.azure_openai_memory.title import resource_title
 
 from .azure_stub import AzureStub
@@ -39,7 +39,6 @@ async def test_watched_sensors_enabled_the_rest_disabled(
             assert entry.disabled_by is er.RegistryEntryDisabler.INTEGRATION
     assert enabled == WATCHED
     assert len(SENSORS) == 11
-    assert PARALLEL_UPDATES == 0
 
 
 async def test_entity_ids_and_device_are_named_after_the_resource(

@@ -35,9 +35,11 @@ from .const import (
     SUBENTRY_AI_TASK,
 )
 from .context import MAX_CONTEXT_TOKENS, async_turn_context
+from .conversation import MAX_TOOL_ITERATIONS, _pending_from_content
 from .llm.client import JsonFormat, RequestOptions, Usage, create_llm_client, request_options
-from .llm.errors import API_ERRORS, ErrorKind, classify_error
+from .llm.errors import ErrorKind, classify_error
 from .llm.structure import structured_output_schema
+from .llm.tools import tool_spec
 from .memory.tokens import TokenCounter, context_limit_for_model, load_counter
 from .memory.window import MESSAGE_OVERHEAD_TOKENS
 
@@ -47,8 +49,6 @@ PARALLEL_UPDATES = 0
 JSON_ONLY_INSTRUCTION = (
     "Answer with one JSON object, nothing else, following this JSON schema: {schema}"
 )
-# What a task's request may end in: the API's errors, or the task's own time running out.
-TASK_ERRORS: tuple[type[BaseException], ...] = (*API_ERRORS, TimeoutError)
 _FORMAT_NAME = re.compile(r"[^a-zA-Z0-9_-]+")
 
 
@@ -117,8 +117,14 @@ class AzureOpenAIMemoryTask(AITaskEntity):
             options = replace(options, response_format=JsonFormat(format_name(task.name), schema))
             if not options.json_schema_supported:
                 system_prompt += "\n" + JSON_ONLY_INSTRUCTION.format(schema=json.dumps(schema))
-        messages = await self._async_messages(system_prompt, task.instructions, options)
-        text = await self._async_ask(chat_log, messages, options)
+        tools: list[dict[str, Any]] = []
+        if chat_log.llm_api is not None:
+            tools = [
+                tool_spec(tool, chat_log.llm_api.custom_serializer)
+                for tool in chat_log.llm_api.tools
+            ]
+        messages = await self._async_messages(system_prompt, task.instructions, options, tools)
+        text = await self._async_ask(chat_log, messages, options, tools)
         if task.structure is None:
             return GenDataTaskResult(conversation_id=chat_log.conversation_id, data=text)
         try:
@@ -138,12 +144,16 @@ class AzureOpenAIMemoryTask(AITaskEntity):
         return GenDataTaskResult(conversation_id=chat_log.conversation_id, data=data)
 
     async def _async_messages(
-        self, system_prompt: str, instructions: str, options: RequestOptions
+        self,
+        system_prompt: str,
+        instructions: str,
+        options: RequestOptions,
+        tools: list[dict[str, Any]],
     ) -> list[dict[str, Any]]:
         """System prompt, the stored data the task names (as data), the task itself.
 
-        The data message gets what the context limit leaves after the prompt, the task
-        and the answer's maximum, and never more than a conversation turn would get.
+        The data message gets what the context limit leaves after the prompt, the tools,
+        the task and the answer's maximum, and never more than a conversation turn would get.
         """
         messages: list[dict[str, Any]] = [{"role": "system", "content": system_prompt}]
         if self.entry.options.get(CONF_TIMESERIES_CONTEXT, RECOMMENDED_TIMESERIES_CONTEXT):
@@ -152,7 +162,8 @@ class AzureOpenAIMemoryTask(AITaskEntity):
                 or context_limit_for_model(options.deployment)
             )
             used = await self.hass.async_add_executor_job(
-                self.counter.count, system_prompt + instructions
+                self.counter.count,
+                system_prompt + instructions + (json.dumps(tools) if tools else ""),
             )
             budget = min(
                 MAX_CONTEXT_TOKENS,
@@ -169,23 +180,29 @@ class AzureOpenAIMemoryTask(AITaskEntity):
         chat_log: conversation.ChatLog,
         messages: list[dict[str, Any]],
         options: RequestOptions,
+        tools: list[dict[str, Any]],
     ) -> str:
-        """One streamed request into the chat log; the answer's text.
+        """Streamed requests into the chat log, with tool rounds; the last answer's text.
 
-        Tasks offer the model no tools: an AI task reads and writes data, it does not
-        control the home.
+        Tools are offered only when the task's caller gave an LLM API (its llm_api), as
+        Assist does for the agents; a task on its own reads and writes data only.
         """
         client = create_llm_client(self.runtime.client, options)
         usage = Usage()
         text = ""
         try:
             async with asyncio.timeout(options.timeout):
-                async for content in chat_log.async_add_delta_content_stream(
-                    self.entity_id, client.stream(messages, [], usage)
-                ):
-                    if isinstance(content, conversation.AssistantContent):
-                        text += content.content or ""
-        except TASK_ERRORS as err:
+                for _round in range(MAX_TOOL_ITERATIONS):
+                    text = ""
+                    async for content in chat_log.async_add_delta_content_stream(
+                        self.entity_id, client.stream(messages, tools, usage)
+                    ):
+                        messages.append(_pending_from_content(content).to_api_message())
+                        if isinstance(content, conversation.AssistantContent):
+                            text += content.content or ""
+                    if not chat_log.unresponded_tool_results:
+                        break
+        except Exception as err:
             kind = ErrorKind.TIMEOUT if isinstance(err, TimeoutError) else classify_error(err)
             self.runtime.stats.record_error(kind.value)
             async_request_failed(

@@ -7,7 +7,7 @@ the steps to fix it, removed once the fix is in (a request succeeds, or the sett
 changed).
 """
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 import logging
 
 from homeassistant.config_entries import ConfigEntry, ConfigSubentry
@@ -30,15 +30,34 @@ UNAVAILABLE_KINDS = frozenset(
         ErrorKind.STREAM_INTERRUPTED,
     }
 )
+# Of those, the failures that belong to one agent's deployment, not to the resource: with
+# two agents, one whose deployment is missing says nothing about the other.
+DEPLOYMENT_KINDS = frozenset({ErrorKind.NOT_FOUND, ErrorKind.RATE_LIMITED})
 ISSUE_API_KEY_REFUSED = "api_key_refused"
 ISSUE_UNKNOWN_DEPLOYMENT = "unknown_deployment"
 
 
 @dataclass
 class ResourceHealth:
-    """Whether the entry's resource is failing now, as last reported in the log."""
+    """What is failing now, as last reported in the log: the resource, or deployments.
+
+    `failing_deployments` holds the subentry ids of agents whose own deployment fails.
+    """
 
     failing: bool = False
+    failing_deployments: set[str] = field(default_factory=set)
+
+    def start_failing(self, subentry: ConfigSubentry, kind: ErrorKind) -> bool:
+        """Mark what this failure shows as failing; whether that is news."""
+        if kind in DEPLOYMENT_KINDS:
+            if subentry.subentry_id in self.failing_deployments:
+                return False
+            self.failing_deployments.add(subentry.subentry_id)
+            return True
+        if self.failing:
+            return False
+        self.failing = True
+        return True
 
 
 def api_key_issue_id(entry: ConfigEntry) -> str:
@@ -74,15 +93,16 @@ def async_request_failed(
             type(err).__name__,
             exc_info=details,
         )
-    elif not health.failing:
-        health.failing = True
+    elif health.start_failing(subentry, kind):
         LOGGER.error(
             "Azure OpenAI request for %s failed (%s): %s. %s is unavailable; further "
             "failures are logged at debug level until a request succeeds",
             who,
             kind.value,
             type(err).__name__,
-            entry.title,
+            entry.title
+            if kind not in DEPLOYMENT_KINDS
+            else f"Deployment {subentry.data.get(CONF_DEPLOYMENT)} of {entry.title}",
             exc_info=details,
         )
     else:
@@ -123,10 +143,20 @@ def async_request_failed(
 def async_request_succeeded(
     hass: HomeAssistant, entry: ConfigEntry, health: ResourceHealth, subentry: ConfigSubentry
 ) -> None:
-    """The resource answers: say so once, and the issues this answer resolves go."""
+    """The resource and this deployment answer: say so once; the issues this resolves go.
+
+    Another agent's failing deployment stays failing: this answer proves nothing of it.
+    """
     if health.failing:
         health.failing = False
         LOGGER.info("%s is answering again", entry.title)
+    if subentry.subentry_id in health.failing_deployments:
+        health.failing_deployments.discard(subentry.subentry_id)
+        LOGGER.info(
+            "Deployment %s of %s is answering again",
+            subentry.data.get(CONF_DEPLOYMENT),
+            entry.title,
+        )
     ir.async_delete_issue(hass, DOMAIN, api_key_issue_id(entry))
     ir.async_delete_issue(hass, DOMAIN, deployment_issue_id(subentry))
 
@@ -136,10 +166,20 @@ def async_clear_resolved_issues(hass: HomeAssistant, entry: ConfigEntry) -> None
     """At set-up: the key works (set-up proved it); agents removed or renamed are fixed.
 
     An agent whose deployment was changed since its issue was raised gets another try
-    before anyone is told again.
+    before anyone is told again. An agent deleted (from this entry or any other) leaves
+    nothing to repair.
     """
     ir.async_delete_issue(hass, DOMAIN, api_key_issue_id(entry))
     registry = ir.async_get(hass)
+    existing = {
+        deployment_issue_id(subentry)
+        for other in hass.config_entries.async_entries(DOMAIN)
+        for subentry in other.subentries.values()
+    }
+    prefix = f"{ISSUE_UNKNOWN_DEPLOYMENT}_"
+    for domain, issue_id in list(registry.issues):
+        if domain == DOMAIN and issue_id.startswith(prefix) and issue_id not in existing:
+            ir.async_delete_issue(hass, DOMAIN, issue_id)
     for subentry in entry.subentries.values():
         issue_id = deployment_issue_id(subentry)
         issue = registry.async_get_issue(DOMAIN, issue_id)

