@@ -9,6 +9,7 @@ import orjson
 import pytest
 
 from custom_components.azure_openai_memory.memory.facts import (
+    FUZZY_SIMILARITY,
     MAX_CONTENT_LENGTH,
     MAX_TAGS,
     SAME_TAGS_SIMILARITY,
@@ -371,6 +372,32 @@ def test_bm25_alone() -> None:
     assert scores[2] == pytest.approx(part(3, 3, 2), rel=1e-5)
     assert scores[0] > scores[2]
     assert bm25("nothing here", docs) == [0.0, 0.0, 0.0]
+
+
+def test_bm25_matches_words_spelled_alike() -> None:
+    """A query term also matches indexed terms whose padded character 4-grams are at
+    least FUZZY_SIMILARITY alike (Dice), weighted by that similarity; a document counts
+    the best of them."""
+    docs = ["the bedroom is cold", "the room is warm", "bedroom and room", "anna likes coffee"]
+    scores = bm25("room", docs)
+    # Terms: [bedroom, cold], [room, warm], [bedroom, room], [anna, like, coffee].
+    average = 9 / 4
+
+    def part(tf: int, length: int, df: int) -> float:
+        idf = math.log(1 + (4 - df + 0.5) / (df + 0.5))
+        return idf * tf * 2.5 / (tf + 1.5 * (0.25 + 0.75 * length / average))
+
+    # ' room ' -> {' roo', 'room', 'oom '}; ' bedroom ' -> 6 grams, 2 of them shared.
+    alike = 2 * 2 / (3 + 6)
+    assert alike >= FUZZY_SIMILARITY
+    assert scores[0] == pytest.approx(alike * part(1, 2, 2), rel=1e-5)
+    assert scores[1] == pytest.approx(part(1, 2, 2), rel=1e-5)
+    assert scores[2] == pytest.approx(max(part(1, 2, 2), alike * part(1, 2, 2)), rel=1e-5)
+    assert scores[3] == 0.0
+    # Numbers are never alike: level 19 is not level 190.
+    level_190, level_19 = bm25("19", ["level 190", "level 19"])
+    assert level_190 == 0.0
+    assert level_19 > 0.0
 
 
 # -- patterns ---------------------------------------------------------------
