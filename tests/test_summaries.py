@@ -127,7 +127,11 @@ async def test_ninety_days_of_talk(
     freezer: FrozenDateTimeFactory,
 ) -> None:
     """Dailies, weeklies, monthlies, one era shift, decay and pruning over 90 days; the
-    agent's request then carries the kitchen's past as data; a restart keeps it all."""
+    agent's request then carries the kitchen's past as data; a restart keeps it all.
+
+    A week or a month is folded only once closed (its last day more than 7 or 30 days
+    back), once and whole: on 2026-04-05 the weeks up to the one ending 03-22 (11) and
+    the months up to February are folded; eras start on the first week talked about."""
     freezer.move_to(local(START, 9))
     await set_up(hass, config_entry)
     azure.responder = summariser
@@ -149,11 +153,15 @@ async def test_ninety_days_of_talk(
     ]
     assert all(s["message_count"] == 4 and not s["extractive"] for s in dailies)
     weeklies = await get(hass, group=DEVICE, period_type="weekly")
-    mondays = [START + timedelta(days=7 * k) for k in range(12)]
+    mondays = [START + timedelta(days=7 * k) for k in range(11)]
     assert [s["period_start"] for s in weeklies] == [m.isoformat() for m in reversed(mondays)]
-    # Days are folded once older than 7 days: the newest week holds its first six so far.
-    assert [len(s["aggregated_from"]) for s in weeklies] == [6] + [7] * 11
-    assert [s["message_count"] for s in weeklies] == [24] + [28] * 11
+    assert [len(s["aggregated_from"]) for s in weeklies] == [7] * 11
+    assert [s["message_count"] for s in weeklies] == [28] * 11
+    # Each week was written once, when it closed: 11 weekly and 2 monthly requests.
+    kinds = [_kind(c.body) for c in azure.calls("/chat/completions") if c.body]
+    assert kinds.count("weekly_summary") == 11
+    assert kinds.count("monthly_summary") == 2
+    assert kinds.count("daily_summary") == 90
     monthlies = await get(hass, group=DEVICE, period_type="monthly")
     assert [(s["period_start"], s["period_end"], s["topics"]) for s in monthlies] == [
         ("2026-02-01", "2026-02-28", ["solar panels", "battery"]),
@@ -162,19 +170,19 @@ async def test_ninety_days_of_talk(
     assert [len(s["aggregated_from"]) for s in monthlies] == [4, 4]
     era_records = await get(hass, group=DEVICE, period_type="era")
     assert [(e["period_start"], e["topics"]) for e in era_records] == [
-        ("2026-02-01", ["solar panels", "battery"]),
-        ("2026-01-01", ["garden", "tomatoes"]),
+        ("2026-02-02", ["solar panels", "battery"]),
+        ("2026-01-05", ["garden", "tomatoes"]),
     ]
     groups = await hass.services.async_call(
         DOMAIN, "summary_groups", {}, blocking=True, return_response=True
     )
     assert groups is not None
     (profile,) = groups["groups"]  # type: ignore[misc]
-    assert profile["current_era"]["started"] == "2026-02-01"
-    assert len(profile["topic_evolution"]) == 12
+    assert profile["current_era"]["started"] == "2026-02-02"
+    assert len(profile["topic_evolution"]) == 11
     # Every decay value is the seed's formula of its age; none left below the threshold.
     everything = await get(hass)
-    assert len(everything) == 15 + 12 + 2 + 2
+    assert len(everything) == 15 + 11 + 2 + 2
     for s in everything:
         assert s["decay_score"] == pytest.approx(seed_decay(s["created_at"], s["period_type"], now))
         assert s["decay_score"] >= 0.1
@@ -198,7 +206,7 @@ async def test_ninety_days_of_talk(
     fresh = SummaryStore(hass, f"{DOMAIN}.summaries")
     await fresh.async_load()
     assert fresh.book.as_dict() == hass.data[DATA_SUMMARIES].store.book.as_dict()
-    assert len(fresh.book) == 31
+    assert len(fresh.book) == 30
 
 
 async def test_a_day_on_demand_falls_back_when_the_model_fails_and_is_rewritten_later(
