@@ -346,3 +346,34 @@ async def test_home_assistant_stopping_ends_the_daily_runs(
     await daily_run(hass, freezer, START + timedelta(days=1))
     assert await get(hass) == []
     assert asked(azure, "daily_summary") == 0
+
+
+async def test_a_first_catch_up_without_the_history_stops_at_its_first_day(
+    hass: HomeAssistant,
+    azure: AzureStub,
+    config_entry: MockConfigEntry,
+    freezer: FrozenDateTimeFactory,
+) -> None:
+    """The days are read one by one: the first unreadable one ends the run, unmarked."""
+    hass.config_entries.async_update_entry(
+        config_entry, options={**config_entry.options, CONF_SUMMARIES: False}
+    )
+    freezer.move_to(local(START, 9))
+    await set_up(hass, config_entry)
+    azure.responder = summariser
+    keeper = hass.data[DATA_SUMMARIES]
+    await talk(hass, "The tomato seedlings need light.", "s0")
+    freezer.move_to(local(START + timedelta(days=3), 12))
+    recorder = hass.data[DATA_HISTORY]
+    recorder.available = False
+    hass.config_entries.async_update_entry(
+        config_entry, options={**config_entry.options, CONF_SUMMARIES: True}
+    )
+    await hass.async_block_till_done(wait_background_tasks=True)
+    assert keeper.writer is not None
+    assert keeper.store.book.summarised_through is None
+    recorder.available = True
+    await daily_run(hass, freezer, START + timedelta(days=4))
+    (daily,) = await get(hass)
+    assert (daily["period_start"], daily["message_count"]) == (START.isoformat(), 2)
+    assert keeper.store.book.summarised_through == (START + timedelta(days=3)).isoformat()
