@@ -8,7 +8,12 @@ from pathlib import Path
 from typing import Any
 
 from homeassistant.config_entries import ConfigEntry, ConfigSubentry
-from homeassistant.const import CONF_API_KEY, EVENT_HOMEASSISTANT_FINAL_WRITE, Platform
+from homeassistant.const import (
+    CONF_API_KEY,
+    EVENT_HOMEASSISTANT_FINAL_WRITE,
+    EVENT_HOMEASSISTANT_STOP,
+    Platform,
+)
 from homeassistant.core import Event, HomeAssistant, callback
 from homeassistant.exceptions import ConfigEntryAuthFailed, ConfigEntryNotReady
 from homeassistant.helpers import config_validation as cv
@@ -162,6 +167,12 @@ async def async_setup(hass: HomeAssistant, config: ConfigType) -> bool:
     memories = hass.data[DATA_MEMORIES] = Memories(hass, _fact_defaults())
     await memories.async_load()
     async_register_memory_services(hass, memories, history)
+
+    @callback
+    def _async_stop_summaries(_event: Event) -> None:
+        hass.data[DATA_SUMMARIES].async_stop()
+
+    hass.bus.async_listen_once(EVENT_HOMEASSISTANT_STOP, _async_stop_summaries)
     return True
 
 

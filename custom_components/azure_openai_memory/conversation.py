@@ -35,6 +35,7 @@ from .const import (
     CONF_MEMORY_TOKEN_BUDGET,
     CONF_PREFER_LOCAL_INTENTS,
     CONF_PROMPT,
+    CONF_SUMMARIES,
     CONF_SUMMARY_CONTEXT_TOKENS,
     CONF_TIMESERIES_CONTEXT,
     DOMAIN,
@@ -43,6 +44,7 @@ from .const import (
     RECOMMENDED_HISTORY_RECORDING,
     RECOMMENDED_MEMORY_CONTEXT,
     RECOMMENDED_MEMORY_TOKEN_BUDGET,
+    RECOMMENDED_OPTIONS,
     RECOMMENDED_PREFER_LOCAL_INTENTS,
     RECOMMENDED_SUMMARY_CONTEXT_TOKENS,
     RECOMMENDED_TIMESERIES_CONTEXT,
@@ -522,7 +524,10 @@ class AzureOpenAIMemoryAgent(conversation.ConversationEntity, AbstractConversati
         )
 
     def _past_budget(self) -> int:
-        """Tokens of past summaries a request may carry (entry option)."""
+        """Tokens of past summaries a request may carry (entry option; none with the
+        entry's summaries off)."""
+        if not self.entry.options.get(CONF_SUMMARIES, RECOMMENDED_OPTIONS[CONF_SUMMARIES]):
+            return 0
         return int(
             self.entry.options.get(CONF_SUMMARY_CONTEXT_TOKENS, RECOMMENDED_SUMMARY_CONTEXT_TOKENS)
         )

@@ -2,6 +2,7 @@
 
 from collections.abc import Callable, Coroutine
 from datetime import date, datetime
+import math
 from typing import TYPE_CHECKING, Any
 from uuid import uuid4
 
@@ -623,7 +624,12 @@ async def _async_summary_get(keeper: SummaryKeeper, call: ServiceCall) -> Servic
     data = call.data
     book = keeper.store.book
     limit = data["limit"]
-    if isinstance(limit, bool) or not isinstance(limit, int | float) or not limit == int(limit):
+    if (
+        isinstance(limit, bool)
+        or not isinstance(limit, int | float)
+        or not math.isfinite(limit)
+        or not limit == int(limit)
+    ):
         raise SummaryError("summary_limit_out_of_range", value=limit, max=SUMMARY_MAX_LIMIT)
     if not 1 <= int(limit) <= SUMMARY_MAX_LIMIT:
         raise SummaryError("summary_limit_out_of_range", value=limit, max=SUMMARY_MAX_LIMIT)
@@ -652,6 +658,7 @@ async def _async_summary_get(keeper: SummaryKeeper, call: ServiceCall) -> Servic
     shown: list[Any] = [s.as_dict() for s in found[: int(limit)]]
     for summary in shown:
         del summary["aggregated_into"]
+        del summary["rewrite_pending"]
     return {"summaries": shown}
 
 

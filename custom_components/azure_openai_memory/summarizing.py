@@ -12,6 +12,7 @@ from collections import Counter
 from dataclasses import dataclass
 from datetime import date, datetime, time, timedelta
 import logging
+import math
 from typing import Any
 
 from homeassistant.config_entries import ConfigEntry
@@ -23,6 +24,8 @@ from homeassistant.util import dt as dt_util, slugify
 from homeassistant.util.hass_dict import HassKey
 
 from .const import (
+    CONF_CONTEXT_LIMIT,
+    CONF_DEPLOYMENT,
     CONF_SUMMARIES,
     CONF_SUMMARY_GROUP_MODE,
     CONF_SUMMARY_TIME,
@@ -47,14 +50,16 @@ from .memory.summaries import (
     summary_line,
     transcript_lines,
 )
+from .memory.tokens import context_limit_for_model
 from .recording import HistoryRecorder
 from .storage import SummaryStore
 
 _LOGGER = logging.getLogger(__name__)
 
 DATA_SUMMARIES: HassKey["SummaryKeeper"] = HassKey(f"{DOMAIN}_summaries")
-# On a first run, or after a long downtime, at most this many finished days are summarised
-# (older dailies would be past their decay anyway).
+# On the first run (nothing summarised yet), this many finished days are summarised. Later
+# runs go on from the last day summarised, however long ago (the history's retention
+# permitting): talk recorded while summaries were off or Home Assistant was down is not lost.
 CATCH_UP_DAYS = 14
 # Extractive summaries the model rewrites per cycle, at most.
 MAX_REWRITES = 10
@@ -107,6 +112,8 @@ class SummaryKeeper:
         self.lock = asyncio.Lock()
         self._cancel_schedule: CALLBACK_TYPE | None = None
         self._scheduled_writer: SummaryWriter | None = None
+        # Whether the model failed since the flag was last cleared (the rewrites stop then).
+        self._model_failed = False
 
     @property
     def writer(self) -> SummaryWriter | None:
@@ -170,17 +177,15 @@ class SummaryKeeper:
             # Earlier summaries the model could not write, before today's new ones.
             await self._async_rewrite_extractive()
             if day is not None:
-                counts["daily"] += await self._async_summarise_day(day)
+                counts["daily"] += await self._async_summarise_day(day) or 0
             else:
                 yesterday = dt_util.now().date() - timedelta(days=1)
-                first = yesterday - timedelta(days=CATCH_UP_DAYS - 1)
-                if book.summarised_through is not None:
-                    first = max(
-                        first, date.fromisoformat(book.summarised_through) + timedelta(days=1)
-                    )
-                current = first
-                while current <= yesterday:
-                    counts["daily"] += await self._async_summarise_day(current)
+                current = await self._async_first_day(yesterday)
+                while current is not None and current <= yesterday:
+                    written = await self._async_summarise_day(current)
+                    if written is None:
+                        break  # the history is unavailable: this day again next run
+                    counts["daily"] += written
                     book.summarised_through = current.isoformat()
                     self.store.async_changed()
                     current += timedelta(days=1)
@@ -188,6 +193,42 @@ class SummaryKeeper:
         return counts
 
     # -- Dailies ---------------------------------------------------------------------------
+
+    async def _async_first_day(self, yesterday: date) -> date | None:
+        """The first day the run summarises: the one after the last summarised, else (first
+        install) CATCH_UP_DAYS back; never before the history keeps. None: unreadable."""
+        through = self.store.book.summarised_through
+        if through is None:
+            return yesterday - timedelta(days=CATCH_UP_DAYS - 1)
+        try:
+            keep_days = await self.recorder.async_retention_days()
+        except HomeAssistantError as err:
+            _LOGGER.warning("Summaries wait for the history to be available (%s)", err)
+            return None
+        oldest = dt_util.now().date() - timedelta(days=math.ceil(keep_days))
+        return max(date.fromisoformat(through) + timedelta(days=1), oldest)
+
+    async def _async_session_group(self, session_id: str | None, before: float) -> str:
+        """The group of a conversation that began before the day (a reply after midnight)."""
+        if session_id is None:
+            return HOME_GROUP
+        query = HistoryQuery(
+            session_id=session_id,
+            event_type=HistoryEventType.COMMUNICATION,
+            end_time=before,
+            limit=MAX_QUERY_LIMIT,
+        )
+        page, _ = await self.recorder.async_run(self.recorder.store.query_events, query)
+        for event in page:  # newest first
+            data = event.event_data if isinstance(event.event_data, dict) else {}
+            if data.get("direction") == "in":
+                return group_of(
+                    self.group_mode,
+                    data.get("device_id"),
+                    data.get("satellite_id"),
+                    data.get("user_id"),
+                )
+        return HOME_GROUP
 
     async def _async_day_messages(self, day: date) -> list[DayMessage]:
         """The day's Communication events (local day), grouped by the writer's mode."""
@@ -229,18 +270,23 @@ class SummaryKeeper:
                         names[user_id] = user.name if user is not None and user.name else "user"
                     speaker = names[user_id]
             else:
-                group = sessions.get(event.session_id, HOME_GROUP)
+                if event.session_id not in sessions:
+                    sessions[event.session_id] = await self._async_session_group(
+                        event.session_id, start.timestamp()
+                    )
+                group = sessions[event.session_id]
                 speaker = "assistant"
             messages.append(DayMessage(event.timestamp, group, speaker, text.strip()))
         return messages
 
-    async def _async_summarise_day(self, day: date, only: set[str] | None = None) -> int:
-        """Write each group's daily summary of day; how many were written."""
+    async def _async_summarise_day(self, day: date, only: set[str] | None = None) -> int | None:
+        """Write each group's daily summary of day; how many were written (None: the
+        history could not be read)."""
         try:
             messages = await self._async_day_messages(day)
         except HomeAssistantError as err:
-            _LOGGER.warning("Summaries of %s skipped: the history is unavailable (%s)", day, err)
-            return 0
+            _LOGGER.warning("Summaries of %s wait: the history is unavailable (%s)", day, err)
+            return None
         by_group: dict[str, list[DayMessage]] = {}
         for message in messages:
             by_group.setdefault(message.group, []).append(message)
@@ -260,11 +306,15 @@ class SummaryKeeper:
                     m.speaker for m in talk if m.speaker != "assistant"
                 ).most_common(5)
             ]
+            asking = None
+            if writer is not None and writer.summarizer is not None:
+                request = await self.hass.async_add_executor_job(
+                    writer.summarizer.daily_request, group, day.isoformat(), lines
+                )
+                asking = writer.summarizer.daily(request)
             written = await self._async_write(
                 f"{group} {day}",
-                None
-                if writer is None or writer.summarizer is None
-                else writer.summarizer.daily(group, day.isoformat(), lines),
+                asking,
                 [m.text for m in talk if m.speaker != "assistant"],
                 [],
                 users,
@@ -293,6 +343,7 @@ class SummaryKeeper:
             try:
                 answer = await asking
             except SummaryUnavailable as err:
+                self._model_failed = True
                 _LOGGER.warning(
                     "Summary of %s written without the model (%s); it is rewritten later",
                     what,
@@ -324,6 +375,8 @@ class SummaryKeeper:
         if writer is None or writer.summarizer is None:
             return None
         lines = [summary_line(child) for child in job.children]
+        if (earlier := self.store.book.earlier(job)) is not None:
+            lines.insert(0, f"(This period's earlier summary) {summary_line(earlier)}")
         if job.period_type is PeriodType.WEEKLY:
             return writer.summarizer.weekly(job.group_id, job.period_start, job.period_end, lines)
         return writer.summarizer.monthly(job.group_id, job.period_start[:7], lines)
@@ -331,10 +384,14 @@ class SummaryKeeper:
     async def _async_fold(
         self, job: AggregationJob, *, fallback: bool = True
     ) -> tuple[GroupSummary, Written] | None:
+        earlier = self.store.book.earlier(job)
         written = await self._async_write(
             f"{job.group_id} {job.period_type} {job.period_start}",
             self._ask_for(job),
-            [child.summary for child in job.children],
+            [
+                *([earlier.summary] if earlier is not None else []),
+                *(c.summary for c in job.children),
+            ],
             [topic for child in job.children for topic in child.topics],
             [],
             fallback=fallback,
@@ -369,26 +426,37 @@ class SummaryKeeper:
         if writer is None or writer.summarizer is None:
             return
         book = self.store.book
-        pending = sorted(
-            (s for s in book if s.extractive and s.period_type is not PeriodType.ERA),
+        pending: list[GroupSummary] = []
+        for summary in sorted(
+            (s for s in book if s.rewrite_pending and s.period_type is not PeriodType.ERA),
             key=lambda s: s.period_start,
-        )[:MAX_REWRITES]
+        ):
+            children = [book.get(i) for i in summary.aggregated_from]
+            if summary.period_type is not PeriodType.DAILY and not (children and all(children)):
+                summary.rewrite_pending = False  # its parts were pruned: nothing to rewrite from
+                self.store.async_changed()
+                continue
+            pending.append(summary)
+            if len(pending) == MAX_REWRITES:
+                break
         for summary in pending:
+            self._model_failed = False
             if summary.period_type is PeriodType.DAILY:
                 day = date.fromisoformat(summary.period_start)
-                await self._async_summarise_day(day, only={summary.group_id})
-                if (again := book.get(summary.summary_id)) is not None and again.extractive:
+                if await self._async_summarise_day(day, only={summary.group_id}) is None:
+                    return  # the history is unavailable: next cycle
+                if self._model_failed:
                     return  # the model is still unreachable: next cycle
-                continue
-            children = [book.get(i) for i in summary.aggregated_from]
-            if not all(children) or len(children) < 2:
+                if (again := book.get(summary.summary_id)) is not None and again.extractive:
+                    again.rewrite_pending = False  # its talk is gone from the history
+                    self.store.async_changed()
                 continue
             job = AggregationJob(
                 summary.group_id,
                 summary.period_type,
                 summary.period_start,
                 summary.period_end,
-                tuple(c for c in children if c is not None),
+                tuple(c for i in summary.aggregated_from if (c := book.get(i)) is not None),
             )
             folded = await self._async_fold(job, fallback=False)
             if folded is None:
@@ -415,7 +483,16 @@ def async_attach_writer(hass: HomeAssistant, entry: ConfigEntry) -> None:
     agent_id = ""
     if agent is not None:
         runtime = entry.runtime_data
-        summarizer = Summarizer(runtime.client, request_options(runtime.settings, agent.data))
+        memory = runtime.memories.get(agent.subentry_id)
+        summarizer = Summarizer(
+            runtime.client,
+            request_options(runtime.settings, agent.data),
+            memory.counter if memory is not None else None,
+            int(
+                agent.data.get(CONF_CONTEXT_LIMIT)
+                or context_limit_for_model(agent.data[CONF_DEPLOYMENT])
+            ),
+        )
         agent_id = (
             er.async_get(hass).async_get_entity_id("conversation", DOMAIN, agent.subentry_id)
             or agent.title

@@ -7,6 +7,7 @@ import pytest
 
 from custom_components.azure_openai_memory.memory.summaries import (
     DECAY_CONFIG,
+    ERA_DRIFT_THRESHOLD,
     PeriodType,
     SummaryBook,
     SummaryError,
@@ -64,7 +65,7 @@ def book_with_days(days: list[date], topics: list[str] | None = None) -> Summary
     return book
 
 
-def test_plan_folds_finished_weeks_with_two_days_or_more() -> None:
+def test_plan_folds_closed_weeks_only_and_once() -> None:
     # Mon 2026-02-02 .. Sun 02-08: three days; Mon 02-09: one day; 02-16 week: two days, too new.
     days = [date(2026, 2, 2), date(2026, 2, 4), date(2026, 2, 8), date(2026, 2, 9)]
     days += [date(2026, 2, 16), date(2026, 2, 17)]
@@ -81,6 +82,60 @@ def test_plan_folds_finished_weeks_with_two_days_or_more() -> None:
     # Folded: the same day asks for nothing more, and a rerun would write the same id.
     assert book.plan("kitchen", PeriodType.DAILY, date(2026, 2, 20)) == []
     assert len(book.of("kitchen", PeriodType.WEEKLY)) == 1
+    # The week of 02-09 closes when its Sunday is more than 7 days back; its one day folds
+    # (a group that talks once a week keeps its past when the dailies are pruned).
+    assert book.plan("kitchen", PeriodType.DAILY, date(2026, 2, 22)) == []
+    (single,) = book.plan("kitchen", PeriodType.DAILY, date(2026, 2, 23))
+    assert (single.period_start, [c.period_start for c in single.children]) == (
+        "2026-02-09",
+        ["2026-02-09"],
+    )
+
+
+def test_a_month_folds_once_its_last_day_is_thirty_days_back() -> None:
+    book = book_with_days([date(2026, 2, 2), date(2026, 2, 9)])
+    for job in book.plan("kitchen", PeriodType.DAILY, date(2026, 3, 1)):
+        book.fold(job, written(["garden"]), "agent", NOW.isoformat())
+    assert len(book.of("kitchen", PeriodType.WEEKLY)) == 2
+    assert book.plan("kitchen", PeriodType.WEEKLY, date(2026, 3, 30)) == []
+    (job,) = book.plan("kitchen", PeriodType.WEEKLY, date(2026, 3, 31))
+    assert (job.period_start, job.period_end, len(job.children)) == (
+        "2026-02-01",
+        "2026-02-28",
+        2,
+    )
+
+
+def test_a_refolded_week_keeps_the_parts_pruned_since_and_refreshes_its_month() -> None:
+    book = book_with_days([date(2026, 2, 2), date(2026, 2, 3)])
+    (job,) = book.plan("kitchen", PeriodType.DAILY, date(2026, 2, 20))
+    assert book.earlier(job) is None
+    first = book.fold(job, written(["garden"]), "agent", "2026-02-20T00:00:00+00:00")
+    first.aggregated_into = "a monthly"
+    for day in job.children:
+        book.remove(day)  # pruned
+    book.write_daily("kitchen", date(2026, 2, 7), written(["roses"]), 4, "agent", "")
+    (late,) = book.plan("kitchen", PeriodType.DAILY, date(2026, 2, 21))
+    assert [c.period_start for c in late.children] == ["2026-02-07"]
+    assert book.earlier(late) is first  # the model is given what the pruned days said
+    again = book.fold(late, written(["garden", "roses"]), "agent", "2026-02-21T00:00:00+00:00")
+    assert again.message_count == 24
+    assert again.aggregated_from == [*job_ids(job), *job_ids(late)]
+    assert again.aggregated_into is None  # its month is written again on the next cycle
+
+
+def job_ids(job: object) -> list[str]:
+    return [c.summary_id for c in job.children]  # type: ignore[attr-defined]
+
+
+def test_a_day_written_again_is_folded_into_its_week_again() -> None:
+    book = book_with_days([date(2026, 2, 2), date(2026, 2, 3)])
+    (job,) = book.plan("kitchen", PeriodType.DAILY, date(2026, 2, 20))
+    book.fold(job, written(["garden"]), "agent", NOW.isoformat())
+    book.write_daily("kitchen", date(2026, 2, 3), written(["roses"]), 30, "agent", "")
+    (again,) = book.plan("kitchen", PeriodType.DAILY, date(2026, 2, 20))
+    assert [c.period_start for c in again.children] == ["2026-02-02", "2026-02-03"]
+    assert book.fold(again, written(["roses"]), "agent", "").message_count == 40
 
 
 def test_a_late_day_extends_its_week_instead_of_duplicating_it() -> None:
@@ -120,32 +175,43 @@ def test_eras_start_on_drift_or_when_the_model_says_so() -> None:
     assert monthly_for(book, date(2026, 1, 5), ["garden planning", "tomato seeds"]) is True
     era = book.profiles["kitchen"].current_era
     assert era is not None
-    assert era["started"] == "2026-01-01"
+    assert era["started"] == "2026-01-05"  # the first day talked about
     assert era["key_topics"] == ["garden planning", "tomato seeds"]
-    # Same subject: the era goes on.
-    assert monthly_for(book, date(2026, 2, 2), ["garden watering", "tomato seeds"]) is False
+    # Same subject, reworded: the era goes on, and its topics build up.
+    reworded = ["gardening", "tomato seedlings", "watering plants"]
+    assert monthly_for(book, date(2026, 2, 2), reworded) is False
+    assert era["key_topics"] == ["garden planning", "tomato seeds", *reworded]
     # A new subject: a new era.
     assert monthly_for(book, date(2026, 3, 2), ["solar panels", "battery storage"]) is True
-    assert book.profiles["kitchen"].current_era["started"] == "2026-03-01"  # type: ignore[index]
+    assert book.profiles["kitchen"].current_era["started"] == "2026-03-02"  # type: ignore[index]
     # The model marks a shift though topics overlap.
     assert monthly_for(book, date(2026, 4, 6), ["solar panels"], shift=True, theme="Energy") is True
     eras = book.newest("kitchen", PeriodType.ERA, 10)
-    assert [e.period_start for e in eras] == ["2026-04-01", "2026-03-01", "2026-01-01"]
+    assert [e.period_start for e in eras] == ["2026-04-06", "2026-03-02", "2026-01-05"]
     assert eras[2].period_end == "2026-02-28"
     assert len(eras[2].aggregated_from) == 2
 
 
 def test_an_era_lasts_at_least_two_weeks() -> None:
     book = SummaryBook()
-    profile = book.profile("kitchen")
-    profile.current_era = {
-        "started": "2026-02-25",
-        "theme": "x",
-        "key_topics": ["garden"],
-        "founded_by": "none",
-    }
-    assert monthly_for(book, date(2026, 3, 2), ["solar panels"]) is False
-    assert book.profiles["kitchen"].current_era["started"] == "2026-02-25"  # type: ignore[index]
+    # Talk begins in February's last week: the era starts on 02-23.
+    assert monthly_for(book, date(2026, 2, 23), ["garden planning"]) is True
+    assert book.profiles["kitchen"].current_era["started"] == "2026-02-23"  # type: ignore[index]
+    # March begins 6 days later: too soon for a new era, however new the subject.
+    assert monthly_for(book, date(2026, 3, 9), ["solar panels"]) is False
+    assert book.profiles["kitchen"].current_era["started"] == "2026-02-23"  # type: ignore[index]
+    assert monthly_for(book, date(2026, 4, 6), ["heat pump noise"]) is True
+
+
+def test_an_old_month_written_again_does_not_start_an_era() -> None:
+    book = SummaryBook()
+    assert monthly_for(book, date(2026, 1, 5), ["garden planning"]) is True
+    assert monthly_for(book, date(2026, 3, 2), ["solar panels"]) is True
+    january = book.newest("kitchen", PeriodType.MONTHLY, 10)[-1]
+    assert january.period_start == "2026-01-01"
+    assert book.note_era(january, written(["heat pump noise"], shift=True)) is False
+    assert book.profiles["kitchen"].current_era["started"] == "2026-03-02"  # type: ignore[index]
+    assert len(book.of("kitchen", PeriodType.ERA)) == 2
 
 
 def test_only_the_last_ten_eras_are_kept() -> None:
@@ -156,7 +222,7 @@ def test_only_the_last_ten_eras_are_kept() -> None:
         assert monthly_for(book, monday, [f"subject{n} words{n}"]) is True
     eras = book.newest("kitchen", PeriodType.ERA, 100)
     assert len(eras) == DECAY_CONFIG["era"]["max_count"]
-    assert eras[-1].period_start == "2026-03-01"
+    assert eras[-1].period_start == "2026-03-02"
 
 
 def test_decay_updates_in_place_and_prunes_below_a_tenth() -> None:
@@ -190,10 +256,18 @@ def test_extractive_summary_keeps_the_weightiest_sentences_and_frequent_topics()
     assert highlights == summary.replace("tonight. ", "tonight.|").split("|")
 
 
-def test_topic_drift_is_one_minus_jaccard_of_topic_words() -> None:
+def test_topic_drift_is_the_share_of_words_the_era_never_used() -> None:
     assert topic_drift(["garden planning"], ["garden planning"]) == 0.0
     assert topic_drift(["garden planning"], ["solar panels"]) == 1.0
-    assert topic_drift(["garden planning"], ["garden watering"]) == pytest.approx(1 - 1 / 3)
+    era = ["garden planning", "tomato seeds", "watering"]
+    # Reworded, same household: gardening, tomato, seedlings, watering known; plants not.
+    reworded = ["gardening", "tomato seedlings", "watering plants"]
+    assert topic_drift(reworded, era) == pytest.approx(1 / 5)
+    assert topic_drift(reworded, era) <= ERA_DRIFT_THRESHOLD
+    # A change of life: solar, panels, battery, storage new; garden known.
+    moved = ["solar panels", "battery storage", "garden"]
+    assert topic_drift(moved, era) == pytest.approx(4 / 5)
+    assert topic_drift(moved, era) > ERA_DRIFT_THRESHOLD
 
 
 def test_the_book_survives_its_stored_form() -> None:

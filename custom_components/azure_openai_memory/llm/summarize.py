@@ -12,6 +12,7 @@ import json
 import logging
 from typing import Any, Final
 
+from ..memory.tokens import TokenCounter
 from .client import (
     JsonFormat,
     RequestOptions,
@@ -26,8 +27,13 @@ _LOGGER = logging.getLogger(__name__)
 ATTEMPTS: Final = 2
 # Summaries are short; this bounds what one answer may cost.
 SUMMARY_MAX_TOKENS: Final = 800
-# What the talk of one day may cost in the request, in characters (~4 per token).
-MAX_TRANSCRIPT_CHARS: Final = 24_000
+# Tokens a chat message costs beyond its text (role, separators), and the reply's priming:
+# a margin so that a request counted as fitting does fit.
+MESSAGE_OVERHEAD_TOKENS: Final = 8
+SHORTENED_NOTE: Final = (
+    "The day was too long to send whole: its earliest messages are left out, "
+    "the latest are all here."
+)
 
 
 class SummaryUnavailable(Exception):
@@ -82,8 +88,6 @@ def _messages(
     kind: str, fields: dict[str, Any], heading: str, lines: list[str]
 ) -> list[dict[str, Any]]:
     body = "\n".join(lines)
-    if len(body) > MAX_TRANSCRIPT_CHARS:
-        body = "…\n" + body[-MAX_TRANSCRIPT_CHARS:]  # the latest talk matters most
     return [
         {"role": "system", "content": _SYSTEM.format(fields=", ".join(fields))},
         {
@@ -129,16 +133,49 @@ def validate(answer: Any, schema: dict[str, Any]) -> dict[str, Any]:
     return result
 
 
+def fit_transcript(
+    heading: str, lines: list[str], counter: TokenCounter, budget: int
+) -> list[dict[str, Any]]:
+    """The daily request's messages, the oldest lines left out until it costs at most budget
+    tokens (the latest talk matters most); the prompt then says the day was shortened.
+    Blocking (the tokenizer): run it in the executor."""
+    fields = DAILY_SCHEMA["properties"]
+    messages = _messages("conversation", fields, f"{heading}\n{SHORTENED_NOTE}", [])
+    fixed = sum(counter.count(m["content"]) for m in messages) + 2 * MESSAGE_OVERHEAD_TOKENS
+    costs = [counter.count(line) + 1 for line in lines]  # + the newline
+    total = sum(costs)
+    first = 0
+    while first < len(lines) and fixed + total > budget:
+        total -= costs[first]
+        first += 1
+    if first == 0:
+        return _messages("conversation", fields, heading, lines)
+    return _messages("conversation", fields, f"{heading}\n{SHORTENED_NOTE}", lines[first:])
+
+
 class Summarizer:
     """One deployment, asked for JSON summaries (a schema where the API version takes one)."""
 
-    def __init__(self, sdk: SDKClient, options: RequestOptions) -> None:
+    def __init__(
+        self,
+        sdk: SDKClient,
+        options: RequestOptions,
+        counter: TokenCounter | None = None,
+        context_limit: int = 0,
+    ) -> None:
         # Failures fall back at once and are tried again later: no SDK retries here.
         self._sdk = sdk.with_options(max_retries=0)
         # A reasoning model spends part of its budget thinking: it keeps the agent's.
         if not options.is_reasoning:
             options = replace(options, max_tokens=min(options.max_tokens, SUMMARY_MAX_TOKENS))
         self._options = options
+        self.counter = counter
+        self.context_limit = context_limit
+
+    @property
+    def transcript_budget(self) -> int:
+        """Tokens a daily request may carry: the window less the answer's room."""
+        return self.context_limit - self._options.max_tokens
 
     async def _ask(
         self, name: str, schema: dict[str, Any], messages: list[dict[str, Any]]
@@ -164,17 +201,20 @@ class Summarizer:
                 )
         raise SummaryUnavailable("malformed")
 
-    async def daily(self, group: str, day: str, lines: list[str]) -> dict[str, Any]:
-        """A day of one group's talk (transcript lines: time, speaker, text)."""
+    def daily_request(self, group: str, day: str, lines: list[str]) -> list[dict[str, Any]]:
+        """A day of one group's talk (transcript lines: time, speaker, text), as messages
+        that fit the deployment's window. Blocking (the tokenizer): run it in the executor."""
         heading = f"The conversation of group {group} on {day}, one message a line:"
-        return await self._ask(
-            "daily_summary",
-            DAILY_SCHEMA,
-            _messages("conversation", DAILY_SCHEMA["properties"], heading, lines),
-        )
+        if self.counter is None or self.context_limit <= 0:
+            return _messages("conversation", DAILY_SCHEMA["properties"], heading, lines)
+        return fit_transcript(heading, lines, self.counter, self.transcript_budget)
+
+    async def daily(self, messages: list[dict[str, Any]]) -> dict[str, Any]:
+        """The summary of a day from its daily_request."""
+        return await self._ask("daily_summary", DAILY_SCHEMA, messages)
 
     async def weekly(self, group: str, start: str, end: str, lines: list[str]) -> dict[str, Any]:
-        """A week from its daily summaries."""
+        """A week from its daily summaries (and its earlier summary, if parts are gone)."""
         heading = f"Daily summaries of group {group} from {start} to {end}, one a line:"
         return await self._ask(
             "weekly_summary",

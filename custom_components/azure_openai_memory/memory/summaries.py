@@ -48,11 +48,15 @@ DECAY_CONFIG: Final[dict[str, dict[str, int]]] = {
     },
 }
 PRUNE_BELOW: Final = 0.1
-# A period is folded into the next one up only with at least this many parts.
-MIN_CHILDREN: Final = 2
-# A monthly whose topic words share less than this (Jaccard) with the era's key topics
-# has drifted away from it.
+# A closed period is folded into the next one up with at least this many parts: a group
+# that talks once a week keeps its past past the dailies' pruning (the seed's "2 or more"
+# only avoids summarising nothing, which a closed bucket with a part never is).
+MIN_CHILDREN: Final = 1
+# A monthly most of whose topic words (over this share) the era has never used has drifted
+# away from it. Words are compared lightly stemmed, so rewording alone stays below it.
 ERA_DRIFT_THRESHOLD: Final = 0.7
+# An era remembers at most this many key topics, the most recent last.
+ERA_MAX_KEY_TOPICS: Final = 30
 TOPIC_EVOLUTION_WEEKS: Final = 12
 # A day with this many messages is as active as a day gets (activity_score 1.0).
 FULL_ACTIVITY_MESSAGES: Final = 50
@@ -132,6 +136,9 @@ class GroupSummary:
     # Ours: the summary this one was folded into, and whether no LLM wrote it.
     aggregated_into: str | None = None
     extractive: bool = False
+    # Written without the model and still to be written again by it (False once its
+    # parts or its talk are gone: nothing is left to rewrite it from).
+    rewrite_pending: bool = False
 
     def as_dict(self) -> dict[str, Any]:
         """The stored and service shape (fresh lists: safe to hand to another thread)."""
@@ -153,6 +160,7 @@ class GroupSummary:
             "aggregated_from": list(self.aggregated_from),
             "aggregated_into": self.aggregated_into,
             "extractive": self.extractive,
+            "rewrite_pending": self.rewrite_pending,
         }
 
     @classmethod
@@ -176,6 +184,7 @@ class GroupSummary:
             aggregated_from=[str(i) for i in data.get("aggregated_from", [])],
             aggregated_into=data.get("aggregated_into"),
             extractive=bool(data.get("extractive", False)),
+            rewrite_pending=bool(data.get("rewrite_pending", data.get("extractive", False))),
         )
 
 
@@ -348,7 +357,8 @@ class SummaryBook:
         agent_id: str,
         now: str,
     ) -> GroupSummary:
-        """A group's day; written again for the same day, it keeps its id, age and link."""
+        """A group's day; written again for the same day, it keeps its id and age, and its
+        week (if already folded) is written again with it on the next cycle."""
         sid = summary_id(group_id, PeriodType.DAILY, day.isoformat())
         previous = self._by_id.get(sid)
         daily = GroupSummary(
@@ -365,8 +375,8 @@ class SummaryBook:
             message_count=message_count,
             activity_score=activity_score(message_count),
             created_at=previous.created_at if previous is not None else now,
-            aggregated_into=None if previous is None else previous.aggregated_into,
             extractive=written.extractive,
+            rewrite_pending=written.extractive,
         )
         self.put(daily)
         profile = self.profile(group_id)
@@ -391,41 +401,67 @@ class SummaryBook:
         return len(expired)
 
     def plan(self, group_id: str, period_type: PeriodType, today: date) -> list[AggregationJob]:
-        """The summaries of the next type up that period_type's finished parts call for.
+        """The summaries of the next type up that period_type's parts call for.
 
         The seed's get_summaries_to_aggregate and _group_by_week/_group_by_month, linear:
-        parts whose period ended more than aggregate_after_days ago, bucketed by week
-        (dailies) or month (weeklies). A bucket is (re)written when it holds a part not
-        yet folded in, and at least MIN_CHILDREN parts; parts already folded into this
-        bucket's summary go in again, so a late part extends it instead of duplicating it.
+        parts bucketed by week (dailies) or month (weeklies). A bucket is folded once closed
+        (its last day more than aggregate_after_days ago: a week is written once, not again
+        each day while it fills), when it holds a part not yet folded in; parts already
+        folded into it go in again, so a late part extends it instead of duplicating it.
         """
         target = PeriodType.WEEKLY if period_type is PeriodType.DAILY else PeriodType.MONTHLY
         after = DECAY_CONFIG[period_type.value]["aggregate_after_days"]
-        cutoff = (today - timedelta(days=after)).isoformat()
-        buckets: dict[str, list[GroupSummary]] = {}
+        cutoff = today - timedelta(days=after)
+        buckets: dict[date, list[GroupSummary]] = {}
         for part in self._by_kind.get((group_id, period_type), {}).values():
-            if part.period_end >= cutoff:
-                continue
             start = date.fromisoformat(part.period_start)
             key = week_start(start) if target is PeriodType.WEEKLY else start.replace(day=1)
-            buckets.setdefault(key.isoformat(), []).append(part)
+            buckets.setdefault(key, []).append(part)
         jobs: list[AggregationJob] = []
-        for start_text, parts in sorted(buckets.items()):
+        for start, parts in sorted(buckets.items()):
+            end = start + timedelta(days=6) if target is PeriodType.WEEKLY else month_end(start)
+            if end >= cutoff:
+                continue
+            start_text = start.isoformat()
             parent = summary_id(group_id, target, start_text)
             members = [p for p in parts if p.aggregated_into in (None, parent)]
             if len(members) < MIN_CHILDREN or all(p.aggregated_into for p in members):
                 continue
-            start = date.fromisoformat(start_text)
-            end = start + timedelta(days=6) if target is PeriodType.WEEKLY else month_end(start)
             members.sort(key=lambda p: p.period_start)
             jobs.append(
                 AggregationJob(group_id, target, start_text, end.isoformat(), tuple(members))
             )
         return jobs
 
-    def fold(self, job: AggregationJob, written: Written, agent_id: str, now: str) -> GroupSummary:
-        """Write a job's summary and link its parts to it, in one step (nothing half-done)."""
+    def earlier(self, job: AggregationJob) -> GroupSummary | None:
+        """The job's summary as written before, if some of its parts are gone since (pruned):
+        what they said reaches the new summary only through it."""
         previous = self._by_id.get(job.summary_id)
+        if previous is None:
+            return None
+        present = {child.summary_id for child in job.children}
+        return None if present.issuperset(previous.aggregated_from) else previous
+
+    def fold(self, job: AggregationJob, written: Written, agent_id: str, now: str) -> GroupSummary:
+        """Write a job's summary and link its parts to it, in one step (nothing half-done).
+
+        Written again, it keeps the parts and the messages of the parts gone since (the
+        union, never less), and the summary above it is written again in turn.
+        """
+        previous = self._by_id.get(job.summary_id)
+        present = {child.summary_id for child in job.children}
+        children = [c.summary_id for c in job.children]
+        message_count = sum(c.message_count for c in job.children)
+        if previous is not None:
+            gone = [i for i in previous.aggregated_from if i not in present]
+            # What the previous write counted beyond the parts still here (estimated from
+            # their current counts), kept.
+            kept = sum(
+                c.message_count for i in previous.aggregated_from if (c := self._by_id.get(i))
+            )
+            if gone:
+                message_count += max(0, previous.message_count - kept)
+            children = [*gone, *children]
         parent = GroupSummary(
             summary_id=job.summary_id,
             agent_id=agent_id,
@@ -437,12 +473,12 @@ class SummaryBook:
             topics=written.topics[:7],
             highlights=written.highlights[:4],
             active_users=written.active_users[:5] or merge_active_users(job.children),
-            message_count=sum(c.message_count for c in job.children),
+            message_count=message_count,
             activity_score=sum(c.activity_score for c in job.children) / len(job.children),
             created_at=previous.created_at if previous is not None else now,
-            aggregated_from=[c.summary_id for c in job.children],
-            aggregated_into=None if previous is None else previous.aggregated_into,
+            aggregated_from=children,
             extractive=written.extractive,
+            rewrite_pending=written.extractive,
         )
         self.put(parent)
         for child in job.children:
@@ -468,16 +504,20 @@ class SummaryBook:
     def note_era(self, monthly: GroupSummary, written: Written) -> bool:
         """Era detection (the seed's TODO); True when this monthly started a new era.
 
-        A group's first monthly starts its first era. Later, a monthly starts a new one
-        when the LLM says the talk shifted or its topics drifted past ERA_DRIFT_THRESHOLD
-        from the era's key topics, and the current era has lasted min_duration_days.
+        A group's first monthly starts its first era, on the first day talked about in it.
+        Later, a monthly starts a new one when the LLM says the talk shifted or its topics
+        drifted past ERA_DRIFT_THRESHOLD from every topic of the era so far, and the era
+        has lasted min_duration_days by the monthly's start. A monthly older than the
+        current era (an old month written again) only joins the era it belongs to.
         """
         profile = self.profile(monthly.group_id)
         era = profile.current_era
         if era is not None and era.get("founded_by") == monthly.summary_id:
-            era["key_topics"] = list(monthly.topics)
+            era["key_topics"] = _key_topics(era["key_topics"], monthly.topics)
             era["theme"] = written.theme or era["theme"]
             self._write_era(monthly.group_id, era, monthly, monthly.created_at)
+            return False
+        if era is not None and monthly.period_end < era["started"]:
             return False
         lasted = (
             0
@@ -493,16 +533,21 @@ class SummaryBook:
             or topic_drift(monthly.topics, era["key_topics"]) > ERA_DRIFT_THRESHOLD
         )
         if era is not None and not (long_enough and drifted):
+            era["key_topics"] = _key_topics(era["key_topics"], monthly.topics)
             self._extend_era(monthly.group_id, era, monthly)
             return False
         if era is not None:
             old = self._by_id.get(summary_id(monthly.group_id, PeriodType.ERA, era["started"]))
             if old is not None and monthly.summary_id in old.aggregated_from:
                 old.aggregated_from.remove(monthly.summary_id)
+        first_talk = min(
+            (c.period_start for i in monthly.aggregated_from if (c := self._by_id.get(i))),
+            default=monthly.period_start,
+        )
         profile.current_era = {
-            "started": monthly.period_start,
+            "started": max(first_talk, monthly.period_start),
             "theme": written.theme or ", ".join(monthly.topics[:3]),
-            "key_topics": list(monthly.topics),
+            "key_topics": _key_topics([], monthly.topics),
             "founded_by": monthly.summary_id,
         }
         self._write_era(monthly.group_id, profile.current_era, monthly, monthly.created_at)
@@ -519,6 +564,7 @@ class SummaryBook:
         record.message_count = sum(
             s.message_count for i in record.aggregated_from if (s := self._by_id.get(i))
         )
+        record.topics = list(era["key_topics"])
 
     def _write_era(
         self, group_id: str, era: dict[str, Any], monthly: GroupSummary, now: str
@@ -589,13 +635,41 @@ def topic_words(text: str) -> list[str]:
     ]
 
 
+_SUFFIXES: Final = ("ings", "ing", "ies", "es", "ed", "s")
+
+
+def topic_stem(word: str) -> str:
+    """A word without its commonest English ending (gardening, gardens -> garden)."""
+    for suffix in _SUFFIXES:
+        if word.endswith(suffix) and len(word) - len(suffix) >= 4:
+            return word[: -len(suffix)] + ("y" if suffix == "ies" else "")
+    return word
+
+
+def _related(stem: str, known: set[str]) -> bool:
+    """Same stem, or one the start of the other (seed, seedling)."""
+    if stem in known:
+        return True
+    return len(stem) >= 4 and any(
+        len(other) >= 4 and (other.startswith(stem) or stem.startswith(other)) for other in known
+    )
+
+
 def topic_drift(topics: Iterable[str], key_topics: Iterable[str]) -> float:
-    """1 - Jaccard similarity of the topic words: 0 same subject, 1 nothing shared."""
-    new = set(topic_words(" ".join(topics)))
-    old = set(topic_words(" ".join(key_topics)))
-    if not new and not old:
+    """The share of the new topics' words the era never used (stemmed): 0 same subject
+    (however reworded), 1 nothing shared. Not Jaccard: the era's topics build up over its
+    months, and a month is not new for talking about fewer of them."""
+    new = {topic_stem(w) for w in topic_words(" ".join(topics))}
+    if not new:
         return 0.0
-    return 1.0 - len(new & old) / len(new | old)
+    known = {topic_stem(w) for w in topic_words(" ".join(key_topics))}
+    return sum(not _related(stem, known) for stem in new) / len(new)
+
+
+def _key_topics(era_topics: Iterable[str], monthly_topics: Iterable[str]) -> list[str]:
+    """The era's topics with the month's added, the most recent last, bounded."""
+    merged = dict.fromkeys([*era_topics, *monthly_topics])
+    return list(merged)[-ERA_MAX_KEY_TOPICS:]
 
 
 def extractive_summary(
