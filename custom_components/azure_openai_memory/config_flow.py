@@ -550,16 +550,17 @@ class AgentSubentryFlow(ConfigSubentryFlow):
 
     default_name = DEFAULT_AGENT_NAME
     controls_home = True
+    recommended: dict[str, Any] = RECOMMENDED_AGENT
 
     async def async_step_user(self, user_input: dict[str, Any] | None = None) -> SubentryFlowResult:
-        """Add an agent."""
-        return await self._async_agent_form("user", user_input, RECOMMENDED_AGENT)
+        """Add one."""
+        return await self._async_agent_form("user", user_input, self.recommended)
 
     async def async_step_reconfigure(
         self, user_input: dict[str, Any] | None = None
     ) -> SubentryFlowResult:
-        """Edit an agent."""
-        current = {**RECOMMENDED_AGENT, **self._get_reconfigure_subentry().data}
+        """Edit one."""
+        current = {**self.recommended, **self._get_reconfigure_subentry().data}
         return await self._async_agent_form("reconfigure", user_input, current)
 
     def _schema(self) -> vol.Schema:
@@ -673,17 +674,7 @@ class AITaskSubentryFlow(AgentSubentryFlow):
 
     default_name = DEFAULT_AI_TASK_NAME
     controls_home = False
-
-    async def async_step_user(self, user_input: dict[str, Any] | None = None) -> SubentryFlowResult:
-        """Add an AI task entity."""
-        return await self._async_agent_form("user", user_input, RECOMMENDED_AI_TASK)
-
-    async def async_step_reconfigure(
-        self, user_input: dict[str, Any] | None = None
-    ) -> SubentryFlowResult:
-        """Edit an AI task entity."""
-        current = {**RECOMMENDED_AI_TASK, **self._get_reconfigure_subentry().data}
-        return await self._async_agent_form("reconfigure", user_input, current)
+    recommended = RECOMMENDED_AI_TASK
 
     def _schema(self) -> vol.Schema:
         schema: dict[vol.Marker, Any] = {}
