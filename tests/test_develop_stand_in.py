@@ -3,6 +3,7 @@
 from typing import Any
 
 from homeassistant.core import HomeAssistant
+from homeassistant.util import dt as dt_util
 import pytest
 from pytest_homeassistant_custom_component.common import MockConfigEntry, async_mock_service
 
@@ -92,3 +93,28 @@ async def test_scripted_replies_still_win(
     assert speech(await converse(hass, loaded_entry, "hello", "d")) == (
         "You said: hello (I see 3 messages of context)"
     )
+
+
+async def test_summaries_are_written_by_the_stand_in_offline(
+    hass: HomeAssistant, develop: AzureStub, loaded_entry: MockConfigEntry
+) -> None:
+    """A request for JSON gets an object of the asked shape: today's summary is not extractive."""
+    await converse(hass, loaded_entry, "The tomato seedlings need more light", "garden")
+    answer = await hass.services.async_call(
+        "azure_openai_memory",
+        "summary_aggregate",
+        {"day": dt_util.now().date().isoformat()},
+        blocking=True,
+        return_response=True,
+    )
+    assert answer == {"daily": 1, "weekly": 0, "monthly": 0, "pruned": 0, "eras": 0}
+    got = await hass.services.async_call(
+        "azure_openai_memory", "summary_get", {}, blocking=True, return_response=True
+    )
+    assert got is not None
+    (daily,) = got["summaries"]
+    assert daily["extractive"] is False
+    assert "seedlings" in daily["topics"]
+    asked = develop.calls("/chat/completions")[-1].body
+    assert asked is not None
+    assert asked["response_format"]["type"] == "json_schema"

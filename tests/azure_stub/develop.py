@@ -91,6 +91,94 @@ def answer(messages: list[Message], tools: set[str]) -> DevelopAnswer:
     return DevelopAnswer(text=f"You said: {last.text} {seen}")
 
 
+_WORD = re.compile(r"[A-Za-z][A-Za-z'-]{3,}")
+_COMMON = frozenset(
+    [
+        "this",
+        "that",
+        "with",
+        "what",
+        "from",
+        "have",
+        "there",
+        "their",
+        "about",
+        "would",
+        "could",
+        "should",
+        "which",
+        "when",
+        "where",
+        "your",
+        "just",
+        "into",
+        "than",
+        "then",
+        "them",
+        "they",
+        "were",
+        "will",
+        "been",
+        "also",
+        "only",
+        "some",
+        "more",
+        "most",
+        "very",
+    ]
+)
+
+
+def requested_schema(body: dict[str, Any]) -> dict[str, Any] | None:
+    """The JSON schema a request asks its answer to follow ({} for JSON mode), else None."""
+    wanted = body.get("response_format") or (body.get("text") or {}).get("format")
+    if not isinstance(wanted, dict) or wanted.get("type") not in ("json_schema", "json_object"):
+        return None
+    schema = wanted.get("schema") or (wanted.get("json_schema") or {}).get("schema") or {}
+    return schema if isinstance(schema, dict) else {}
+
+
+def json_answer(schema: dict[str, Any], messages: list[Message]) -> str:
+    """An object following the schema, filled from the request's user text (no model here).
+
+    Enough for the summaries and AI tasks to work offline: strings take the user text,
+    lists its most frequent words, flags are false and numbers zero.
+    """
+    said = " ".join(m.text for m in messages if m.role == "user")
+    return json.dumps(_fill(schema or {"type": "object"}, said))
+
+
+def _fill(schema: dict[str, Any], said: str) -> Any:
+    kind = schema.get("type")
+    if isinstance(kind, list):
+        kind = next((k for k in kind if k != "null"), "null")
+    if kind == "object" or "properties" in schema:
+        properties = schema.get("properties") or {"answer": {"type": "string"}}
+        return {name: _fill(sub, said) for name, sub in properties.items()}
+    if kind == "array":
+        items = schema.get("items") or {"type": "string"}
+        if items.get("type") == "string":
+            return _frequent_words(said)
+        return []
+    if kind == "boolean":
+        return False
+    if kind in ("integer", "number"):
+        return 0
+    if kind == "null":
+        return None
+    if enum := schema.get("enum"):
+        return enum[0]
+    return " ".join(said.split()[:60])
+
+
+def _frequent_words(text: str, most: int = 5) -> list[str]:
+    counts: dict[str, int] = {}
+    for word in _WORD.findall(text.lower()):
+        if word not in _COMMON:
+            counts[word] = counts.get(word, 0) + 1
+    return sorted(counts, key=lambda w: -counts[w])[:most]
+
+
 def _context_note(messages: list[Message]) -> str:
     count = sum(1 for m in messages if m.role not in ("system", "developer"))
     return f"(I see {count} message{'' if count == 1 else 's'} of context)"

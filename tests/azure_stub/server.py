@@ -425,6 +425,8 @@ def develop_reply(body: dict[str, Any]) -> Reply:
         messages = develop.chat_messages(body)
     else:
         messages = develop.responses_messages(body)
+    if (schema := develop.requested_schema(body)) is not None:
+        return Reply(text=develop.json_answer(schema, messages))
     said = develop.answer(messages, develop.tool_names(body))
     if said.tool is not None:
         return Reply(tool_calls=[ToolCall(said.tool, said.arguments or {})])

@@ -1,8 +1,10 @@
 """Talk to the agent scripts/develop set up, through /api/conversation/process.
 
-python -m tests.devhome.chat "turn on the kitchen light"   one line, then exit
-python -m tests.devhome.chat                               one line after another
-The conversation goes on between runs; --new starts another.
+  scripts/chat "turn on the kitchen light"   one line, then exit
+  scripts/chat                               one line after another
+
+The conversation id is kept between runs; --new starts a new id (within 30 minutes the
+agent still continues the same speaker's window; conversation_reset empties it).
 """
 
 import argparse
@@ -15,12 +17,16 @@ from .home import read_agent, read_conversation, read_token, write_conversation
 
 def main() -> int:
     """Send each line, print the answer, keep the conversation id."""
-    parser = argparse.ArgumentParser(description=__doc__)
+    parser = argparse.ArgumentParser(
+        prog="scripts/chat",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     parser.add_argument("text", nargs="*", help="what to say; nothing: interactive")
     parser.add_argument("--url", default="http://127.0.0.1:8123")
     parser.add_argument("--config", type=Path, default=Path("config"))
     parser.add_argument("--agent", help="conversation entity (default: scripts/develop's)")
-    parser.add_argument("--new", action="store_true", help="start a new conversation")
+    parser.add_argument("--new", action="store_true", help="start a new conversation id")
     args = parser.parse_args()
 
     token = read_token(args.config)

@@ -151,8 +151,8 @@ def _summaries(answer: dict[str, Any], _: Context) -> None:
     (daily,) = answer["summaries"]
     assert daily["period_type"] == "daily"
     assert daily["period_start"] == datetime.now(UTC).date().isoformat()
-    # The develop stand-in answers in words, not JSON: the summary is extractive.
-    assert daily["extractive"] is True
+    # The develop stand-in answers a request for JSON with an object of the asked shape.
+    assert daily["extractive"] is False
     assert daily["summary"]
 
 
