@@ -104,7 +104,8 @@ def wait_until_answering(client: HomeAssistantClient, timeout: float = 300) -> N
     deadline = time.monotonic() + timeout
     while True:
         try:
-            client.get("/api/", auth=False, timeout=5)
+            # Any answer will do; /api/ without a token would log a failed login.
+            client.get("/manifest.json", auth=False, timeout=5)
             return
         except HomeAssistantError:
             return  # 401: answering
