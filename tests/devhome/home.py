@@ -108,7 +108,7 @@ def wait_until_answering(client: HomeAssistantClient, timeout: float = 300) -> N
             client.get("/manifest.json", auth=False, timeout=5)
             return
         except HomeAssistantError:
-            return  # 401: answering
+            return  # an HTTP error is an answer too
         except OSError:
             if time.monotonic() > deadline:
                 raise HomeAssistantError(
