@@ -34,7 +34,7 @@ from .const import (
     RECOMMENDED_TIMESERIES_CONTEXT,
     SUBENTRY_AI_TASK,
 )
-from .context import MAX_CONTEXT_TOKENS, async_turn_context
+from .context import MAX_CONTEXT_TOKENS, async_turn_data, memories_budget
 from .conversation import MAX_TOOL_ITERATIONS, _pending_from_content
 from .llm.client import JsonFormat, RequestOptions, Usage, create_llm_client, request_options
 from .llm.errors import ErrorKind, classify_error
@@ -152,11 +152,16 @@ class AzureOpenAIMemoryTask(AITaskEntity):
     ) -> list[dict[str, Any]]:
         """System prompt, the stored data the task names (as data), the task itself.
 
-        The data message gets what the context limit leaves after the prompt, the tools,
-        the task and the answer's maximum, and never more than a conversation turn would get.
+        The data message (memories relevant to the task, stored series it names) gets what the
+        context limit leaves after the prompt, the tools, the task and the answer's maximum,
+        and never more than a conversation turn would get.
         """
         messages: list[dict[str, Any]] = [{"role": "system", "content": system_prompt}]
-        if self.entry.options.get(CONF_TIMESERIES_CONTEXT, RECOMMENDED_TIMESERIES_CONTEXT):
+        series = bool(
+            self.entry.options.get(CONF_TIMESERIES_CONTEXT, RECOMMENDED_TIMESERIES_CONTEXT)
+        )
+        for_memories = memories_budget(self.entry.options)
+        if series or for_memories:
             limit = int(
                 self.subentry.data.get(CONF_CONTEXT_LIMIT)
                 or context_limit_for_model(options.deployment)
@@ -166,10 +171,17 @@ class AzureOpenAIMemoryTask(AITaskEntity):
                 system_prompt + instructions + (json.dumps(tools) if tools else ""),
             )
             budget = min(
-                MAX_CONTEXT_TOKENS,
+                MAX_CONTEXT_TOKENS + for_memories,
                 limit - options.max_tokens - used - 3 * MESSAGE_OVERHEAD_TOKENS,
             )
-            context = await async_turn_context(self.hass, instructions, self.counter, budget)
+            context = await async_turn_data(
+                self.hass,
+                instructions,
+                self.counter,
+                budget,
+                series=series,
+                memories_budget=for_memories,
+            )
             if context is not None:
                 messages.append({"role": "user", "content": context.message})
         messages.append({"role": "user", "content": instructions})

@@ -6,6 +6,7 @@ that says it is data, with every source between <data> tags and every entry as J
 which `<` is escaped, so no entry can close its tag or pass for an instruction.
 """
 
+from collections.abc import Mapping
 from contextlib import AsyncExitStack
 from dataclasses import dataclass
 from typing import Any
@@ -14,7 +15,13 @@ from homeassistant.core import HomeAssistant
 from homeassistant.util import dt as dt_util
 import orjson
 
-from .const import MEMORY_CONTEXT_LIMIT
+from .const import (
+    CONF_MEMORY_CONTEXT,
+    CONF_MEMORY_TOKEN_BUDGET,
+    MEMORY_CONTEXT_LIMIT,
+    RECOMMENDED_MEMORY_CONTEXT,
+    RECOMMENDED_MEMORY_TOKEN_BUDGET,
+)
 from .memories import DATA_MEMORIES
 from .memory.facts import Memory
 from .memory.summaries import GroupSummary, PeriodType
@@ -316,6 +323,13 @@ def _joined(
     if tokens > budget:
         return None
     return TurnContext(message, tokens, sources)
+
+
+def memories_budget(entry_options: Mapping[str, Any]) -> int:
+    """Tokens of memories a request may carry: the entry's budget, 0 with memories off."""
+    if not entry_options.get(CONF_MEMORY_CONTEXT, RECOMMENDED_MEMORY_CONTEXT):
+        return 0
+    return int(entry_options.get(CONF_MEMORY_TOKEN_BUDGET, RECOMMENDED_MEMORY_TOKEN_BUDGET))
 
 
 async def async_turn_data(

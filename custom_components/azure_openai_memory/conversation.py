@@ -32,7 +32,6 @@ from .const import (
     CONF_EARLY_TIMEOUT,
     CONF_HISTORY_RECORDING,
     CONF_MEMORY_CONTEXT,
-    CONF_MEMORY_TOKEN_BUDGET,
     CONF_PREFER_LOCAL_INTENTS,
     CONF_PROMPT,
     CONF_SUMMARIES,
@@ -43,14 +42,18 @@ from .const import (
     RECOMMENDED_EARLY_TIMEOUT,
     RECOMMENDED_HISTORY_RECORDING,
     RECOMMENDED_MEMORY_CONTEXT,
-    RECOMMENDED_MEMORY_TOKEN_BUDGET,
     RECOMMENDED_OPTIONS,
     RECOMMENDED_PREFER_LOCAL_INTENTS,
     RECOMMENDED_SUMMARY_CONTEXT_TOKENS,
     RECOMMENDED_TIMESERIES_CONTEXT,
     SUBENTRY_AGENT,
 )
-from .context import MAX_CONTEXT_TOKENS, async_past_context, async_turn_data
+from .context import (
+    MAX_CONTEXT_TOKENS,
+    async_past_context,
+    async_turn_data,
+    memories_budget as memories_budget_of,
+)
 from .llm.client import (
     Delta,
     ILLMClient,
@@ -397,7 +400,7 @@ class AzureOpenAIMemoryAgent(conversation.ConversationEntity, AbstractConversati
         # exact count is needed here only when that bound does not fit.
         prompt = len(prompt_text.encode())
         prompt_tokens: int | None = None
-        memories_budget = self._memory_budget() if self._memories_on() else 0
+        memories_budget = memories_budget_of(self.entry.options)
         past_budget = self._past_budget()
         most_data = MAX_CONTEXT_TOKENS + memories_budget + past_budget
         if prompt + memory.window_tokens(conversation_id) + most_data > room:
@@ -499,9 +502,7 @@ class AzureOpenAIMemoryAgent(conversation.ConversationEntity, AbstractConversati
 
     def _memory_budget(self) -> int:
         """Tokens of memories a request may carry."""
-        return int(
-            self.entry.options.get(CONF_MEMORY_TOKEN_BUDGET, RECOMMENDED_MEMORY_TOKEN_BUDGET)
-        )
+        return memories_budget_of(self.entry.options)
 
     def _warn_limit_too_small(self, prompt: int, max_tokens: int) -> None:
         """Once per agent: a limit that cannot be met is a setting to fix, not a debug line."""
