@@ -19,11 +19,16 @@ CONFIG = Path(__file__).parents[1] / "config" / "configuration.yaml"
 DEMO_DOMAINS = ("input_boolean", "template", "light", "switch", "lock", "climate")
 
 
-async def test_demo_home_loads_and_lights_switch(hass: HomeAssistant) -> None:
+async def load_demo_home(hass: HomeAssistant) -> None:
+    """The entities scripts/develop's Home Assistant has, set up from the same YAML."""
     config: dict[str, Any] = await hass.async_add_executor_job(load_yaml, str(CONFIG))
     for domain in DEMO_DOMAINS:
         assert await async_setup_component(hass, domain, {domain: config[domain]}), domain
     await hass.async_block_till_done()
+
+
+async def test_demo_home_loads_and_lights_switch(hass: HomeAssistant) -> None:
+    await load_demo_home(hass)
 
     registry = er.async_get(hass)
     demo = {

@@ -5,13 +5,14 @@ from typing import Any
 from homeassistant.core import HomeAssistant
 from homeassistant.util import dt as dt_util
 import pytest
-from pytest_homeassistant_custom_component.common import MockConfigEntry, async_mock_service
+from pytest_homeassistant_custom_component.common import MockConfigEntry
 
 from custom_components.azure_openai_memory.const import API_MODE_RESPONSES, CONF_API_MODE
 
 from .azure_stub import AzureStub, Reply
 from .azure_stub.server import develop_reply
 from .conftest import LLM_ONLY, NO_TOOLS, converse, speech
+from .test_dev_config import load_demo_home
 
 
 @pytest.fixture
@@ -20,12 +21,16 @@ def develop(azure: AzureStub) -> AzureStub:
     return azure
 
 
-def busy_home(hass: HomeAssistant) -> None:
-    """A home with many lights whose names share words with the one asked for."""
+async def busy_home(hass: HomeAssistant) -> None:
+    """scripts/develop's demo home, and many lights whose names share words with its own."""
+    await load_demo_home(hass)
     for i in range(150):
         hass.states.async_set(f"light.lamp_{i}", "off", {"friendly_name": f"Hallway lamp {i}"})
     hass.states.async_set("light.kitchen", "off", {"friendly_name": "Kitchen"})
-    hass.states.async_set("light.kitchen_light", "off", {"friendly_name": "Kitchen light"})
+
+
+def lights_on(hass: HomeAssistant) -> list[str]:
+    return sorted(s.entity_id for s in hass.states.async_all("light") if s.state == "on")
 
 
 @pytest.mark.parametrize(
@@ -35,16 +40,16 @@ async def test_turns_on_the_light_the_user_names(
     hass: HomeAssistant, develop: AzureStub, loaded_entry: MockConfigEntry, agent_options: Any
 ) -> None:
     """The longest exposed name the user said is the tool's target, then memory shows."""
-    busy_home(hass)
-    turned_on = async_mock_service(hass, "light", "turn_on")
-    turned_off = async_mock_service(hass, "light", "turn_off")
+    await busy_home(hass)
 
     result = await converse(hass, loaded_entry, "Please turn on the kitchen light", "d")
-    assert [call.data["entity_id"] for call in turned_on] == [["light.kitchen_light"]]
+    await hass.async_block_till_done()
+    assert lights_on(hass) == ["light.kitchen_light"]
     assert speech(result) == "Done: Kitchen light. (I see 3 messages of context)"
 
     result = await converse(hass, loaded_entry, "Switch the Kitchen light off", "d")
-    assert [call.data["entity_id"] for call in turned_off] == [["light.kitchen_light"]]
+    await hass.async_block_till_done()
+    assert lights_on(hass) == []
     assert speech(result) == "Done: Kitchen light. (I see 7 messages of context)"
 
     result = await converse(hass, loaded_entry, "what did I just ask?", "d")
@@ -55,11 +60,11 @@ async def test_turns_on_the_light_the_user_names(
 async def test_without_tools_it_only_talks(
     hass: HomeAssistant, develop: AzureStub, loaded_entry: MockConfigEntry
 ) -> None:
-    busy_home(hass)
-    turned_on = async_mock_service(hass, "light", "turn_on")
+    await busy_home(hass)
     result = await converse(hass, loaded_entry, "turn on the kitchen light", "d")
+    await hass.async_block_till_done()
     assert speech(result) == "You said: turn on the kitchen light (I see 1 message of context)"
-    assert turned_on == []
+    assert lights_on(hass) == []
 
 
 @pytest.mark.parametrize("agent_options", [LLM_ONLY])
@@ -67,12 +72,10 @@ async def test_unknown_name_goes_to_home_assistant_as_said(
     hass: HomeAssistant, develop: AzureStub, loaded_entry: MockConfigEntry
 ) -> None:
     """A name no entity has reaches the tool as said, and the failure is spoken."""
-    busy_home(hass)
-    turned_on = async_mock_service(hass, "light", "turn_on")
+    await busy_home(hass)
     result = await converse(hass, loaded_entry, "turn on the garage door.", "d")
-    assert turned_on == []
-    request = develop.calls("/chat/completions")[0].body
-    assert request is not None
+    await hass.async_block_till_done()
+    assert lights_on(hass) == []
     assert (
         develop.calls("/chat/completions")[1].body["messages"][-2]["tool_calls"][0]["function"][
             "arguments"

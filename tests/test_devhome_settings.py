@@ -7,6 +7,19 @@ from .devhome import ResourceSettings
 STAND_IN = "http://127.0.0.1:8124"
 
 
+@pytest.fixture(autouse=True)
+def no_azure_variables(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Each test sets what it needs; the developer's own Azure settings play no part."""
+    for name in (
+        "AZURE_OPENAI_ENDPOINT",
+        "AZURE_OPENAI_API_KEY",
+        "AZURE_OPENAI_DEPLOYMENT",
+        "AZURE_OPENAI_API_STYLE",
+        "AZURE_OPENAI_API_VERSION",
+    ):
+        monkeypatch.delenv(name, raising=False)
+
+
 def test_stand_in_without_azure_variables() -> None:
     settings = ResourceSettings.from_environment(STAND_IN)
     assert settings == ResourceSettings(STAND_IN, "stub-key-0123456789")

@@ -175,7 +175,8 @@ def _sign_in(client: HomeAssistantClient, config_dir: Path, created: list[str]) 
             if err.status != 401:
                 raise
     client_id = client.base_url + "/"
-    if not steps.get("user", False):
+    # Once onboarding is over its views are gone (steps is empty): log in then.
+    if "user" in steps and not steps["user"]:
         code = client.post(
             "/api/onboarding/users",
             {
@@ -212,8 +213,11 @@ def _sign_in(client: HomeAssistantClient, config_dir: Path, created: list[str]) 
         {"type": "auth/long_lived_access_token", "client_name": TOKEN_CLIENT_NAME, "lifespan": 3650}
     )
     path = config_dir / TOKEN_FILE
-    path.write_text(token + "\n")
-    path.chmod(0o600)
+    # Never readable by others, not even between creating and restricting the file.
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    os.fchmod(fd, 0o600)
+    with os.fdopen(fd, "w") as file:
+        file.write(token + "\n")
     created.append(f"wrote a long-lived token to {path}")
     return str(token)
 

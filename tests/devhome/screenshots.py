@@ -74,17 +74,28 @@ class Page:
         )
         return result.get("result", {}).get("value")
 
-    async def open(self, url: str, settle: float = 4.0) -> None:
+    async def open(self, url: str) -> None:
+        """Navigate; what the page then shows is waited for by the caller's wait_for."""
         await self.send("Page.navigate", url=url)
-        await asyncio.sleep(settle)
+        # Page.navigate answers once the new document is committed: this is its readyState.
+        await self.wait_until("document.readyState === 'complete'")
         await self.evaluate(DEEP_FIND)
 
-    async def wait_for(self, predicate: str, seconds: float = 20) -> None:
+    async def wait_until(self, expression: str, seconds: float = 20) -> None:
+        """Poll a JavaScript condition: the frontend renders when its data arrives."""
         deadline = time.monotonic() + seconds
-        while not await self.evaluate(f"!!window.__deepFind((n) => {predicate})"):
+        while not await self.evaluate(f"!!({expression})"):
             if time.monotonic() > deadline:
-                raise RuntimeError(f"never appeared: {predicate}")
-            await asyncio.sleep(0.3)
+                raise RuntimeError(f"never true: {expression}")
+            await asyncio.sleep(0.2)
+
+    async def wait_for(self, predicate: str, count: int = 1) -> None:
+        """At least count elements matching predicate on the page."""
+        await self.wait_until(f"window.__deepFindAll((n) => {predicate}).length >= {count}")
+
+    async def settle(self) -> None:
+        """A dialog's opening animation: the only fixed wait, and a short one."""
+        await asyncio.sleep(0.5)
 
     async def click(self, predicate: str) -> None:
         await self.wait_for(predicate)
@@ -137,6 +148,23 @@ def find_browser() -> str | None:
     return None
 
 
+# An ha-form with its fields rendered (not only the element).
+FORM = "n.tagName === 'HA-FORM' && !!n.shadowRoot?.querySelector('.root > *')"
+
+
+def answered(turns: int) -> str:
+    """The Assist dialog shows the answer to the turns-th question (not its "…")."""
+    return f"""(() => {{
+      const box = window.__deepFind((n) => n.id === 'scroll-container');
+      if (!box) return false;
+      const all = [...box.querySelectorAll('.message')];
+      const last = all[all.length - 1];
+      const text = last ? last.textContent.trim() : '';
+      return all.filter((m) => m.classList.contains('user')).length === {turns}
+        && last.classList.contains('hass') && text !== '' && !text.endsWith('…');
+    }})()"""
+
+
 def button(label: str) -> str:
     """A predicate for a clickable element whose own text is label."""
     return (
@@ -147,7 +175,6 @@ def button(label: str) -> str:
 
 def take(base_url: str, token: str, out: Path, browser: str) -> None:
     """Start a headless Chromium of its own, take the pictures, stop it."""
-    port = 9222
     with tempfile.TemporaryDirectory() as profile:
         chrome = subprocess.Popen(
             [
@@ -156,7 +183,8 @@ def take(base_url: str, token: str, out: Path, browser: str) -> None:
                 "--no-sandbox",
                 "--disable-gpu",
                 "--hide-scrollbars",
-                f"--remote-debugging-port={port}",
+                # Any free port; Chromium names it in the profile's DevToolsActivePort.
+                "--remote-debugging-port=0",
                 f"--window-size={WIDTH},{HEIGHT}",
                 f"--user-data-dir={profile}",
                 "about:blank",
@@ -165,7 +193,7 @@ def take(base_url: str, token: str, out: Path, browser: str) -> None:
             stderr=subprocess.DEVNULL,
         )
         try:
-            asyncio.run(_session(_page_socket(port), base_url, token, out))
+            asyncio.run(_session(_page_socket(Path(profile)), base_url, token, out))
         finally:
             chrome.terminate()
             chrome.wait(timeout=30)
@@ -184,9 +212,10 @@ async def _session(page_ws: str, base_url: str, token: str, out: Path) -> None:
             raise
 
 
-def _page_socket(port: int) -> str:
+def _page_socket(profile: Path) -> str:
     deadline = time.monotonic() + 30
     while True:
+        port = _devtools_port(profile)
         with (
             contextlib.suppress(OSError, ValueError),
             urllib.request.urlopen(f"http://127.0.0.1:{port}/json/list", timeout=2) as answer,
@@ -199,6 +228,14 @@ def _page_socket(port: int) -> str:
         time.sleep(0.3)
 
 
+def _devtools_port(profile: Path) -> int:
+    """The port Chromium chose, once it has written it (0 until then)."""
+    try:
+        return int((profile / "DevToolsActivePort").read_text().split()[0])
+    except (OSError, ValueError, IndexError):
+        return 0
+
+
 async def _shoot(page: Page, base_url: str, token: str, out: Path) -> None:
     await page.send("Page.enable")
     await page.send(
@@ -209,7 +246,7 @@ async def _shoot(page: Page, base_url: str, token: str, out: Path) -> None:
         mobile=False,
     )
     # The frontend keeps its tokens in localStorage; a long-lived token stands in for a login.
-    await page.open(base_url + "/auth/authorize", settle=1)
+    await page.open(base_url + "/auth/authorize")
     tokens = {
         "access_token": token,
         "token_type": "Bearer",
@@ -222,38 +259,42 @@ async def _shoot(page: Page, base_url: str, token: str, out: Path) -> None:
     await page.evaluate(f"localStorage.setItem('hassTokens', {json.dumps(json.dumps(tokens))})")
 
     # 1. The config flow's first form.
-    await page.open(base_url + "/config/integrations/dashboard/add?domain=azure_openai_memory", 4)
+    await page.open(base_url + "/config/integrations/dashboard/add?domain=azure_openai_memory")
     await page.click(button("OK"))  # "Do you want to set up Azure OpenAI Memory?"
-    await page.wait_for("n.tagName === 'HA-FORM'")
-    await asyncio.sleep(1)
+    await page.wait_for(FORM)
+    await page.settle()
     await page.save(out / "config-flow.png")
 
     # 2. The options of the entry scripts/develop made, then its agent's settings.
     integration = base_url + "/config/integrations/integration/azure_openai_memory"
-    await page.open(integration, 5)
+    await page.open(integration)
+    # The entry's button and its agent's.
+    await page.wait_for(button("Configure"), count=2)
     await page.click_topmost(button("Configure"))
-    await page.wait_for("n.tagName === 'HA-FORM'")
-    await asyncio.sleep(1.5)
+    await page.wait_for(FORM)
+    await page.settle()
     await page.save(out / "options.png")
-    await page.open(integration, 5)
+    await page.open(integration)
+    await page.wait_for(button("Configure"), count=2)
     await page.evaluate(
         f"window.__deepFindAll((n) => {button('Configure')})"
         ".sort((a, b) => b.getBoundingClientRect().top - a.getBoundingClientRect().top)[0]"
         ".click()"
     )
-    await page.wait_for("n.tagName === 'HA-FORM'")
-    await asyncio.sleep(1.5)
+    await page.wait_for(FORM)
+    await page.settle()
     await page.save(out / "agent.png")
 
     # 3. A conversation in the Assist dialog ("a" opens it on any dashboard).
-    await page.open(base_url + "/lovelace/0", 5)
+    await page.open(base_url + "/lovelace/0")
+    await page.wait_for("n.tagName === 'HUI-VIEW'")
     await page.key("a", "KeyA", 65, "a")
-    await page.wait_for("n.tagName === 'HA-VOICE-COMMAND-DIALOG'")
-    await asyncio.sleep(1.5)
-    for line in ("turn on the kitchen light", "what did I just ask?"):
+    await page.wait_for("n.id === 'message-input'")
+    await page.settle()
+    for turn, line in enumerate(("turn on the kitchen light", "what did I just ask?"), 1):
         await page.type(line)
         await page.key("Enter", "Enter", 13, "\r")
-        await asyncio.sleep(2.5)
+        await page.wait_until(answered(turn))
     await page.save(out / "assist.png")
 
 

@@ -8,6 +8,7 @@ from ..azure_stub import DEFAULT_KEY
 from ..devhome import ResourceSettings, prepare
 from ..devhome.home import DOMAIN
 from ..no_hass import auto_enable_custom_integrations, detect_blocking_calls, setup_ha
+from .examples import today
 from .harness import Home, StandIn, allow_local_sockets, running_hass
 
 __all__ = ["auto_enable_custom_integrations", "detect_blocking_calls", "setup_ha"]
@@ -31,8 +32,8 @@ def home(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Home]:
     config = tmp_path_factory.mktemp("hass")
     with StandIn() as stand_in, running_hass(config) as hass:
         dev = prepare(hass.base_url, config, ResourceSettings(stand_in.endpoint, DEFAULT_KEY))
-        yield Home(hass, stand_in, dev)
-    log = hass.home_assistant_log()
+        yield Home(hass, stand_in, dev, today())
+    log = hass.output()
     assert DEFAULT_KEY not in log
     assert "custom_components/azure_openai_memory" not in log  # in no traceback
     assert not [line for line in log.splitlines() if "ERROR" in line and DOMAIN in line]

@@ -137,9 +137,17 @@ def _cleaned_archive(answer: dict[str, Any], context: Context) -> None:
     assert answer == {"deleted": 1, "ids": [context["memory_save"]["memory"]["id"]]}
 
 
-def _today(_: Context) -> dict[str, Any]:
-    # The development configuration's time zone is UTC.
-    return {"day": datetime.now(UTC).date().isoformat()}
+def today() -> str:
+    """The development configuration's time zone is UTC.
+
+    Taken once before a module's first conversation (context["today"]): a run across
+    midnight still aggregates and expects the day it talked on.
+    """
+    return datetime.now(UTC).date().isoformat()
+
+
+def _today(context: Context) -> dict[str, Any]:
+    return {"day": context["today"]}
 
 
 def _aggregated(answer: dict[str, Any], _: Context) -> None:
@@ -147,10 +155,10 @@ def _aggregated(answer: dict[str, Any], _: Context) -> None:
     assert answer == {"daily": 1, "weekly": 0, "monthly": 0, "pruned": 0, "eras": 0}
 
 
-def _summaries(answer: dict[str, Any], _: Context) -> None:
+def _summaries(answer: dict[str, Any], context: Context) -> None:
     (daily,) = answer["summaries"]
     assert daily["period_type"] == "daily"
-    assert daily["period_start"] == datetime.now(UTC).date().isoformat()
+    assert daily["period_start"] == context["today"]
     # The develop stand-in answers a request for JSON with an object of the asked shape.
     assert daily["extractive"] is False
     assert daily["summary"]
@@ -264,7 +272,7 @@ class KeptData:
     write: Callable[[HomeAssistantClient, Context], None]
     read: Callable[[HomeAssistantClient, Context], Any]
     # What read gives right after write, and after the restart.
-    expected: Any
+    expected: Callable[[Context], Any]
 
 
 def _window(client: HomeAssistantClient, context: Context) -> Any:
@@ -341,12 +349,10 @@ def _memories_kept(client: HomeAssistantClient, _: Context) -> Any:
 # What a graceful restart keeps.
 KEPT_ACROSS_RESTART: dict[str, KeptData] = {
     # Two questions and their answers (the restart module's first conversation).
-    "conversation window": KeptData(_write_window, _window, 4),
-    "time series": KeptData(_write_series, _series, ["o1"]),
-    "history": KeptData(_write_history, _history_kept, ["thought"]),
-    "memories": KeptData(_write_memory, _memories_kept, ["The owls nest in the barn"]),
+    "conversation window": KeptData(_write_window, _window, lambda _: 4),
+    "time series": KeptData(_write_series, _series, lambda _: ["o1"]),
+    "history": KeptData(_write_history, _history_kept, lambda _: ["thought"]),
+    "memories": KeptData(_write_memory, _memories_kept, lambda _: ["The owls nest in the barn"]),
     # Today's talk (the window's two questions) as one daily summary.
-    "summaries": KeptData(
-        _write_summary, _summaries_kept, [("daily", datetime.now(UTC).date().isoformat())]
-    ),
+    "summaries": KeptData(_write_summary, _summaries_kept, lambda c: [("daily", c["today"])]),
 }

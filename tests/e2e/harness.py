@@ -75,6 +75,16 @@ class HassProcess:
                 stdout=log,
                 stderr=subprocess.STDOUT,
             )
+        try:
+            self._wait_until_answering()
+        except BaseException:
+            # A start that failed must not leave a hass holding the port.
+            self.process.kill()
+            self.process.wait(timeout=30)
+            raise
+
+    def _wait_until_answering(self) -> None:
+        assert self.process is not None
         client = HomeAssistantClient(self.base_url)
         deadline = time.monotonic() + START_TIMEOUT
         while True:
@@ -93,7 +103,11 @@ class HassProcess:
         """A graceful stop, as Ctrl-C or a restart from the UI does."""
         if self.process is not None and self.process.poll() is None:
             self.process.terminate()
-            self.process.wait(timeout=60)
+            try:
+                self.process.wait(timeout=60)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+                self.process.wait()
 
     def kill(self) -> None:
         """kill -9: no final write, no flush."""
@@ -107,9 +121,9 @@ class HassProcess:
         self.start()
         wait_until_running(HomeAssistantClient(self.base_url, token))
 
-    def home_assistant_log(self) -> str:
-        path = self.config / "home-assistant.log"
-        return path.read_text() if path.exists() else ""
+    def output(self) -> str:
+        """Every start's output: home-assistant.log is rolled at each start, hass.out is not."""
+        return self.log.read_text() if self.log.exists() else ""
 
 
 class StandIn:
@@ -153,6 +167,8 @@ class Home:
     hass: HassProcess
     stand_in: AzureStub
     dev: DevHome
+    # The day (UTC) before the module's first conversation: what summaries are expected for.
+    today: str
 
     @property
     def client(self) -> HomeAssistantClient:

@@ -16,7 +16,7 @@ from homeassistant.const import __version__ as HA_VERSION
 import pytest
 
 from ..devhome import HomeAssistantClient
-from ..devhome.home import DOMAIN, TOKEN_CLIENT_NAME, read_token
+from ..devhome.home import DOMAIN, TOKEN_CLIENT_NAME, TOKEN_FILE, read_token
 from .harness import NEEDS_NEW_ENOUGH_PYTHON, REPO, free_port
 
 pytestmark = [
@@ -109,8 +109,8 @@ def runs() -> Iterator[list[Develop]]:
     started: list[Develop] = []
     yield started
     for run in started:
-        if run.process.poll() is None:
-            run.process.kill()
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(run.process.pid, signal.SIGKILL)
         for pid in run.leftovers():
             with contextlib.suppress(ProcessLookupError):
                 os.kill(pid, signal.SIGKILL)
@@ -149,10 +149,15 @@ def test_develop_then_chat_then_ctrl_c_then_again(runs: list[Develop], tmp_path:
         assert time.monotonic() < deadline, "scripts/develop left processes behind"
         time.sleep(0.2)
 
+    # A lost token file: onboarding is long over (its views are gone), so it logs in.
+    (config / TOKEN_FILE).unlink()
     second = Develop(config, port, stand_in_port)
     runs.append(second)
     printed = second.read_until("Logs:")
-    assert [line for line in printed if line.startswith("  - ")] == [], first.output + printed
+    assert [line for line in printed if line.startswith("  - ")] == [
+        f"  - wrote a long-lived token to {config / TOKEN_FILE}"
+    ], first.output + printed
+    assert (config / TOKEN_FILE).stat().st_mode & 0o777 == 0o600
     client = HomeAssistantClient(f"http://127.0.0.1:{port}", read_token(config))
     assert len(client.get(f"/api/config/config_entries/entry?domain={DOMAIN}")) == 1
     areas, tokens, users = client.ws(

@@ -126,6 +126,9 @@ def test_second_agent_through_the_subentry_flow_and_the_llm_route(home: Home) ->
 
 def test_options_flow_changes_and_keeps_the_memory_options(home: Home) -> None:
     client = home.client
+    said = spoken(client.converse("before the change", home.dev.agent_id, "e2e-options"))
+    seen = re.fullmatch(r"You said: before the change \(I see (\d+) messages? of context\)", said)
+    assert seen is not None, said
     form = client.post("/api/config/config_entries/options/flow", {"handler": home.dev.entry_id})
     assert form["step_id"] == "init"
     shown = fill(form)
@@ -141,10 +144,12 @@ def test_options_flow_changes_and_keeps_the_memory_options(home: Home) -> None:
     shown = fill(again)
     assert (shown["conversation_idle_minutes"], shown["timeseries_keep_days"]) == (120, 30)
     client.request("DELETE", f"/api/config/config_entries/options/flow/{again['flow_id']}")
-    # The reloaded entry still answers, and its window survived the reload: the same user
-    # within continuation_minutes goes on with the 4 messages of the local-route test.
+    # The reloaded entry still answers, and its window survived the reload: the question
+    # and answer before it are seen too.
     answer = client.converse("hello there", home.dev.agent_id, "e2e-options")
-    assert spoken(answer) == "You said: hello there (I see 5 messages of context)"
+    assert spoken(answer) == (
+        f"You said: hello there (I see {int(seen.group(1)) + 2} messages of context)"
+    )
 
 
 def test_every_service_answers_with_response_data(home: Home) -> None:
@@ -160,6 +165,7 @@ def test_every_service_answers_with_response_data(home: Home) -> None:
     context: dict[str, Any] = {
         "entry_id": home.dev.entry_id,
         "agent_id": home.dev.agent_id,
+        "today": home.today,
         "seen": int(seen.group(1)),
     }
     for row, example in SERVICE_EXAMPLES.items():
