@@ -162,6 +162,11 @@ async def async_setup(hass: HomeAssistant, config: ConfigType) -> bool:
     memories = hass.data[DATA_MEMORIES] = Memories(hass, _fact_defaults())
     await memories.async_load()
     async_register_memory_services(hass, memories, history)
+
+    async def _async_close_memories(_event: Event) -> None:
+        await memories.async_close()
+
+    hass.bus.async_listen_once(EVENT_HOMEASSISTANT_FINAL_WRITE, _async_close_memories)
     return True
 
 
