@@ -252,6 +252,10 @@ async def async_setup_entry(hass: HomeAssistant, entry: AzureOpenAIMemoryConfigE
         migrate=migrate_windows,
     )
     stored = (await store.async_load()).get("agents", {})
+    # JSON of another shape is set aside like an unreadable file, never fatal to the entry.
+    unusable: str | None = None
+    if not isinstance(stored, dict):
+        unusable, stored = f"agents is {type(stored).__name__}, not an object", {}
     cache_dir = Path(hass.config.path(DOMAIN, "tiktoken"))
     for subentry in entry.subentries.values():
         if subentry.subentry_type != SUBENTRY_AGENT:
@@ -261,8 +265,15 @@ async def async_setup_entry(hass: HomeAssistant, entry: AzureOpenAIMemoryConfigE
             load_counter, subentry.data[CONF_DEPLOYMENT], cache_dir
         )
         memory = ConversationMemoryManager(counter, memory_settings(entry, subentry))
-        memory.load(stored.get(subentry.subentry_id, {}))
+        try:
+            memory.load(stored.get(subentry.subentry_id, {}))
+        except (AttributeError, KeyError, TypeError, ValueError) as err:
+            unusable = unusable or f"agent {subentry.subentry_id}: {err!r}"
+            memory = ConversationMemoryManager(counter, memory_settings(entry, subentry))
         memories[subentry.subentry_id] = memory
+    if unusable is not None:
+        await store.async_set_aside(unusable)
+        store.async_schedule_save()  # the agents that could be read, in a new file
 
     async_clear_resolved_issues(hass, entry)
     if is_untouched_title(entry.title, settings.endpoint) and entry.title != (

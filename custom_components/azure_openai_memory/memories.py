@@ -79,6 +79,10 @@ class Memories:
         except (AttributeError, KeyError, TypeError, ValueError) as err:
             await self.file.async_set_aside(str(err) or type(err).__name__)
             return
+        if facts.skipped:
+            await self.file.async_keep_copy(
+                f"{facts.skipped} memory records could not be read and were left out"
+            )
         self.facts = facts
         self._settings_stored = "settings" in data
         self._vectors_from = data.get("vectors_from") if facts.dimensions else None

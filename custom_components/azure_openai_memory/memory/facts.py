@@ -588,6 +588,8 @@ class FactStore:
         self._keywords = KeywordIndex()
         # Each record's stored form, made on first save and dropped when the record changes.
         self._stored: dict[str, dict[str, Any]] = {}
+        # Records from_dict could not read (gone from the file at the next save).
+        self.skipped = 0
         self._row: dict[str, int] = {}
         self._ids: list[str | None] = []
         self._free: list[int] = []
@@ -1206,7 +1208,8 @@ class FactStore:
 
     @classmethod
     def from_dict(cls, data: dict[str, Any], settings: FactSettings | None = None) -> "FactStore":
-        """Read the stored form; a record that cannot be read is skipped, not fatal."""
+        """Read the stored form; a record that cannot be read is skipped (counted in
+        `skipped`, for the caller to keep the file), not fatal."""
         store = cls(settings)
         memories = data.get("memories") or []
         loaded: dict[str, Memory] = {}
@@ -1216,7 +1219,8 @@ class FactStore:
             try:
                 memory = Memory.from_dict(raw)
                 vector = base64.b64decode(raw["vector"]) if raw.get("vector") else None
-            except (KeyError, TypeError, ValueError):
+            except (AttributeError, KeyError, TypeError, ValueError):
+                store.skipped += 1
                 continue
             if memory.id in loaded:
                 continue
@@ -1236,7 +1240,8 @@ class FactStore:
         for raw in data.get("archived") or []:
             try:
                 archived = ArchivedMemory.from_dict(raw)
-            except (KeyError, TypeError, ValueError):
+            except (AttributeError, KeyError, TypeError, ValueError):
+                store.skipped += 1
                 continue
             store._archived[archived.id] = archived
         return store
