@@ -167,7 +167,19 @@ async def async_setup(hass: HomeAssistant, config: ConfigType) -> bool:
         await memories.async_close()
 
     hass.bus.async_listen_once(EVENT_HOMEASSISTANT_FINAL_WRITE, _async_close_memories)
+
+    @callback
+    def _cleanup_archived(_now: Any) -> None:
+        """Archived memories past "days archived memories are kept" go, once a day."""
+        memories.cleanup_archived()
+
+    async_track_time_interval(
+        hass, _cleanup_archived, ARCHIVE_CLEANUP_INTERVAL, cancel_on_shutdown=True
+    )
     return True
+
+
+ARCHIVE_CLEANUP_INTERVAL = timedelta(days=1)
 
 
 def _fact_defaults() -> FactSettings:

@@ -273,6 +273,8 @@ class ForgetResult:
 
     archived: list[ArchivedMemory]
     erased: list[str] = field(default_factory=list)
+    # What the erased records said, for the caller to erase its own copies.
+    erased_contents: list[str] = field(default_factory=list)
 
 
 # -- validation -------------------------------------------------------------
@@ -1145,11 +1147,14 @@ class FactStore:
             if memory is None and not (erase and memory_id in self._archived):
                 raise FactError("memory_unknown", memory_id=memory_id)
             if erase:
+                contents = []
                 if memory is not None:
+                    contents.append(memory.content)
                     self._unindex(memory)
-                self._archived.pop(memory_id, None)
+                if (gone := self._archived.pop(memory_id, None)) is not None:
+                    contents.append(gone.original_content)
                 self._stored.pop(memory_id, None)
-                return ForgetResult([], [memory_id])
+                return ForgetResult([], [memory_id], contents)
             assert memory is not None
             return ForgetResult([self._archive(memory, None, "Forgotten on request", now)])
         if tag is None:
@@ -1158,13 +1163,15 @@ class FactStore:
         active = [m for m in self._active.values() if tag in m.tags]
         if erase:
             erased = [m.id for m in active]
+            contents = [m.content for m in active]
             for memory in active:
                 self._unindex(memory)
             for old in [a for a in self._archived.values() if tag in a.memory.tags]:
                 del self._archived[old.id]
                 self._stored.pop(old.id, None)
                 erased.append(old.id)
-            return ForgetResult([], erased)
+                contents.append(old.original_content)
+            return ForgetResult([], erased, contents)
         return ForgetResult(
             [self._archive(m, None, f"Forgotten on request ({tag})", now) for m in active]
         )
