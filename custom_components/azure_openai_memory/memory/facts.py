@@ -1092,8 +1092,7 @@ class FactStore:
         plain = np.round(boost[rows] + self._recency(updated[rows], now), 4)
         total = np.round(scores[rows].astype(np.float64) / top + plain, 4)
         return [
-            (archived[n].memory, float(score))
-            for n, score in zip(rows.tolist(), total.tolist(), strict=True)
+            (archived[int(n)].memory, float(score)) for n, score in zip(rows, total, strict=True)
         ]
 
     def _archive_keywords(
