@@ -9,7 +9,7 @@ from homeassistant.components import conversation, persistent_notification
 from homeassistant.components.conversation import trace
 from homeassistant.const import CONF_LLM_HASS_API
 from homeassistant.core import Context, HomeAssistant
-from homeassistant.helpers import chat_session, intent, llm
+from homeassistant.helpers import chat_session, intent, issue_registry as ir, llm
 from homeassistant.util import dt as dt_util
 import pytest
 from pytest_homeassistant_custom_component.common import MockConfigEntry, async_mock_service
@@ -473,7 +473,8 @@ async def test_failing_stored_data_is_spoken(
     config_entry: MockConfigEntry,
     caplog: pytest.LogCaptureFixture,
 ) -> None:
-    """A series file that cannot be read while building the turn's data: a spoken answer."""
+    """A series file that cannot be read while building the turn's data: set aside (with a
+    Repairs issue), and the turn goes on without it."""
     index = f"{DOMAIN}.timeseries"
     hass_storage[index] = {"version": 1, "key": index, "data": {"keys": ["kudos_timeseries"]}}
     # Valid JSON, but its one entry has no timestamp: reading it fails.
@@ -486,9 +487,11 @@ async def test_failing_stored_data_is_spoken(
     await hass.async_block_till_done()
     with caplog.at_level(logging.INFO):
         result = await converse(hass, config_entry, "Who gave me kudos in the last 2 days?", "c")
-    assert_spoken_failure(result, config_entry, "unknown", [])
-    assert llm_calls(azure) == []
-    assert "failed (unknown): KeyError" in caplog.text
+    assert speech(result) == "You said: Who gave me kudos in the last 2 days?"
+    assert len(llm_calls(azure)) == 1
+    assert "failed (unknown)" not in caplog.text
+    issue = ir.async_get(hass).async_get_issue(DOMAIN, f"corrupt_{index}.kudos_timeseries")
+    assert issue is not None
 
 
 def kudos(now: Any, count: int, minutes: int = 5) -> list[dict[str, Any]]:

@@ -10,17 +10,21 @@ import json
 from pathlib import Path
 from typing import Any
 
+from homeassistant.config_entries import ConfigEntryState
 from homeassistant.core import HomeAssistant
 from homeassistant.helpers import issue_registry as ir
+from homeassistant.setup import async_setup_component
 import pytest
 from pytest_homeassistant_custom_component.common import MockConfigEntry
 
 from custom_components.azure_openai_memory.const import DOMAIN
 from custom_components.azure_openai_memory.memories import DATA_MEMORIES, STORAGE_KEY, Memories
+from custom_components.azure_openai_memory.memory.facts import FactStore
 from custom_components.azure_openai_memory.recording import DATA_HISTORY
 from custom_components.azure_openai_memory.services import (
     DATA_TIMESERIES,
     async_register_memory_services,
+    async_register_services,
 )
 from custom_components.azure_openai_memory.storage import (
     CORRUPT_FILE_ISSUE,
@@ -210,3 +214,119 @@ async def test_unusable_summaries_file_is_set_aside(
     assert not (storage / key).exists()
     our_issue(hass, key)
     await store.async_close()
+
+
+# -- JSON of the right version, but another shape -----------------------------------------
+
+
+@pytest.mark.parametrize("agent_options", [NO_TOOLS])
+@pytest.mark.parametrize("agents", [[], "oops", "agent: 1", "agent: windows"])
+async def test_windows_file_of_another_shape_is_set_aside(
+    hass: HomeAssistant,
+    storage: Path,
+    azure: AzureStub,
+    config_entry: MockConfigEntry,
+    agents: Any,
+) -> None:
+    """The entry loads (not SETUP_ERROR), the file is kept aside, the agent answers."""
+    key = f"{DOMAIN}.windows.{config_entry.entry_id}"
+    agent = next(iter(config_entry.subentries))
+    if agents == "agent: 1":
+        agents = {agent: 1}
+    elif agents == "agent: windows":
+        agents = {agent: {"conversations": {"c": {"max_tokens": 10}}}}
+    stored = {"version": 2, "minor_version": 1, "key": key, "data": {"agents": agents}}
+    (storage / key).write_text(json.dumps(stored))
+    assert await hass.config_entries.async_setup(config_entry.entry_id)
+    await hass.async_block_till_done()
+    assert config_entry.state is ConfigEntryState.LOADED
+    (moved,) = storage.glob(f"{key}.corrupt.*")
+    assert json.loads(moved.read_text()) == stored
+    our_issue(hass, key)
+    result = await converse(hass, config_entry, "Still there?", "c")
+    assert speech(result) == "You said: Still there?"
+    assert [m.content for m in memory_of(config_entry).get_messages("c")] == [
+        "Still there?",
+        "You said: Still there?",
+    ]
+
+
+@pytest.mark.parametrize("entries", ["x", [1], ['{"no_id": 1}']], ids=["text", "number", "no_id"])
+async def test_series_file_of_another_shape_is_set_aside(
+    hass: HomeAssistant, storage: Path, entries: Any
+) -> None:
+    """Every call for the key works again at once (it raised an untranslated error)."""
+    assert await async_setup_component(hass, DOMAIN, {})
+    store = hass.data[DATA_TIMESERIES]
+    await call(
+        hass,
+        "timeseries_merge",
+        key=KEY,
+        entries=[{"id": "k1", "timestamp": "2025-10-25T10:00:00Z"}],
+    )
+    await store.async_close()
+    series_key = f"{SERIES_INDEX}.{KEY}"
+    path = storage / series_key
+    stored = json.loads(path.read_text())
+    stored["data"]["entries"] = entries
+    path.write_text(json.dumps(stored))
+
+    store = TimeseriesStore(hass, SERIES_INDEX)
+    await store.async_load()
+    hass.data[DATA_TIMESERIES] = store
+    async_register_services(hass, store, hass.data[DATA_HISTORY])
+    async with store.lock(KEY):
+        series = await store.async_get(KEY)
+        assert series is not None
+        assert series.summary()["count"] == 0
+    (moved,) = storage.glob(f"{series_key}.corrupt.*")
+    assert json.loads(moved.read_text()) == stored
+    our_issue(hass, series_key)
+    merged = await call(
+        hass,
+        "timeseries_merge",
+        key=KEY,
+        entries=[{"id": "k2", "timestamp": "2025-10-26T10:00:00Z"}],
+    )
+    assert merged["added"] == 1
+    await store.async_close()
+    assert len(json.loads(path.read_text())["data"]["entries"]) == 1
+
+
+async def test_unreadable_memory_records_keep_a_copy_of_the_file(
+    hass: HomeAssistant, storage: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Skipped records would be gone after the next save: the whole file is copied first."""
+    assert await async_setup_component(hass, DOMAIN, {})
+    good = FactStore()
+    kept = good.save("The guest room is Anna's", "household", ["person:anna"])
+    data = good.as_dict()
+    data["memories"].append({"id": "mem_broken", "content": "no type"})
+    data["memories"].append("not a record")
+    data["archived"] = [{"memory": 3}]
+    stored = {"version": 1, "minor_version": 1, "key": STORAGE_KEY, "data": data}
+    path = storage / STORAGE_KEY
+    path.write_text(json.dumps(stored))
+
+    memories = await fresh_memories(hass)
+    assert [m.id for m in memories.facts] == [kept.memory.id]
+    (copy,) = storage.glob(f"{STORAGE_KEY}.corrupt.*")
+    assert json.loads(copy.read_text()) == stored
+    assert json.loads(path.read_text()) == stored  # still the file in use
+    assert "3 memory records could not be read and were left out" in caplog.text
+    assert str(copy) in caplog.text
+    saved = await call(hass, "memory_save", content="Bins go out on Tuesday", type="routine")
+    assert saved["action"] == "created"
+    await memories.async_close()
+    assert len(json.loads(path.read_text())["data"]["memories"]) == 2
+
+
+async def test_readable_memories_make_no_copy(hass: HomeAssistant, storage: Path) -> None:
+    assert await async_setup_component(hass, DOMAIN, {})
+    good = FactStore()
+    good.save("The guest room is Anna's", "household", ["person:anna"])
+    stored = {"version": 1, "minor_version": 1, "key": STORAGE_KEY, "data": good.as_dict()}
+    (storage / STORAGE_KEY).write_text(json.dumps(stored))
+    memories = await fresh_memories(hass)
+    assert len(memories.facts) == 1
+    assert list(storage.glob(f"{STORAGE_KEY}.corrupt.*")) == []

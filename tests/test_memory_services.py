@@ -508,6 +508,8 @@ async def test_forget_erase_cleanup_and_administrators(
     [
         ("save", {"content": "", "type": "household"}, "memory_content_empty"),
         ("save", {"content": "   ", "type": "household"}, "memory_content_empty"),
+        ("save", {"content": 42, "type": "household"}, "memory_content_not_text"),
+        ("save", {"content": ["a", "list"], "type": "household"}, "memory_content_not_text"),
         ("save", {"content": "x" * 2001, "type": "household"}, "memory_content_too_long"),
         ("save", {"content": "fine", "type": "dream"}, "memory_type_invalid"),
         (

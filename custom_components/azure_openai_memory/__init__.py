@@ -173,7 +173,24 @@ async def async_setup(hass: HomeAssistant, config: ConfigType) -> bool:
         hass.data[DATA_SUMMARIES].async_stop()
 
     hass.bus.async_listen_once(EVENT_HOMEASSISTANT_STOP, _async_stop_summaries)
+
+    async def _async_close_memories(_event: Event) -> None:
+        await memories.async_close()
+
+    hass.bus.async_listen_once(EVENT_HOMEASSISTANT_FINAL_WRITE, _async_close_memories)
+
+    @callback
+    def _cleanup_archived(_now: Any) -> None:
+        """Archived memories past "days archived memories are kept" go, once a day."""
+        memories.cleanup_archived()
+
+    async_track_time_interval(
+        hass, _cleanup_archived, ARCHIVE_CLEANUP_INTERVAL, cancel_on_shutdown=True
+    )
     return True
+
+
+ARCHIVE_CLEANUP_INTERVAL = timedelta(days=1)
 
 
 def _fact_defaults() -> FactSettings:
@@ -258,6 +275,10 @@ async def async_setup_entry(hass: HomeAssistant, entry: AzureOpenAIMemoryConfigE
         migrate=migrate_windows,
     )
     stored = (await store.async_load()).get("agents", {})
+    # JSON of another shape is set aside like an unreadable file, never fatal to the entry.
+    unusable: str | None = None
+    if not isinstance(stored, dict):
+        unusable, stored = f"agents is {type(stored).__name__}, not an object", {}
     cache_dir = Path(hass.config.path(DOMAIN, "tiktoken"))
     for subentry in entry.subentries.values():
         if subentry.subentry_type != SUBENTRY_AGENT:
@@ -267,8 +288,15 @@ async def async_setup_entry(hass: HomeAssistant, entry: AzureOpenAIMemoryConfigE
             load_counter, subentry.data[CONF_DEPLOYMENT], cache_dir
         )
         memory = ConversationMemoryManager(counter, memory_settings(entry, subentry))
-        memory.load(stored.get(subentry.subentry_id, {}))
+        try:
+            memory.load(stored.get(subentry.subentry_id, {}))
+        except (AttributeError, KeyError, TypeError, ValueError) as err:
+            unusable = unusable or f"agent {subentry.subentry_id}: {err!r}"
+            memory = ConversationMemoryManager(counter, memory_settings(entry, subentry))
         memories[subentry.subentry_id] = memory
+    if unusable is not None:
+        await store.async_set_aside(unusable)
+        store.async_schedule_save()  # the agents that could be read, in a new file
 
     async_clear_resolved_issues(hass, entry)
     if is_untouched_title(entry.title, settings.endpoint) and entry.title != (

@@ -13,11 +13,13 @@ from dataclasses import asdict
 import logging
 from typing import Any
 
-from homeassistant.core import HomeAssistant, callback
+from homeassistant.config_entries import ConfigEntryState
+from homeassistant.core import CALLBACK_TYPE, HomeAssistant, callback
+from homeassistant.helpers.event import async_call_later
 from homeassistant.util.hass_dict import HassKey
 
 from .const import DOMAIN
-from .llm.embeddings import BATCH_SIZE, Embedder
+from .llm.embeddings import BATCH_SIZE, RETRY_AFTER, Embedder
 from .memory.facts import (
     FACTS_VERSION,
     FactSettings,
@@ -41,6 +43,11 @@ _LOGGER = logging.getLogger(__name__)
 
 DATA_MEMORIES: HassKey["Memories"] = HassKey(f"{DOMAIN}_memories")
 STORAGE_KEY = f"{DOMAIN}.memories"
+# While the deployment that made the stored vectors is missing and an entry is still
+# setting up (start-up, a reload), another entry's deployment takes over only after this
+# long (seconds): the missing one is usually back well before, and switching would embed
+# every memory again.
+TAKE_OVER_AFTER = 60.0
 
 
 class Memories:
@@ -54,6 +61,8 @@ class Memories:
         self._vectors_from: str | None = None
         self._embedders: dict[str, Embedder] = {}
         self._embedding: asyncio.Task[None] | None = None
+        self._cancel_retry: CALLBACK_TYPE | None = None
+        self._cancel_take_over: CALLBACK_TYPE | None = None
         self.file = DebouncedStore(
             hass, STORAGE_KEY, self._snapshot, version=FACTS_VERSION, migrate=migrate_facts
         )
@@ -70,6 +79,10 @@ class Memories:
         except (AttributeError, KeyError, TypeError, ValueError) as err:
             await self.file.async_set_aside(str(err) or type(err).__name__)
             return
+        if facts.skipped:
+            await self.file.async_keep_copy(
+                f"{facts.skipped} memory records could not be read and were left out"
+            )
         self.facts = facts
         self._settings_stored = "settings" in data
         self._vectors_from = data.get("vectors_from") if facts.dimensions else None
@@ -108,17 +121,73 @@ class Memories:
 
     @property
     def embedder(self) -> Embedder | None:
-        """The embeddings deployment in use: the first entry that names one."""
-        return next(iter(self._embedders.values()), None)
+        """The embeddings deployment in use.
+
+        With several entries naming one, the one the stored vectors came from, else the
+        oldest entry's (entry ids sort by creation): the order entries happen to set up
+        in after a reload must not embed everything again.
+        """
+        if not self._embedders:
+            return None
+        for embedder in self._embedders.values():
+            if embedder.identity == self._vectors_from:
+                return embedder
+        if self._cancel_take_over is not None:
+            return None  # the vectors' deployment may be back in a moment: words meanwhile
+        return self._embedders[min(self._embedders)]
 
     @callback
     def async_use_embeddings(self, entry_id: str, embedder: Embedder | None) -> None:
         """An entry set up (with or without a deployment) or unloaded (None)."""
-        if embedder is None:
-            self._embedders.pop(entry_id, None)
-        else:
+        self._embedders.pop(entry_id, None)
+        if embedder is not None:
             self._embedders[entry_id] = embedder
+        if not self._embedders:
+            self._async_stop_embedding()
+        elif self._vectors_missing_their_deployment() and self._entries_setting_up():
+            self._async_take_over_later()
+        elif self._cancel_take_over is not None:
+            self._cancel_take_over()
+            self._cancel_take_over = None
         self._async_embed_missing()
+
+    def _vectors_missing_their_deployment(self) -> bool:
+        return self._vectors_from is not None and all(
+            embedder.identity != self._vectors_from for embedder in self._embedders.values()
+        )
+
+    def _entries_setting_up(self) -> bool:
+        """Whether an entry not yet counted may still come with the vectors' deployment."""
+        return any(
+            entry.state is not ConfigEntryState.LOADED
+            and entry.disabled_by is None
+            and entry.entry_id not in self._embedders
+            for entry in self.hass.config_entries.async_entries(DOMAIN)
+        )
+
+    @callback
+    def _async_take_over_later(self) -> None:
+        if self._cancel_take_over is not None:
+            return
+
+        @callback
+        def _take_over(_now: Any) -> None:
+            self._cancel_take_over = None
+            self._async_embed_missing()
+
+        self._cancel_take_over = async_call_later(self.hass, TAKE_OVER_AFTER, _take_over)
+
+    @callback
+    def _async_stop_embedding(self) -> None:
+        """No deployment left (or shutting down): no request and no retry outlives it."""
+        if self._cancel_retry is not None:
+            self._cancel_retry()
+            self._cancel_retry = None
+        if self._cancel_take_over is not None:
+            self._cancel_take_over()
+            self._cancel_take_over = None
+        if self._embedding is not None and not self._embedding.done():
+            self._embedding.cancel()
 
     @callback
     def _async_embed_missing(self) -> None:
@@ -150,8 +219,11 @@ class Memories:
             while self.embedder is embedder and (missing := self.facts.without_vector()):
                 batch = missing[:BATCH_SIZE]
                 vectors = await embedder.async_embed([m.content for m in batch])
-                if vectors is None or self.embedder is not embedder:
-                    return  # failed, or from a deployment no longer in use
+                if self.embedder is not embedder:
+                    return  # from a deployment no longer in use
+                if vectors is None:
+                    self._async_retry_later()
+                    return
                 for memory, vector in zip(batch, vectors, strict=True):
                     self.facts.set_vector(memory.id, vector)
                 self.async_changed()
@@ -159,16 +231,36 @@ class Memories:
             if self.embedder is not embedder:
                 self.hass.loop.call_soon(self._async_embed_missing)
 
-    async def _async_vectors(self, texts: list[str]) -> list[Vector] | None:
-        """One request for these texts, or None (keyword ranking) without a deployment."""
+    @callback
+    def _async_retry_later(self) -> None:
+        """A failed batch is tried again once the embedder's pause is over."""
+        if self._cancel_retry is not None:
+            self._cancel_retry()
+
+        @callback
+        def _retry(_now: Any) -> None:
+            self._cancel_retry = None
+            self._async_embed_missing()
+
+        self._cancel_retry = async_call_later(self.hass, RETRY_AFTER, _retry)
+
+    async def _async_vectors(self, texts: list[str]) -> tuple[str | None, list[Vector] | None]:
+        """One request for these texts, and the deployment's identity; (None, None) without.
+
+        Vectors are comparable with the store's only when that identity is still the one
+        the store's vectors come from once the answer is in (vectors_comparable).
+        """
         embedder = self.embedder
         if embedder is None:
-            return None
+            return None, None
         was_failing = embedder.failing
         vectors = await embedder.async_embed(texts)
         if vectors is not None and (was_failing or self._vectors_from != embedder.identity):
             self._async_embed_missing()
-        return vectors
+        return embedder.identity, vectors
+
+    def _vectors_comparable(self, identity: str | None) -> bool:
+        return identity is not None and identity == self._vectors_from
 
     # -- the services' work --
 
@@ -189,8 +281,9 @@ class Memories:
         if confidence is not None:
             parse_confidence(confidence)
         parse_source(source)
-        vectors = await self._async_vectors([content])
-        if vectors is not None and self._vectors_from != self.embedder_identity:
+        identity, vectors = await self._async_vectors([content])
+        dropped = vectors is not None and not self._vectors_comparable(identity)
+        if dropped:
             vectors = None  # the store is being embedded again by another deployment
         result = self.facts.save(
             content,
@@ -202,6 +295,8 @@ class Memories:
             vector=vectors[0] if vectors else None,
         )
         self.async_changed()
+        if dropped:
+            self._async_embed_missing()
         return result
 
     @property
@@ -225,9 +320,9 @@ class Memories:
             parse_type(memory_type)
         validate_tags(tags or ())
         vector = None
-        if query and query.strip() and self.facts.dimensions and len(self.facts):
-            vectors = await self._async_vectors([query.strip()])
-            if vectors:
+        if query and query.strip() and len(self.facts):
+            identity, vectors = await self._async_vectors([query.strip()])
+            if vectors and self._vectors_comparable(identity):
                 vector = vectors[0]
         return self.facts.search(
             query,
@@ -255,9 +350,8 @@ class Memories:
         return deleted
 
     async def async_close(self) -> None:
-        """Stop embedding and write what is pending."""
-        if self._embedding is not None and not self._embedding.done():
-            self._embedding.cancel()
+        """Stop embedding (and its retry) and write what is pending."""
+        self._async_stop_embedding()
         await self.file.async_close()
 
 

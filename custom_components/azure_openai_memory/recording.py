@@ -218,6 +218,17 @@ class HistoryRecorder:
             _LOGGER.debug("History purge: %d events older than %s deleted", deleted, cutoff)
         return deleted
 
+    async def async_erase_memories(self, ids: list[str], contents: list[str]) -> int:
+        """Delete the tool calls (remember, recall) and service events that carried erased
+        memories, by their ids or their words; how many events went."""
+        if not ids and not contents:
+            return 0
+        return await self.async_run(
+            self.store.delete_events_containing,
+            [*ids, *contents],
+            (HistoryEventType.TOOL_USE, HistoryEventType.STATE_CHANGE),
+        )
+
     async def async_close(self) -> None:
         """Commit what is queued and close the database."""
         if self.available and not self._closed:

@@ -2,13 +2,14 @@
 
 from collections.abc import Callable, Coroutine
 from datetime import date, datetime
+import logging
 import math
 from typing import TYPE_CHECKING, Any
 from uuid import uuid4
 
 from homeassistant.config_entries import ConfigEntryState
 from homeassistant.core import HomeAssistant, ServiceCall, ServiceResponse, SupportsResponse
-from homeassistant.exceptions import ServiceValidationError, Unauthorized
+from homeassistant.exceptions import HomeAssistantError, ServiceValidationError, Unauthorized
 from homeassistant.helpers import config_validation as cv, entity_registry as er
 from homeassistant.util import dt as dt_util
 from homeassistant.util.hass_dict import HassKey
@@ -16,7 +17,7 @@ import voluptuous as vol
 
 from .const import DOMAIN
 from .memories import Memories
-from .memory.facts import ArchivedMemory, FactError, Memory, SearchResult
+from .memory.facts import ArchivedMemory, FactError, ForgetResult, Memory, SearchResult
 from .memory.history import (
     AgentHistoryEvent,
     HistoryError,
@@ -39,6 +40,8 @@ from .summarizing import SummaryKeeper
 
 if TYPE_CHECKING:
     from . import AzureOpenAIMemoryConfigEntry
+
+_LOGGER = logging.getLogger(__name__)
 
 # Time series belong to the installation, not to one Azure resource: automations
 # call these services without naming an entry.
@@ -822,7 +825,9 @@ async def async_memory_search(memories: Memories, data: dict[str, Any]) -> dict[
     }
 
 
-async def _async_memory_forget(memories: Memories, call: ServiceCall) -> dict[str, Any]:
+async def _async_memory_forget(
+    memories: Memories, call: ServiceCall, history: HistoryRecorder
+) -> dict[str, Any]:
     data = call.data
     if ("memory_id" in data) == ("tag" in data):
         raise _memory_invalid(FactError("memory_forget_one"))
@@ -830,10 +835,25 @@ async def _async_memory_forget(memories: Memories, call: ServiceCall) -> dict[st
         result = memories.forget(data.get("memory_id"), data.get("tag"), erase=data["erase"])
     except FactError as err:
         raise _memory_invalid(err) from err
-    return {
+    response: dict[str, Any] = {
         "archived": [archived_response(one) for one in result.archived],
         "erased": result.erased,
     }
+    if data["erase"]:
+        response["history_events_erased"] = await _async_erase_history(history, result)
+    return response
+
+
+async def _async_erase_history(history: HistoryRecorder, result: ForgetResult) -> int | None:
+    """The history's copies of erased memories go too; None when the history cannot be
+    reached (the memories are erased all the same; logged, for the user to act on)."""
+    if not history.available:
+        return 0  # nothing was ever recorded
+    try:
+        return await history.async_erase_memories(result.erased, result.erased_contents)
+    except HomeAssistantError as err:
+        _LOGGER.error("Erased memories may remain in the agent history: %s", err)
+        return None
 
 
 async def _async_memory_cleanup(memories: Memories, call: ServiceCall) -> dict[str, Any]:
@@ -858,9 +878,13 @@ def async_register_memory_services(
         return {"patterns": [insight.as_dict() for insight in memories.facts.patterns()]}
 
     async def forget(call: ServiceCall) -> ServiceResponse:
-        result = await _async_memory_forget(memories, call)
-        ids = [one["id"] for one in result["archived"]] + list(result["erased"])
-        _record_service(history, call, {"ids": ids, "erase": call.data["erase"]})
+        result = await _async_memory_forget(memories, call, history)
+        if call.data["erase"]:
+            # The record of an erasure names no erased memory: only how many went.
+            _record_service(history, call, {"erased": len(result["erased"]), "erase": True})
+        else:
+            ids = [one["id"] for one in result["archived"]]
+            _record_service(history, call, {"ids": ids, "erase": False})
         return result
 
     async def cleanup(call: ServiceCall) -> ServiceResponse:

@@ -12,6 +12,7 @@ from collections import OrderedDict
 from collections.abc import Callable
 import logging
 import os
+import shutil
 import time
 from typing import Any
 
@@ -135,6 +136,18 @@ class DebouncedStore:
             translation_key=CORRUPT_FILE_ISSUE,
             translation_placeholders={"file": path, "moved_to": moved_to, "error": reason},
         )
+
+    async def async_keep_copy(self, reason: str) -> str:
+        """Copy the file aside (it stays in use): part of it could not be read, and the
+        next save would write it without that part. Returns where the copy went."""
+        path = self.path
+        copy_to = f"{path}.corrupt.{dt_util.utcnow().strftime('%Y%m%dT%H%M%S')}"
+        try:
+            await self.hass.async_add_executor_job(shutil.copy2, path, copy_to)
+        except OSError as err:
+            copy_to = f"(could not be copied: {err.strerror or err})"
+        _LOGGER.warning("%s: %s; the whole file was kept as %s", path, reason, copy_to)
+        return copy_to
 
     @callback
     def async_schedule_save(self) -> None:
@@ -337,8 +350,14 @@ class TimeseriesStore:
             return series
         if key not in self._records and not create:
             return None
-        data = await self._store(key).async_load()
-        series = await self.hass.async_add_executor_job(TimeSeries.from_dict, key, data)
+        file = self._store(key)
+        data = await file.async_load()
+        try:
+            series = await self.hass.async_add_executor_job(TimeSeries.from_dict, key, data)
+        except (AttributeError, KeyError, TypeError, ValueError) as err:
+            # JSON, but not a series: kept aside like an unreadable file, the key starts empty.
+            await file.async_set_aside(f"{type(err).__name__}: {err}")
+            series = await self.hass.async_add_executor_job(TimeSeries.from_dict, key, {})
         self._series[key] = series
         self._account(key, series)
         if key in self._records:

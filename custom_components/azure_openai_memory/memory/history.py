@@ -52,6 +52,8 @@ import threading
 import time
 from typing import Any, Final, TypeGuard
 
+import orjson
+
 from .history_models import (
     _US,
     MAX_EVENT_DATA_BYTES,
@@ -85,6 +87,9 @@ from .history_schema import (
     _transaction,
 )
 from .timeseries import format_time
+
+# Texts (or ids) per statement, well under SQLite's limit on bound parameters.
+_NEEDLES_PER_QUERY = 400
 
 # The public names; the models and the schema live in their own modules.
 __all__ = [
@@ -479,6 +484,46 @@ class HistoryStore:
             finally:
                 conn.execute("PRAGMA foreign_keys = ON")
             return count
+
+        deleted: int = self._submit(delete)
+        return deleted
+
+    def delete_events_containing(
+        self, texts: Iterable[str], event_types: Iterable[HistoryEventType]
+    ) -> int:
+        """Delete events of these types whose data holds any of texts; how many went.
+
+        For erasure: what a user asked to be forgotten must not stay in the tool calls and
+        service events that carried it. Texts are matched as they are stored (JSON-escaped);
+        every event of the types is read once, which an erasure (rare) can afford.
+        """
+        needles = sorted({orjson.dumps(text).decode()[1:-1] for text in texts if text})
+        types = [kind.value for kind in event_types]
+        if not needles or not types:
+            return 0
+        kinds = ",".join("?" * len(types))
+
+        def delete(conn: sqlite3.Connection) -> int:
+            doomed: set[str] = set()
+            with _transaction(conn):
+                for start in range(0, len(needles), _NEEDLES_PER_QUERY):
+                    chunk = needles[start : start + _NEEDLES_PER_QUERY]
+                    match = " OR ".join(["instr(event_data, ?) > 0"] * len(chunk))
+                    rows = conn.execute(
+                        "SELECT event_id FROM agent_history_events "
+                        f"WHERE event_type IN ({kinds}) AND ({match})",
+                        (*types, *chunk),
+                    )
+                    doomed.update(row[0] for row in rows)
+                ids = sorted(doomed)
+                for start in range(0, len(ids), _NEEDLES_PER_QUERY):
+                    chunk = ids[start : start + _NEEDLES_PER_QUERY]
+                    marks = ",".join("?" * len(chunk))
+                    # The foreign keys unlink children and snapshots.
+                    conn.execute(
+                        f"DELETE FROM agent_history_events WHERE event_id IN ({marks})", chunk
+                    )
+            return len(doomed)
 
         deleted: int = self._submit(delete)
         return deleted

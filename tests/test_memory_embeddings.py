@@ -1,0 +1,213 @@
+"""Embeddings for memories in the home a user has: a flaky deployment, a switch, two entries."""
+
+from datetime import timedelta
+from typing import Any
+
+from freezegun.api import FrozenDateTimeFactory
+from homeassistant.config_entries import ConfigEntryState
+from homeassistant.core import HomeAssistant
+from pytest_homeassistant_custom_component.common import MockConfigEntry, async_fire_time_changed
+
+from custom_components.azure_openai_memory.const import (
+    CONF_EMBEDDINGS_DEPLOYMENT,
+    DOMAIN,
+    RECOMMENDED_OPTIONS,
+)
+from custom_components.azure_openai_memory.llm.embeddings import RETRY_AFTER, Embedder
+from custom_components.azure_openai_memory.memories import STORAGE_KEY, TAKE_OVER_AFTER
+from custom_components.azure_openai_memory.memory.facts import FactSettings, FactStore
+
+from .azure_stub import AzureStub, Reply
+from .azure_stub.embeddings import hashed_embedder
+from .conftest import entry_data
+from .test_memory_services import EMBEDDINGS, call, embedding_calls, memories
+
+LARGE = "text-embedding-3-large"
+
+
+def stored_home(hass_storage: dict[str, Any], vectors_from: str | None = None) -> None:
+    """Two memories on disk, with vectors only when vectors_from names their deployment."""
+    old = FactStore(FactSettings())
+    vector = [1.0, 0.0, 0.5] if vectors_from else None
+    old.save("The spare key is under the blue pot", "household", [], vector=vector)
+    old.save("The wifi password is on the fridge", "household", [], vector=vector)
+    hass_storage[STORAGE_KEY] = {
+        "version": 1,
+        "minor_version": 1,
+        "key": STORAGE_KEY,
+        "data": {**old.as_dict(), "vectors_from": vectors_from},
+    }
+
+
+def name_deployment(hass: HomeAssistant, entry: MockConfigEntry, deployment: str) -> None:
+    hass.config_entries.async_update_entry(
+        entry, options={**entry.options, CONF_EMBEDDINGS_DEPLOYMENT: deployment}
+    )
+
+
+def second_entry(hass: HomeAssistant, azure: AzureStub, deployment: str) -> MockConfigEntry:
+    """Another entry on the same resource, created after the `config_entry` fixture's."""
+    entry = MockConfigEntry(
+        domain=DOMAIN,
+        title="second",
+        unique_id="second",
+        entry_id="zzzzzzzzzzzzzzzzzzzzzzzzzz",
+        data=entry_data(azure),
+        options={**RECOMMENDED_OPTIONS, CONF_EMBEDDINGS_DEPLOYMENT: deployment},
+    )
+    entry.add_to_hass(hass)
+    return entry
+
+
+def models(azure: AzureStub) -> list[str]:
+    return [c.body["model"] for c in embedding_calls(azure) if c.body]
+
+
+async def test_a_failed_first_batch_is_tried_again_and_ranking_by_meaning_starts(
+    hass: HomeAssistant,
+    hass_storage: dict[str, Any],
+    config_entry: MockConfigEntry,
+    azure: AzureStub,
+    freezer: FrozenDateTimeFactory,
+) -> None:
+    """Failing at start-up, then once more, then answering: every RETRY_AFTER seconds."""
+    stored_home(hass_storage)
+    azure.queue_embeddings(Reply.rate_limited("1"), Reply.rate_limited("1"))
+    name_deployment(hass, config_entry, EMBEDDINGS)
+    assert await hass.config_entries.async_setup(config_entry.entry_id)
+    await hass.async_block_till_done(wait_background_tasks=True)
+    assert len(embedding_calls(azure)) == 1
+    found = await call(hass, "search", query="Where is the key kept?")
+    assert found["ranker"] == "keyword"
+    assert len(embedding_calls(azure)) == 1  # paused: no request from the search either
+
+    freezer.tick(timedelta(seconds=RETRY_AFTER - 1))
+    async_fire_time_changed(hass)
+    await hass.async_block_till_done(wait_background_tasks=True)
+    assert len(embedding_calls(azure)) == 1
+
+    freezer.tick(timedelta(seconds=1))
+    async_fire_time_changed(hass)
+    await hass.async_block_till_done(wait_background_tasks=True)
+    assert len(embedding_calls(azure)) == 2  # the retry, refused again
+    assert len(memories(hass).facts.without_vector()) == 2
+
+    freezer.tick(timedelta(seconds=RETRY_AFTER))
+    async_fire_time_changed(hass)
+    await hass.async_block_till_done(wait_background_tasks=True)
+    assert len(embedding_calls(azure)) == 3
+    assert memories(hass).facts.without_vector() == []
+    found = await call(hass, "search", query="Where is the key kept?")
+    assert found["ranker"] == "hybrid"
+    assert found["memories"][0]["content"] == "The spare key is under the blue pot"
+
+    # Nothing is left scheduled: time passing makes no more requests.
+    freezer.tick(timedelta(seconds=10 * RETRY_AFTER))
+    async_fire_time_changed(hass)
+    await hass.async_block_till_done(wait_background_tasks=True)
+    assert len(embedding_calls(azure)) == 4  # the search's question only
+
+
+async def test_a_search_embeds_its_question_before_any_memory_has_a_vector(
+    hass: HomeAssistant,
+    hass_storage: dict[str, Any],
+    config_entry: MockConfigEntry,
+    azure: AzureStub,
+    freezer: FrozenDateTimeFactory,
+) -> None:
+    """A deployment that recovers is noticed by the next search, not only by the retry."""
+    stored_home(hass_storage)
+    azure.queue_embeddings(Reply.rate_limited("1"))
+    name_deployment(hass, config_entry, EMBEDDINGS)
+    assert await hass.config_entries.async_setup(config_entry.entry_id)
+    await hass.async_block_till_done(wait_background_tasks=True)
+    assert memories(hass).facts.dimensions == 0
+    freezer.tick(timedelta(seconds=RETRY_AFTER))  # the pause is over; the timer not yet run
+    found = await call(hass, "search", query="Where is the key kept?")
+    assert found["ranker"] == "keyword"  # the question has a vector; no memory has yet
+    assert len(embedding_calls(azure)) == 2
+    await hass.async_block_till_done(wait_background_tasks=True)
+    assert memories(hass).facts.without_vector() == []
+    assert len(embedding_calls(azure)) == 3
+
+
+async def test_a_vector_from_the_deployment_switched_away_from_is_not_kept(
+    hass: HomeAssistant,
+    hass_storage: dict[str, Any],
+    config_entry: MockConfigEntry,
+    azure: AzureStub,
+) -> None:
+    """The switch lands while a save's request is on its way: its vector is not mixed in."""
+    azure.embedding_deployments.add(LARGE)
+    stored_home(hass_storage)
+    name_deployment(hass, config_entry, EMBEDDINGS)
+    assert await hass.config_entries.async_setup(config_entry.entry_id)
+    await hass.async_block_till_done(wait_background_tasks=True)
+    assert models(azure) == [EMBEDDINGS]
+    store = memories(hass)
+    large = Embedder(config_entry.runtime_data.client, LARGE, f"{azure.endpoint}|{LARGE}")
+    text = "The bins go out on Tuesday night"
+
+    def switching_embedder(texts: list[str]) -> list[list[float]]:
+        if texts == [text] and store.embedder is not large:
+            # What reloading the entry with another deployment does, while the answer is
+            # on the way.
+            store.async_use_embeddings(config_entry.entry_id, None)
+            store.async_use_embeddings(config_entry.entry_id, large)
+            assert store.embedder is large
+        return hashed_embedder(texts)
+
+    azure.embedder = switching_embedder
+    saved = await call(hass, "save", content=text, type="routine")
+    await hass.async_block_till_done(wait_background_tasks=True)
+    calls = [c.body for c in embedding_calls(azure) if c.body]
+    embedded = [t for body in calls if body["model"] == LARGE for t in body["input"]]
+    # Embedded again by the deployment now in use, with the two stored memories.
+    assert sorted(embedded) == sorted(
+        ["The spare key is under the blue pot", "The wifi password is on the fridge", text]
+    )
+    assert store.facts.vector(saved["memory"]["id"]) is not None
+    assert store.facts.without_vector() == []
+    await store.file.async_flush()
+    assert hass_storage[STORAGE_KEY]["data"]["vectors_from"] == f"{azure.endpoint}|{LARGE}"
+
+
+async def test_the_deployment_the_vectors_came_from_stays_in_use_across_reloads(
+    hass: HomeAssistant,
+    hass_storage: dict[str, Any],
+    config_entry: MockConfigEntry,
+    azure: AzureStub,
+    freezer: FrozenDateTimeFactory,
+) -> None:
+    """Two entries naming deployments: the order they set up in embeds nothing again."""
+    azure.embedding_deployments.add(LARGE)
+    large = f"{azure.endpoint}|{LARGE}"
+    stored_home(hass_storage, vectors_from=large)
+    name_deployment(hass, config_entry, EMBEDDINGS)
+    other = second_entry(hass, azure, LARGE)
+    assert await hass.config_entries.async_setup(config_entry.entry_id)  # sets up both
+    await hass.async_block_till_done(wait_background_tasks=True)
+    assert other.state is ConfigEntryState.LOADED
+    assert embedding_calls(azure) == []
+    assert memories(hass).embedder_identity == large
+    for entry in (config_entry, other, config_entry, other):
+        assert await hass.config_entries.async_reload(entry.entry_id)
+        await hass.async_block_till_done(wait_background_tasks=True)
+        assert memories(hass).embedder_identity == large
+    freezer.tick(timedelta(seconds=TAKE_OVER_AFTER + 1))
+    async_fire_time_changed(hass)
+    await hass.async_block_till_done(wait_background_tasks=True)
+    assert embedding_calls(azure) == []
+    assert memories(hass).facts.without_vector() == []
+
+    # Removed for good: the other deployment takes over, once, after the pause.
+    assert await hass.config_entries.async_unload(other.entry_id)
+    assert memories(hass).embedder is None
+    found = await call(hass, "search", query="Where is the key kept?")
+    assert found["ranker"] == "keyword"
+    freezer.tick(timedelta(seconds=TAKE_OVER_AFTER))
+    async_fire_time_changed(hass)
+    await hass.async_block_till_done(wait_background_tasks=True)
+    assert memories(hass).embedder_identity == f"{azure.endpoint}|{EMBEDDINGS}"
+    assert models(azure) == [EMBEDDINGS]
+    assert memories(hass).facts.without_vector() == []

@@ -1,0 +1,117 @@
+"""Erasing memories erases their copies in the history; archived ones expire daily."""
+
+from datetime import timedelta
+import json
+from pathlib import Path
+import sqlite3
+from typing import Any
+
+from freezegun.api import FrozenDateTimeFactory
+from homeassistant.core import HomeAssistant
+import pytest
+from pytest_homeassistant_custom_component.common import MockConfigEntry, async_fire_time_changed
+
+from custom_components.azure_openai_memory.const import DOMAIN
+from custom_components.azure_openai_memory.memories import DATA_MEMORIES
+from custom_components.azure_openai_memory.recording import DATA_HISTORY
+
+from .azure_stub import AzureStub, Reply, ToolCall
+from .conftest import NO_TOOLS, converse
+
+ANNA = {"content": "Anna's PIN is 4711", "type": "context", "tags": ["person:anna"]}
+BEN = {"content": "Ben likes coffee", "type": "preference", "tags": ["person:ben"]}
+
+
+async def call(hass: HomeAssistant, service: str, **data: Any) -> dict[str, Any]:
+    response = await hass.services.async_call(
+        DOMAIN, f"memory_{service}", data, blocking=True, return_response=True
+    )
+    assert response is not None
+    return dict(response)
+
+
+async def stored_events(hass: HomeAssistant) -> list[tuple[str, str, str]]:
+    """(agent, type, data) of every event in the database, once the queue is written."""
+    recorder = hass.data[DATA_HISTORY]
+    await recorder.async_run(recorder.store.flush)
+    path = Path(recorder.store.path)
+
+    def read() -> list[tuple[str, str, str]]:
+        with sqlite3.connect(path) as conn:
+            return list(
+                conn.execute("SELECT agent_id, event_type, event_data FROM agent_history_events")
+            )
+
+    return await hass.async_add_executor_job(read)
+
+
+def mentioning(
+    events: list[tuple[str, str, str]],
+    *texts: str,
+    kinds: tuple[str, ...] = ("tool_use", "state_change"),
+) -> list[tuple[str, str, str]]:
+    """Events of these types whose data holds any of texts."""
+    return [e for e in events if e[1] in kinds and any(json.dumps(t)[1:-1] in e[2] for t in texts)]
+
+
+@pytest.mark.parametrize("agent_options", [NO_TOOLS])
+async def test_erase_deletes_the_history_events_that_carried_the_memories(
+    hass: HomeAssistant, loaded_entry: MockConfigEntry, azure: AzureStub
+) -> None:
+    azure.queue(
+        Reply(tool_calls=[ToolCall("remember", ANNA)]),
+        Reply(text="Noted."),
+        Reply(tool_calls=[ToolCall("remember", BEN)]),
+        Reply(text="Noted."),
+        Reply(tool_calls=[ToolCall("recall", {"query": "Anna PIN"})]),
+        Reply(text="It is 4711."),
+    )
+    await converse(hass, loaded_entry, "Remember Anna's PIN is 4711", "c1")
+    await converse(hass, loaded_entry, "Remember Ben likes coffee", "c1")
+    await converse(hass, loaded_entry, "What is Anna's PIN?", "c2")
+    older = await call(hass, "save", content="Anna's bike code is 1234", type="context",
+                       tags=["person:anna", "topic:bike"])  # fmt: skip
+    ids = [m.id for m in hass.data[DATA_MEMORIES].facts if "person:anna" in m.tags]
+    assert older["memory"]["id"] in ids
+    assert len(ids) == 2
+    before = await stored_events(hass)
+    assert len(mentioning(before, "4711", *ids)) == 3  # remember, recall, memory_save
+    assert len(mentioning(before, "Ben likes coffee")) == 1
+
+    erased = await call(hass, "forget", tag="person:anna", erase=True)
+    assert sorted(erased["erased"]) == sorted(ids)
+    assert erased["history_events_erased"] == 3
+
+    after = await stored_events(hass)
+    assert mentioning(after, "4711", "1234", *ids) == []
+    # The conversation as it was said (question and answer) is the user's words, kept
+    # like the windows until the history's retention or a purge.
+    said = mentioning(after, "4711", kinds=("communication",))
+    assert said == mentioning(before, "4711", kinds=("communication",))
+    assert len(said) == 2
+    # What was not erased stays, and the erasure itself is recorded without naming them.
+    assert len(mentioning(after, "Ben likes coffee")) == 1
+    (record,) = [e for e in after if e[0] == f"{DOMAIN}.memory_forget"]
+    assert json.loads(record[2]) == {"erased": 2, "erase": True}
+    assert len(after) == len(before) - 3 + 1
+
+
+async def test_archived_memories_past_the_retention_go_daily(
+    hass: HomeAssistant, loaded_entry: MockConfigEntry, freezer: FrozenDateTimeFactory
+) -> None:
+    saved = await call(hass, "save", content="The old router is in the attic", type="household")
+    kept = await call(hass, "save", content="Bins go out on Tuesday", type="routine")
+    await call(hass, "forget", memory_id=saved["memory"]["id"])
+    memories = hass.data[DATA_MEMORIES]
+    assert [a.id for a in memories.facts.archived()] == [saved["memory"]["id"]]
+
+    freezer.tick(timedelta(days=89))
+    async_fire_time_changed(hass)
+    await hass.async_block_till_done()
+    assert [a.id for a in memories.facts.archived()] == [saved["memory"]["id"]]
+
+    freezer.tick(timedelta(days=2))
+    async_fire_time_changed(hass)
+    await hass.async_block_till_done()
+    assert memories.facts.archived() == []
+    assert [m.id for m in memories.facts] == [kept["memory"]["id"]]
