@@ -4,6 +4,7 @@ from datetime import timedelta
 import json
 from pathlib import Path
 import sqlite3
+import time
 from typing import Any
 
 from freezegun.api import FrozenDateTimeFactory
@@ -12,7 +13,8 @@ import pytest
 from pytest_homeassistant_custom_component.common import MockConfigEntry, async_fire_time_changed
 
 from custom_components.azure_openai_memory.const import DOMAIN
-from custom_components.azure_openai_memory.memories import DATA_MEMORIES
+from custom_components.azure_openai_memory.memories import DATA_MEMORIES, STORAGE_KEY
+from custom_components.azure_openai_memory.memory.facts import FactStore
 from custom_components.azure_openai_memory.recording import DATA_HISTORY
 
 from .azure_stub import AzureStub, Reply, ToolCall
@@ -203,3 +205,32 @@ async def test_erase_with_the_history_closed_reports_none(
     # Open again, as after a restart: the saved event still names the memory, untouched.
     await hass.async_add_executor_job(recorder.store.open)
     assert len(mentioning(await stored_events(hass), saved["memory"]["id"])) == 1
+
+
+async def test_archived_memories_past_the_retention_go_at_start(
+    hass: HomeAssistant,
+    hass_storage: dict[str, Any],
+    setup_ha: None,
+    config_entry: MockConfigEntry,
+    azure: AzureStub,
+) -> None:
+    """A home restarted every night never reaches the daily clean-up: start-up cleans too."""
+    day = 86_400.0
+    now = time.time()
+    old = FactStore()
+    stale = old.save("The old router is in the attic", "household", now=now - 120 * day)
+    recent = old.save("Bins go out on Monday", "routine", now=now - 20 * day)
+    kept = old.save("Bins go out on Tuesday", "household", now=now - 20 * day)
+    old.forget(stale.memory.id, now=now - 91 * day)
+    old.forget(recent.memory.id, now=now - 10 * day)
+    hass_storage[STORAGE_KEY] = {
+        "version": 1,
+        "minor_version": 1,
+        "key": STORAGE_KEY,
+        "data": old.as_dict(),
+    }
+    assert await hass.config_entries.async_setup(config_entry.entry_id)
+    await hass.async_block_till_done()
+    facts = hass.data[DATA_MEMORIES].facts
+    assert [a.id for a in facts.archived()] == [recent.memory.id]
+    assert [m.id for m in facts] == [kept.memory.id]
