@@ -1,5 +1,6 @@
 """The stand-in as scripts/develop runs it: memory and device control visible offline."""
 
+import json
 from typing import Any
 
 from homeassistant.core import HomeAssistant
@@ -121,3 +122,49 @@ async def test_summaries_are_written_by_the_stand_in_offline(
     asked = develop.calls("/chat/completions")[-1].body
     assert asked is not None
     assert asked["response_format"]["type"] == "json_schema"
+
+
+# A schema with what structured outputs allow: a tuple of items, an integer enum, anyOf
+# with null, and a $ref into $defs.
+AWKWARD_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        "pair": {"type": "array", "items": [{"type": "string"}, {"type": "integer"}]},
+        "level": {"type": "integer", "enum": [3, 5]},
+        "note": {"anyOf": [{"type": "null"}, {"type": "string"}]},
+        "room": {"$ref": "#/$defs/room"},
+        "moods": {"type": "array", "items": {"type": "string", "enum": ["calm", "busy"]}},
+    },
+    "$defs": {
+        "room": {"type": "object", "properties": {"floor": {"type": "integer", "enum": [2]}}}
+    },
+}
+
+
+def test_awkward_schemas_are_filled_through_the_responses_api() -> None:
+    """A Responses request asks through `text.format`; the answer follows the schema."""
+    body = {
+        "model": "gpt-4o",
+        "input": [{"role": "user", "content": "tomato seedlings need light, tomato seedlings"}],
+        "text": {"format": {"type": "json_schema", "name": "out", "schema": AWKWARD_SCHEMA}},
+    }
+    reply = develop_reply(body)
+    assert reply.text is not None
+    assert json.loads(reply.text) == {
+        "pair": ["tomato", "seedlings", "need", "light"],
+        "level": 3,
+        "note": "tomato seedlings need light, tomato seedlings",
+        "room": {"floor": 2},
+        "moods": ["calm"],
+    }
+
+
+def test_a_reference_cycle_ends() -> None:
+    schema = {"$ref": "#/$defs/a", "$defs": {"a": {"$ref": "#/$defs/a"}}}
+    body = {
+        "model": "m",
+        "input": "hi",
+        "text": {"format": {"type": "json_schema", "schema": schema}},
+    }
+    reply = develop_reply(body)
+    assert reply.text == '"hi"'

@@ -14,7 +14,11 @@ from custom_components.azure_openai_memory.const import (
     RECOMMENDED_OPTIONS,
 )
 from custom_components.azure_openai_memory.llm.embeddings import RETRY_AFTER, Embedder
-from custom_components.azure_openai_memory.memories import STORAGE_KEY, TAKE_OVER_AFTER
+from custom_components.azure_openai_memory.memories import (
+    EMBEDDED_QUERY_CHARS,
+    STORAGE_KEY,
+    TAKE_OVER_AFTER,
+)
 from custom_components.azure_openai_memory.memory.facts import FactSettings, FactStore
 
 from .azure_stub import AzureStub, Reply
@@ -211,3 +215,23 @@ async def test_the_deployment_the_vectors_came_from_stays_in_use_across_reloads(
     assert memories(hass).embedder_identity == f"{azure.endpoint}|{EMBEDDINGS}"
     assert models(azure) == [EMBEDDINGS]
     assert memories(hass).facts.without_vector() == []
+
+
+async def test_a_long_question_is_cut_before_it_is_embedded(
+    hass: HomeAssistant,
+    hass_storage: dict[str, Any],
+    config_entry: MockConfigEntry,
+    azure: AzureStub,
+) -> None:
+    """An AI task's whole instructions as the question: the request stays bounded."""
+    stored_home(hass_storage)
+    name_deployment(hass, config_entry, EMBEDDINGS)
+    assert await hass.config_entries.async_setup(config_entry.entry_id)
+    await hass.async_block_till_done(wait_background_tasks=True)
+    before = len(embedding_calls(azure))
+    question = " ".join(["Where is the spare key kept?"] * 1000)
+    found = await call(hass, "search", query=question)
+    assert found["ranker"] == "hybrid"
+    (request,) = [c.body for c in embedding_calls(azure)[before:]]
+    assert EMBEDDED_QUERY_CHARS == 2000
+    assert request["input"] == [question[:EMBEDDED_QUERY_CHARS]]

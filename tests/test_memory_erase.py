@@ -4,6 +4,7 @@ from datetime import timedelta
 import json
 from pathlib import Path
 import sqlite3
+import time
 from typing import Any
 
 from freezegun.api import FrozenDateTimeFactory
@@ -12,7 +13,8 @@ import pytest
 from pytest_homeassistant_custom_component.common import MockConfigEntry, async_fire_time_changed
 
 from custom_components.azure_openai_memory.const import DOMAIN
-from custom_components.azure_openai_memory.memories import DATA_MEMORIES
+from custom_components.azure_openai_memory.memories import DATA_MEMORIES, STORAGE_KEY
+from custom_components.azure_openai_memory.memory.facts import FactStore
 from custom_components.azure_openai_memory.recording import DATA_HISTORY
 
 from .azure_stub import AzureStub, Reply, ToolCall
@@ -115,3 +117,120 @@ async def test_archived_memories_past_the_retention_go_daily(
     await hass.async_block_till_done()
     assert memories.facts.archived() == []
     assert [m.id for m in memories.facts] == [kept["memory"]["id"]]
+
+
+async def test_erase_keeps_other_events_that_share_a_word(
+    hass: HomeAssistant, loaded_entry: MockConfigEntry
+) -> None:
+    """An automation's "Annabel opened the garage" is not a copy of a memory about Anna."""
+    saved = await call(hass, "save", content="Anna", type="context", tags=["person:anna"])
+    await hass.services.async_call(
+        DOMAIN,
+        "history_record",
+        {
+            "agent_id": "automation.garage",
+            "event_type": "state_change",
+            "event_data": {"note": "Annabel opened the garage"},
+        },
+        blocking=True,
+        return_response=True,
+    )
+    before = await stored_events(hass)
+    garage = [e for e in before if e[0] == "automation.garage"]
+    assert len(garage) == 1
+    erased = await call(hass, "forget", tag="person:anna", erase=True)
+    assert erased["erased"] == [saved["memory"]["id"]]
+    assert erased["history_events_erased"] == 1  # memory_save's event
+    after = await stored_events(hass)
+    assert [e for e in after if e[0] == "automation.garage"] == garage
+    assert mentioning(after, saved["memory"]["id"]) == []
+
+
+@pytest.mark.parametrize("agent_options", [NO_TOOLS])
+async def test_erase_finds_the_recall_of_quoted_content(
+    hass: HomeAssistant, loaded_entry: MockConfigEntry, azure: AzureStub
+) -> None:
+    """The recall result holds the memory escaped twice; its ids find it all the same."""
+    secret = {"content": 'Anna\'s PIN is "4711"', "type": "context", "tags": ["person:anna"]}
+    azure.queue(
+        Reply(tool_calls=[ToolCall("remember", secret)]),
+        Reply(text="Noted."),
+        Reply(tool_calls=[ToolCall("recall", {"query": "Anna PIN"})]),
+        Reply(text="ok"),
+    )
+    await converse(hass, loaded_entry, "Remember it", "c1")
+    await converse(hass, loaded_entry, "What is Anna's PIN?", "c2")
+    before = await stored_events(hass)
+    tools = [e for e in before if e[1] == "tool_use" and "4711" in e[2]]
+    assert [json.loads(e[2])["tool"] for e in tools] == ["remember", "recall"]
+    erased = await call(hass, "forget", tag="person:anna", erase=True)
+    assert erased["history_events_erased"] == 2
+    after = await stored_events(hass)
+    assert [e for e in after if e[1] == "tool_use" and "4711" in e[2]] == []
+
+
+async def test_erase_with_the_history_unavailable_reports_none(
+    hass: HomeAssistant, azure: AzureStub, config_entry: MockConfigEntry, caplog: Any
+) -> None:
+    """A history that cannot open may still hold copies: not "0 events erased"."""
+    folder = Path(hass.config.path(DOMAIN))
+    folder.mkdir(parents=True, exist_ok=True)
+    newer = sqlite3.connect(folder / "history.db")
+    newer.execute("PRAGMA user_version = 99")
+    newer.close()
+    assert await hass.config_entries.async_setup(config_entry.entry_id)
+    await hass.async_block_till_done()
+    assert hass.data[DATA_HISTORY].available is False
+    saved = await call(hass, "save", **ANNA)
+    erased = await call(hass, "forget", tag="person:anna", erase=True)
+    assert erased["erased"] == [saved["memory"]["id"]]
+    assert erased["history_events_erased"] is None
+    assert "erased memories may remain" in caplog.text
+    assert list(hass.data[DATA_MEMORIES].facts) == []
+
+
+async def test_erase_with_the_history_closed_reports_none(
+    hass: HomeAssistant, loaded_entry: MockConfigEntry, caplog: Any
+) -> None:
+    """A store closed under the service ("history store is not open") is not a crash."""
+    saved = await call(hass, "save", **ANNA)
+    recorder = hass.data[DATA_HISTORY]
+    await hass.async_block_till_done(wait_background_tasks=True)  # the summaries' catch-up
+    await hass.async_add_executor_job(recorder.store.close)
+    erased = await call(hass, "forget", tag="person:anna", erase=True)
+    assert erased["erased"] == [saved["memory"]["id"]]
+    assert erased["history_events_erased"] is None
+    assert "history store is not open" in caplog.text
+    assert list(hass.data[DATA_MEMORIES].facts) == []
+    # Open again, as after a restart: the saved event still names the memory, untouched.
+    await hass.async_add_executor_job(recorder.store.open)
+    assert len(mentioning(await stored_events(hass), saved["memory"]["id"])) == 1
+
+
+async def test_archived_memories_past_the_retention_go_at_start(
+    hass: HomeAssistant,
+    hass_storage: dict[str, Any],
+    setup_ha: None,
+    config_entry: MockConfigEntry,
+    azure: AzureStub,
+) -> None:
+    """A home restarted every night never reaches the daily clean-up: start-up cleans too."""
+    day = 86_400.0
+    now = time.time()
+    old = FactStore()
+    stale = old.save("The old router is in the attic", "household", now=now - 120 * day)
+    recent = old.save("Bins go out on Monday", "routine", now=now - 20 * day)
+    kept = old.save("Bins go out on Tuesday", "household", now=now - 20 * day)
+    old.forget(stale.memory.id, now=now - 91 * day)
+    old.forget(recent.memory.id, now=now - 10 * day)
+    hass_storage[STORAGE_KEY] = {
+        "version": 1,
+        "minor_version": 1,
+        "key": STORAGE_KEY,
+        "data": old.as_dict(),
+    }
+    assert await hass.config_entries.async_setup(config_entry.entry_id)
+    await hass.async_block_till_done()
+    facts = hass.data[DATA_MEMORIES].facts
+    assert [a.id for a in facts.archived()] == [recent.memory.id]
+    assert [m.id for m in facts] == [kept.memory.id]

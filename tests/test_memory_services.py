@@ -457,10 +457,10 @@ async def test_forget_erase_cleanup_and_administrators(
     member = await hass.auth.async_create_user("Household member", group_ids=[GROUP_ID_USER])
     as_admin, as_member = Context(user_id=admin.id), Context(user_id=member.id)
     old = await call(
-        hass, "save", content="Anna's number is 123", type="context", tags="person:anna"
+        hass, "save", content="Anna's phone number is 0171 123", type="context", tags="person:anna"
     )
     new = await call(
-        hass, "save", content="Anna's number is 456", type="context", tags="person:anna"
+        hass, "save", content="Anna's phone number is 0171 456", type="context", tags="person:anna"
     )
     tea = await call(hass, "save", content="Anna likes tea", type="preference", tags="person:anna")
     ben = await call(hass, "save", content="Ben likes coffee", type="preference", tags="person:ben")

@@ -166,6 +166,8 @@ async def async_setup(hass: HomeAssistant, config: ConfigType) -> bool:
     async_register_summary_services(hass, hass.data[DATA_SUMMARIES])
     memories = hass.data[DATA_MEMORIES] = Memories(hass, _fact_defaults())
     await memories.async_load()
+    # Also now: a home restarted within every day would never reach the daily clean-up.
+    memories.cleanup_archived()
     async_register_memory_services(hass, memories, history)
 
     @callback

@@ -140,3 +140,9 @@ RECOMMENDED_MEMORY_CONTEXT: Final = True
 RECOMMENDED_MEMORY_TOKEN_BUDGET: Final = 500
 # Memories a turn is offered at most (fewer when the budget is spent).
 MEMORY_CONTEXT_LIMIT: Final = 10
+
+# The agents' memory tools; their events (and the memory_* services') are what an
+# erasure of memories looks through.
+TOOL_REMEMBER: Final = "remember"
+TOOL_RECALL: Final = "recall"
+MEMORY_SERVICE_PREFIX: Final = f"{DOMAIN}.memory_"

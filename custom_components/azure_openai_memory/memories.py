@@ -43,6 +43,8 @@ _LOGGER = logging.getLogger(__name__)
 
 DATA_MEMORIES: HassKey["Memories"] = HassKey(f"{DOMAIN}_memories")
 STORAGE_KEY = f"{DOMAIN}.memories"
+# Characters of a search's question that are embedded (about 500 tokens).
+EMBEDDED_QUERY_CHARS = 2000
 # While the deployment that made the stored vectors is missing and an entry is still
 # setting up (start-up, a reload), another entry's deployment takes over only after this
 # long (seconds): the missing one is usually back well before, and switching would embed
@@ -321,7 +323,8 @@ class Memories:
         validate_tags(tags or ())
         vector = None
         if query and query.strip() and len(self.facts):
-            identity, vectors = await self._async_vectors([query.strip()])
+            # A question can be an AI task's whole instructions: its start says enough.
+            identity, vectors = await self._async_vectors([query.strip()[:EMBEDDED_QUERY_CHARS]])
             if vectors and self._vectors_comparable(identity):
                 vector = vectors[0]
         return self.facts.search(

@@ -14,15 +14,13 @@ from homeassistant.util.json import JsonObjectType
 import voluptuous as vol
 
 from .compat import llm_context_of
-from .const import DOMAIN, MEMORY_CONTEXT_LIMIT
+from .const import DOMAIN, MEMORY_CONTEXT_LIMIT, TOOL_RECALL, TOOL_REMEMBER
 from .context import memories_block
 from .memories import DATA_MEMORIES
 from .memory.facts import MemoryConfidence, MemorySource, MemoryType
 from .memory.tokens import TokenCounter
 from .services import async_memory_save, async_search_memories
 
-TOOL_REMEMBER = "remember"
-TOOL_RECALL = "recall"
 _TYPES = [kind.value for kind in MemoryType]
 
 
@@ -100,7 +98,13 @@ class RecallTool(llm.Tool):
         block = await hass.async_add_executor_job(
             memories_block, found.memories, self._counter, self._budget
         )
-        return {"ranker": found.ranker, "found": len(found.memories), "memories": block or ""}
+        # The ids let an erasure find this call in the history (the block is escaped).
+        return {
+            "ranker": found.ranker,
+            "found": len(found.memories),
+            "ids": [memory.id for memory, _score in found.memories],
+            "memories": block or "",
+        }
 
 
 @callback

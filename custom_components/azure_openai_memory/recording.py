@@ -18,7 +18,13 @@ from homeassistant.helpers import intent, issue_registry as ir
 from homeassistant.util.hass_dict import HassKey
 import orjson
 
-from .const import DOMAIN, RECOMMENDED_HISTORY_RETENTION_DAYS
+from .const import (
+    DOMAIN,
+    MEMORY_SERVICE_PREFIX,
+    RECOMMENDED_HISTORY_RETENTION_DAYS,
+    TOOL_RECALL,
+    TOOL_REMEMBER,
+)
 from .memory.history import (
     AgentHistoryEvent,
     HistoryError,
@@ -218,15 +224,16 @@ class HistoryRecorder:
             _LOGGER.debug("History purge: %d events older than %s deleted", deleted, cutoff)
         return deleted
 
-    async def async_erase_memories(self, ids: list[str], contents: list[str]) -> int:
-        """Delete the tool calls (remember, recall) and service events that carried erased
-        memories, by their ids or their words; how many events went."""
-        if not ids and not contents:
+    async def async_erase_memories(self, ids: list[str]) -> int:
+        """Delete the remember and recall tool calls and memory_* service events that
+        carried erased memories, by their ids; how many events went."""
+        if not ids:
             return 0
         return await self.async_run(
-            self.store.delete_events_containing,
-            [*ids, *contents],
-            (HistoryEventType.TOOL_USE, HistoryEventType.STATE_CHANGE),
+            self.store.delete_memory_events,
+            ids,
+            (TOOL_REMEMBER, TOOL_RECALL),
+            MEMORY_SERVICE_PREFIX,
         )
 
     async def async_close(self) -> None:

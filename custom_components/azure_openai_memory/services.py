@@ -848,10 +848,12 @@ async def _async_erase_history(history: HistoryRecorder, result: ForgetResult) -
     """The history's copies of erased memories go too; None when the history cannot be
     reached (the memories are erased all the same; logged, for the user to act on)."""
     if not history.available:
-        return 0  # nothing was ever recorded
+        # Events recorded before it became unreadable may hold them: say so, not 0.
+        _LOGGER.error("The agent history is unavailable: erased memories may remain in it")
+        return None
     try:
-        return await history.async_erase_memories(result.erased, result.erased_contents)
-    except HomeAssistantError as err:
+        return await history.async_erase_memories(result.erased)
+    except (HomeAssistantError, RuntimeError) as err:
         _LOGGER.error("Erased memories may remain in the agent history: %s", err)
         return None
 

@@ -145,18 +145,50 @@ def json_answer(schema: dict[str, Any], messages: list[Message]) -> str:
     lists its most frequent words, flags are false and numbers zero.
     """
     said = " ".join(m.text for m in messages if m.role == "user")
-    return json.dumps(_fill(schema or {"type": "object"}, said))
+    root = schema or {"type": "object"}
+    return json.dumps(_fill(root, said, root))
 
 
-def _fill(schema: dict[str, Any], said: str) -> Any:
+def _resolve(schema: dict[str, Any], root: dict[str, Any]) -> dict[str, Any]:
+    """The schema a `$ref` points to in the root's `$defs`, the first branch of `anyOf` /
+    `oneOf` that is not null, else the schema itself."""
+    for _ in range(32):  # a cycle of references ends as an empty schema
+        if isinstance(ref := schema.get("$ref"), str) and ref.startswith("#/"):
+            target: Any = root
+            for part in ref[2:].split("/"):
+                target = target.get(part) if isinstance(target, dict) else None
+            schema = target if isinstance(target, dict) else {}
+            continue
+        branches = schema.get("anyOf") or schema.get("oneOf")
+        if isinstance(branches, list) and branches:
+            schema = next(
+                (b for b in branches if isinstance(b, dict) and b.get("type") != "null"),
+                branches[0] if isinstance(branches[0], dict) else {},
+            )
+            continue
+        return schema
+    return {}
+
+
+def _fill(schema: dict[str, Any], said: str, root: dict[str, Any]) -> Any:
+    schema = _resolve(schema, root)
+    if isinstance(enum := schema.get("enum"), list) and enum:
+        return enum[0]
+    if "const" in schema:
+        return schema["const"]
     kind = schema.get("type")
     if isinstance(kind, list):
         kind = next((k for k in kind if k != "null"), "null")
     if kind == "object" or "properties" in schema:
         properties = schema.get("properties") or {"answer": {"type": "string"}}
-        return {name: _fill(sub, said) for name, sub in properties.items()}
+        return {name: _fill(sub, said, root) for name, sub in properties.items()}
     if kind == "array":
         items = schema.get("items") or {"type": "string"}
+        if isinstance(items, list):  # a tuple's schemas: the first stands for all
+            items = items[0] if items and isinstance(items[0], dict) else {"type": "string"}
+        items = _resolve(items, root)
+        if isinstance(enum := items.get("enum"), list) and enum:
+            return [enum[0]]
         if items.get("type") == "string":
             return _frequent_words(said)
         return []
@@ -166,8 +198,6 @@ def _fill(schema: dict[str, Any], said: str) -> Any:
         return 0
     if kind == "null":
         return None
-    if enum := schema.get("enum"):
-        return enum[0]
     return " ".join(said.split()[:60])
 
 

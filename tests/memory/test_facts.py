@@ -445,8 +445,8 @@ def test_forget_by_id_and_by_tag_archives() -> None:
 
 def test_erase_by_tag_deletes_archived_too() -> None:
     store = FactStore()
-    old = store.save("Anna's number is 123", "context", ["person:anna"], now=NOW)
-    new = store.save("Anna's number is 456", "context", ["person:anna"], now=NOW + 1)
+    old = store.save("Anna's phone number is 0171 123", "context", ["person:anna"], now=NOW)
+    new = store.save("Anna's phone number is 0171 456", "context", ["person:anna"], now=NOW + 1)
     keep = store.save("Ben's number is 789", "context", ["person:ben"], now=NOW)
     assert store.get_archived(old.memory.id) is not None
     result = store.forget(tag="person:anna", erase=True, now=NOW)
@@ -589,9 +589,11 @@ def test_same_tags_with_different_meaning_stay_apart() -> None:
     assert third.archived is not None
     assert third.archived.id == first.memory.id
     # Without a vector, the same tag set needs shared words too: another fact stays.
-    fourth = store.save("Mia plays the violin", "context", ["person:mia"], now=NOW + 1)
+    violin = "Mia plays the violin in the school orchestra"
+    fourth = store.save(violin, "context", ["person:mia"], now=NOW + 1)
     assert fourth.action is SaveAction.CREATED
-    fifth = store.save("Mia plays the cello now", "context", ["person:mia"], now=NOW + 2)
+    cello = "Mia plays the cello in the school orchestra now"
+    fifth = store.save(cello, "context", ["person:mia"], now=NOW + 2)
     assert fifth.action is SaveAction.SUPERSEDED
     assert fifth.archived is not None
     assert fifth.archived.id == fourth.memory.id

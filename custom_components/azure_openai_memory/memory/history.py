@@ -52,8 +52,6 @@ import threading
 import time
 from typing import Any, Final, TypeGuard
 
-import orjson
-
 from .history_models import (
     _US,
     MAX_EVENT_DATA_BYTES,
@@ -488,20 +486,34 @@ class HistoryStore:
         deleted: int = self._submit(delete)
         return deleted
 
-    def delete_events_containing(
-        self, texts: Iterable[str], event_types: Iterable[HistoryEventType]
+    def delete_memory_events(
+        self, memory_ids: Iterable[str], tools: Iterable[str], service_prefix: str
     ) -> int:
-        """Delete events of these types whose data holds any of texts; how many went.
+        """Delete the memories' own events that name any of memory_ids; how many went.
 
-        For erasure: what a user asked to be forgotten must not stay in the tool calls and
-        service events that carried it. Texts are matched as they are stored (JSON-escaped);
-        every event of the types is read once, which an erasure (rare) can afford.
+        For erasure: what a user asked to be forgotten must not stay in the tool calls
+        (the agents' remember and recall, named in tools) and service events (agent ids
+        starting with service_prefix) that carried it. Only those events are looked at,
+        and only by id: a memory's words also appear in events about other things (an
+        automation's "Annabel opened the garage" is not Anna's), and ids are stored as
+        they are. Those events are read once, which an erasure (rare) can afford.
         """
-        needles = sorted({orjson.dumps(text).decode()[1:-1] for text in texts if text})
-        types = [kind.value for kind in event_types]
-        if not needles or not types:
+        needles = sorted({memory_id for memory_id in memory_ids if memory_id})
+        names = sorted(set(tools))
+        if not needles:
             return 0
-        kinds = ",".join("?" * len(types))
+        tool_marks = ",".join("?" * len(names)) or "NULL"
+        own = (
+            f"((event_type = ? AND json_extract(event_data, '$.tool') IN ({tool_marks})) "
+            "OR (event_type = ? AND substr(agent_id, 1, ?) = ?))"
+        )
+        own_args = (
+            HistoryEventType.TOOL_USE.value,
+            *names,
+            HistoryEventType.STATE_CHANGE.value,
+            len(service_prefix),
+            service_prefix,
+        )
 
         def delete(conn: sqlite3.Connection) -> int:
             doomed: set[str] = set()
@@ -510,9 +522,8 @@ class HistoryStore:
                     chunk = needles[start : start + _NEEDLES_PER_QUERY]
                     match = " OR ".join(["instr(event_data, ?) > 0"] * len(chunk))
                     rows = conn.execute(
-                        "SELECT event_id FROM agent_history_events "
-                        f"WHERE event_type IN ({kinds}) AND ({match})",
-                        (*types, *chunk),
+                        f"SELECT event_id FROM agent_history_events WHERE {own} AND ({match})",
+                        (*own_args, *chunk),
                     )
                     doomed.update(row[0] for row in rows)
                 ids = sorted(doomed)
