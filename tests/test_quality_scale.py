@@ -159,7 +159,7 @@ async def test_repair_issues_have_texts(
     azure.queue(Reply.failure(401, "401", "Access denied due to invalid subscription key"))
     await converse(hass, loaded_entry, "Hello?", "c")
     raised = [issue for (domain, _), issue in ir.async_get(hass).issues.items() if domain == DOMAIN]
-    assert sorted(issue.translation_key or "" for issue in raised) == [
+    assert sorted(str(issue.translation_key) for issue in raised) == [
         "api_key_refused",
         "unknown_deployment",
     ]

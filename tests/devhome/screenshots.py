@@ -24,6 +24,8 @@ import aiohttp
 
 from .home import read_token
 
+# How often a wait polls the page for the condition it waits on.
+POLL_INTERVAL = 0.2
 BROWSERS = ("chromium", "chromium-browser", "google-chrome", "google-chrome-stable")
 WIDTH, HEIGHT = 1100, 760
 # A deep querySelector through shadow roots: the frontend is web components all the way.
@@ -87,15 +89,15 @@ class Page:
         while not await self.evaluate(f"!!({expression})"):
             if time.monotonic() > deadline:
                 raise RuntimeError(f"never true: {expression}")
-            await asyncio.sleep(0.2)
+            await asyncio.sleep(POLL_INTERVAL)
 
     async def wait_for(self, predicate: str, count: int = 1) -> None:
         """At least count elements matching predicate on the page."""
         await self.wait_until(f"window.__deepFindAll((n) => {predicate}).length >= {count}")
 
     async def settle(self) -> None:
-        """A dialog's opening animation: the only fixed wait, and a short one."""
-        await asyncio.sleep(0.5)
+        """Until no animation runs (a dialog's opening one), shadow trees included."""
+        await self.wait_until("document.getAnimations().every((a) => a.playState !== 'running')")
 
     async def click(self, predicate: str) -> None:
         await self.wait_for(predicate)
