@@ -17,6 +17,7 @@ import voluptuous as vol
 
 from .const import DOMAIN
 from .memories import Memories
+from .memory.errors import InputError
 from .memory.facts import ArchivedMemory, FactError, ForgetResult, Memory, SearchResult
 from .memory.history import (
     AgentHistoryEvent,
@@ -213,7 +214,8 @@ async def _async_conversation_reset(hass: HomeAssistant, call: ServiceCall) -> S
     return {"reset": removed}
 
 
-def _invalid(err: TimeseriesError | HistoryError) -> ServiceValidationError:
+def _invalid(err: InputError) -> ServiceValidationError:
+    """Bad input from memory/, as a translated error."""
     return ServiceValidationError(
         translation_domain=DOMAIN,
         translation_key=err.key,
@@ -593,14 +595,6 @@ SUMMARY_GET_SCHEMA = vol.Schema(
 SUMMARY_GROUPS_SCHEMA = vol.Schema({})
 
 
-def _summary_invalid(err: SummaryError) -> ServiceValidationError:
-    return ServiceValidationError(
-        translation_domain=DOMAIN,
-        translation_key=err.key,
-        translation_placeholders=err.placeholders,
-    )
-
-
 def _summary_day(value: Any, field: str) -> date:
     """A calendar day: a date, or its ISO text."""
     if isinstance(value, date) and not isinstance(value, datetime):
@@ -684,7 +678,7 @@ def async_register_summary_services(hass: HomeAssistant, keeper: SummaryKeeper) 
             try:
                 return await handler(keeper, call)
             except SummaryError as err:
-                raise _summary_invalid(err) from err
+                raise _invalid(err) from err
 
         return call_handler
 
@@ -771,14 +765,6 @@ def archived_response(archived: ArchivedMemory) -> dict[str, Any]:
     }
 
 
-def _memory_invalid(err: FactError) -> ServiceValidationError:
-    return ServiceValidationError(
-        translation_domain=DOMAIN,
-        translation_key=err.key,
-        translation_placeholders=err.placeholders,
-    )
-
-
 async def async_memory_save(
     memories: Memories, data: dict[str, Any], source: str | None = None
 ) -> dict[str, Any]:
@@ -793,7 +779,7 @@ async def async_memory_save(
             source_reference=data.get("source_reference"),
         )
     except FactError as err:
-        raise _memory_invalid(err) from err
+        raise _invalid(err) from err
     return {
         "action": result.action.value,
         "memory": memory_response(result.memory),
@@ -813,7 +799,7 @@ async def async_search_memories(memories: Memories, data: dict[str, Any]) -> Sea
             include_archived=bool(data.get("include_archived", False)),
         )
     except FactError as err:
-        raise _memory_invalid(err) from err
+        raise _invalid(err) from err
 
 
 async def async_memory_search(memories: Memories, data: dict[str, Any]) -> dict[str, Any]:
@@ -830,11 +816,11 @@ async def _async_memory_forget(
 ) -> dict[str, Any]:
     data = call.data
     if ("memory_id" in data) == ("tag" in data):
-        raise _memory_invalid(FactError("memory_forget_one"))
+        raise _invalid(FactError("memory_forget_one"))
     try:
         result = memories.forget(data.get("memory_id"), data.get("tag"), erase=data["erase"])
     except FactError as err:
-        raise _memory_invalid(err) from err
+        raise _invalid(err) from err
     response: dict[str, Any] = {
         "archived": [archived_response(one) for one in result.archived],
         "erased": result.erased,

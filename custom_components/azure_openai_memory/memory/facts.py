@@ -25,6 +25,8 @@ import uuid
 import numpy as np
 import numpy.typing as npt
 
+from .errors import InputError
+
 FACTS_VERSION = 1
 
 # Without embeddings, the same tag set supersedes only when the two texts share at least
@@ -161,13 +163,8 @@ _CONFIDENCES = {level.value: level for level in MemoryConfidence}
 _CONFIDENCE_ORDER = {MemoryConfidence.HIGH: 3, MemoryConfidence.MEDIUM: 2, MemoryConfidence.LOW: 1}
 
 
-class FactError(ValueError):
-    """Bad input; `key` is the translation key, `placeholders` fill its message."""
-
-    def __init__(self, translation_key: str, **placeholders: Any) -> None:
-        super().__init__(translation_key, placeholders)
-        self.key = translation_key
-        self.placeholders = {name: str(value) for name, value in placeholders.items()}
+class FactError(InputError):
+    """Bad input to the memories."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -17,6 +17,7 @@ import uuid
 
 import orjson
 
+from .errors import InputError
 from .timeseries import format_time
 
 
@@ -41,13 +42,8 @@ _JSON_OPTIONS = orjson.OPT_NON_STR_KEYS
 _CANONICAL_UUID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
 
 
-class HistoryError(ValueError):
-    """Bad input; `key` is the translation key, `placeholders` name the field."""
-
-    def __init__(self, translation_key: str, **placeholders: Any) -> None:
-        super().__init__(translation_key, placeholders)
-        self.key = translation_key
-        self.placeholders = {name: str(value) for name, value in placeholders.items()}
+class HistoryError(InputError):
+    """Bad input to the history."""
 
 
 def _to_us(timestamp: float) -> int:

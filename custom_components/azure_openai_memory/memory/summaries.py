@@ -16,6 +16,8 @@ import re
 from typing import Any, Final
 import uuid
 
+from .errors import InputError
+
 
 class PeriodType(StrEnum):
     """Summary period granularity."""
@@ -66,13 +68,8 @@ HOME_GROUP: Final = "home"
 _ID_NAMESPACE = uuid.UUID("7f0c5a52-3a43-4c1e-9b7e-6d2b6f1e0a04")
 
 
-class SummaryError(ValueError):
-    """Bad input; `key` is the translation key, `placeholders` name the values."""
-
-    def __init__(self, translation_key: str, **placeholders: Any) -> None:
-        super().__init__(translation_key, placeholders)
-        self.key = translation_key
-        self.placeholders = {name: str(value) for name, value in placeholders.items()}
+class SummaryError(InputError):
+    """Bad input to the summaries."""
 
 
 def validate_group(group_id: str) -> str:

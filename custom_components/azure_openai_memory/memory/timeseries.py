@@ -25,6 +25,8 @@ from typing import Any
 
 import orjson
 
+from .errors import InputError
+
 MAX_ENTRIES_PER_CALL = 10_000
 # Uncovered stretches shorter than this are not reported as gaps (see _gaps).
 MIN_GAP_SECONDS = 1.0
@@ -53,13 +55,8 @@ _NUMBER = re.compile(r"^[+-]?\d+(?:\.\d*)?$")
 _CANONICAL = re.compile(r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(?:\.\d{6})?Z$")
 
 
-class TimeseriesError(ValueError):
-    """Bad input; `key` is the translation key, `placeholders` name field and index."""
-
-    def __init__(self, translation_key: str, **placeholders: Any) -> None:
-        super().__init__(translation_key, placeholders)
-        self.key = translation_key
-        self.placeholders = {name: str(value) for name, value in placeholders.items()}
+class TimeseriesError(InputError):
+    """Bad input to a time series."""
 
 
 @dataclass(frozen=True, slots=True)

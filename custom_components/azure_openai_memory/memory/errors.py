@@ -1,0 +1,12 @@
+"""Bad input, said in the user's words: what every store of memory/ raises."""
+
+from typing import Any
+
+
+class InputError(ValueError):
+    """Bad input; `key` is the translation key, `placeholders` fill its message."""
+
+    def __init__(self, translation_key: str, **placeholders: Any) -> None:
+        super().__init__(translation_key, placeholders)
+        self.key = translation_key
+        self.placeholders = {name: str(value) for name, value in placeholders.items()}
