@@ -27,7 +27,10 @@ from custom_components.azure_openai_memory.memory.timeseries import (
     TimeSeries,
     format_time,
 )
-from custom_components.azure_openai_memory.storage import DEFAULT_MEMORY_BUDGET, TimeseriesStore
+from custom_components.azure_openai_memory.timeseries.store import (
+    DEFAULT_MEMORY_BUDGET,
+    TimeseriesStore,
+)
 
 START = datetime(2025, 1, 1, tzinfo=UTC).timestamp()
 SIZE = 100_000

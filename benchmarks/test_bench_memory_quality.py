@@ -28,7 +28,7 @@ from benchmarks.bench_facts_quality import (
 )
 from benchmarks.minilm_embedder import CACHE, MODEL_ENV, MiniLMEmbedder
 from custom_components.azure_openai_memory.const import CONF_EMBEDDINGS_DEPLOYMENT, DOMAIN
-from custom_components.azure_openai_memory.memories import DATA_MEMORIES
+from custom_components.azure_openai_memory.data import DATA_MEMORIES
 from custom_components.azure_openai_memory.memory.facts import FactSettings
 from tests.azure_stub import AzureStub
 

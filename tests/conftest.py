@@ -170,7 +170,7 @@ async def converse(
 
 def memory_of(entry: MockConfigEntry) -> Any:
     """The windows of the entry's only agent."""
-    (memory,) = entry.runtime_data.memories.values()
+    (memory,) = entry.runtime_data.windows.values()
     return memory
 
 

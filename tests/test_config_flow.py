@@ -46,9 +46,8 @@ from custom_components.azure_openai_memory.const import (
     SUBENTRY_AGENT,
     SUBENTRY_AI_TASK,
 )
+from custom_components.azure_openai_memory.data import DATA_HISTORY, DATA_TIMESERIES
 from custom_components.azure_openai_memory.memory.timeseries import TimeseriesSettings
-from custom_components.azure_openai_memory.recording import DATA_HISTORY
-from custom_components.azure_openai_memory.services import DATA_TIMESERIES
 
 from .azure_stub import DEFAULT_KEY, AzureStub, Reply
 

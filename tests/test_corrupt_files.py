@@ -18,19 +18,16 @@ import pytest
 from pytest_homeassistant_custom_component.common import MockConfigEntry
 
 from custom_components.azure_openai_memory.const import DOMAIN
-from custom_components.azure_openai_memory.memories import DATA_MEMORIES, STORAGE_KEY, Memories
+from custom_components.azure_openai_memory.data import DATA_HISTORY, DATA_MEMORIES, DATA_TIMESERIES
+from custom_components.azure_openai_memory.memories.services import async_register_memory_services
+from custom_components.azure_openai_memory.memories.store import STORAGE_KEY, Memories
 from custom_components.azure_openai_memory.memory.facts import FactStore
-from custom_components.azure_openai_memory.recording import DATA_HISTORY
-from custom_components.azure_openai_memory.services import (
-    DATA_TIMESERIES,
-    async_register_memory_services,
-    async_register_services,
+from custom_components.azure_openai_memory.storage import CORRUPT_FILE_ISSUE
+from custom_components.azure_openai_memory.summaries.store import SummaryStore
+from custom_components.azure_openai_memory.timeseries.services import (
+    async_register_timeseries_services,
 )
-from custom_components.azure_openai_memory.storage import (
-    CORRUPT_FILE_ISSUE,
-    SummaryStore,
-    TimeseriesStore,
-)
+from custom_components.azure_openai_memory.timeseries.store import TimeseriesStore
 
 from .azure_stub import AzureStub
 from .conftest import NO_TOOLS, converse, memory_of, speech
@@ -274,7 +271,7 @@ async def test_series_file_of_another_shape_is_set_aside(
     store = TimeseriesStore(hass, SERIES_INDEX)
     await store.async_load()
     hass.data[DATA_TIMESERIES] = store
-    async_register_services(hass, store, hass.data[DATA_HISTORY])
+    async_register_timeseries_services(hass, store, hass.data[DATA_HISTORY])
     async with store.lock(KEY):
         series = await store.async_get(KEY)
         assert series is not None

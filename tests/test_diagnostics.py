@@ -8,7 +8,7 @@ from homeassistant.core import HomeAssistant
 import pytest
 from pytest_homeassistant_custom_component.common import MockConfigEntry
 
-import custom_components.azure_openai_memory as integration
+from custom_components.azure_openai_memory import encodings
 from custom_components.azure_openai_memory.config_flow import RECOMMENDED_AGENT
 from custom_components.azure_openai_memory.const import CONF_DEPLOYMENT
 from custom_components.azure_openai_memory.diagnostics import (
@@ -26,7 +26,7 @@ def no_encoding_download(
     """Nothing cached, and the download refused: what counting falls back to is the code's."""
     tokens.clear_cache()
     hass.config.config_dir = str(tmp_path)
-    monkeypatch.setattr(integration, "ENCODING_DOWNLOAD_BASE", "http://127.0.0.1:1/")
+    monkeypatch.setattr(encodings, "ENCODING_DOWNLOAD_BASE", "http://127.0.0.1:1/")
 
 
 async def _diagnostics(hass: HomeAssistant, entry: MockConfigEntry) -> dict[str, Any]:

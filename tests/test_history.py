@@ -28,11 +28,12 @@ from custom_components.azure_openai_memory.const import (
     DOMAIN,
     RECOMMENDED_OPTIONS,
 )
+from custom_components.azure_openai_memory.data import DATA_HISTORY
 from custom_components.azure_openai_memory.diagnostics import (
     async_get_config_entry_diagnostics,
 )
+from custom_components.azure_openai_memory.history.recorder import EVENT_HISTORY
 from custom_components.azure_openai_memory.memory.history import AgentHistoryEvent
-from custom_components.azure_openai_memory.recording import DATA_HISTORY, EVENT_HISTORY
 
 from .azure_stub import DEFAULT_KEY, AzureStub, Reply, ToolCall
 from .conftest import LLM_ONLY, NO_TOOLS, agent_entity_id, converse

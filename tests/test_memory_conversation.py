@@ -19,11 +19,11 @@ from custom_components.azure_openai_memory.const import (
     DOMAIN,
 )
 from custom_components.azure_openai_memory.context import MEMORIES_NOTE
-from custom_components.azure_openai_memory.memories import DATA_MEMORIES, Memories
+from custom_components.azure_openai_memory.data import DATA_HISTORY, DATA_MEMORIES
+from custom_components.azure_openai_memory.memories.services import async_register_memory_services
+from custom_components.azure_openai_memory.memories.store import Memories
 from custom_components.azure_openai_memory.memory.facts import FactSettings
 from custom_components.azure_openai_memory.memory.window import MESSAGE_OVERHEAD_TOKENS
-from custom_components.azure_openai_memory.recording import DATA_HISTORY
-from custom_components.azure_openai_memory.services import async_register_memory_services
 
 from .azure_stub import AzureStub, Reply, ToolCall
 from .conftest import LLM_ONLY, NO_TOOLS, converse, memory_of, speech

@@ -14,7 +14,7 @@ from custom_components.azure_openai_memory.const import (
     RECOMMENDED_OPTIONS,
 )
 from custom_components.azure_openai_memory.llm.embeddings import RETRY_AFTER, Embedder
-from custom_components.azure_openai_memory.memories import (
+from custom_components.azure_openai_memory.memories.store import (
     EMBEDDED_QUERY_CHARS,
     STORAGE_KEY,
     TAKE_OVER_AFTER,

@@ -13,9 +13,9 @@ import pytest
 from pytest_homeassistant_custom_component.common import MockConfigEntry, async_fire_time_changed
 
 from custom_components.azure_openai_memory.const import DOMAIN
-from custom_components.azure_openai_memory.memories import DATA_MEMORIES, STORAGE_KEY
+from custom_components.azure_openai_memory.data import DATA_HISTORY, DATA_MEMORIES
+from custom_components.azure_openai_memory.memories.store import STORAGE_KEY
 from custom_components.azure_openai_memory.memory.facts import FactStore
-from custom_components.azure_openai_memory.recording import DATA_HISTORY
 
 from .azure_stub import AzureStub, Reply, ToolCall
 from .conftest import NO_TOOLS, converse

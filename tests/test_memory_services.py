@@ -20,8 +20,9 @@ from custom_components.azure_openai_memory.const import (
     CONF_EMBEDDINGS_DEPLOYMENT,
     DOMAIN,
 )
+from custom_components.azure_openai_memory.data import DATA_MEMORIES
 from custom_components.azure_openai_memory.llm import embeddings
-from custom_components.azure_openai_memory.memories import DATA_MEMORIES, STORAGE_KEY, Memories
+from custom_components.azure_openai_memory.memories.store import STORAGE_KEY, Memories
 from custom_components.azure_openai_memory.memory.facts import FactSettings, FactStore
 
 from .azure_stub import AzureStub, Reply

@@ -64,7 +64,7 @@ async def test_stats_and_reset(
         return_response=True,
     )
     assert reset == {"reset": 1}
-    memory = next(iter(loaded_entry.runtime_data.memories.values()))
+    memory = next(iter(loaded_entry.runtime_data.windows.values()))
     assert memory.get_all_conversations() == ["b"]
     reset = await hass.services.async_call(
         DOMAIN,
@@ -81,7 +81,7 @@ async def test_reset_is_admin_only(
     hass: HomeAssistant, loaded_entry: MockConfigEntry, hass_read_only_user: MockUser
 ) -> None:
     """A non-admin caller is refused and nothing is forgotten."""
-    memory = next(iter(loaded_entry.runtime_data.memories.values()))
+    memory = next(iter(loaded_entry.runtime_data.windows.values()))
     memory.add_message("keep", "user", "precious")
     with pytest.raises(Unauthorized):
         await hass.services.async_call(

@@ -15,7 +15,6 @@ from homeassistant.util import dt as dt_util
 import pytest
 from pytest_homeassistant_custom_component.common import MockConfigEntry, async_fire_time_changed
 
-from custom_components.azure_openai_memory import async_maintain
 from custom_components.azure_openai_memory.config_flow import RECOMMENDED_AGENT
 from custom_components.azure_openai_memory.const import (
     CONF_CONVERSATION_IDLE_MINUTES,
@@ -24,7 +23,9 @@ from custom_components.azure_openai_memory.const import (
     DOMAIN,
 )
 from custom_components.azure_openai_memory.memory.timeseries import TimeSeries, format_time
-from custom_components.azure_openai_memory.storage import DebouncedStore, TimeseriesStore
+from custom_components.azure_openai_memory.storage import DebouncedStore
+from custom_components.azure_openai_memory.timeseries.store import TimeseriesStore
+from custom_components.azure_openai_memory.window import async_maintain
 
 from .azure_stub import AzureStub
 from .conftest import converse
@@ -120,7 +121,7 @@ class TestRealFiles:
         await hass.async_block_till_done()
         assert "Still there?" in path.read_text()
         assert await hass.config_entries.async_setup(config_entry.entry_id)
-        memory = next(iter(config_entry.runtime_data.memories.values()))
+        memory = next(iter(config_entry.runtime_data.windows.values()))
         assert memory.get_messages("c")[0].content == "Still there?"
 
     async def test_corrupt_timeseries_index_keeps_the_series(
@@ -181,7 +182,7 @@ async def test_idle_conversations_expire_and_health_warns_once(
     await converse(hass, config_entry, "Second conversation", "new")
     async_fire_time_changed(hass, dt_util.utcnow() + timedelta(minutes=11))
     await hass.async_block_till_done()
-    memory = next(iter(config_entry.runtime_data.memories.values()))
+    memory = next(iter(config_entry.runtime_data.windows.values()))
     assert memory.get_all_conversations() == ["new"]
 
     memory.add_message("third", "user", "fills the cap")
@@ -229,7 +230,7 @@ async def test_windows_of_version_1_lose_their_stored_prompt(
     }
     assert await hass.config_entries.async_setup(config_entry.entry_id)
     await hass.async_block_till_done()
-    memory = config_entry.runtime_data.memories[subentry_id]
+    memory = config_entry.runtime_data.windows[subentry_id]
     assert [(m.role, m.content) for m in memory.get_messages("c")] == [
         ("user", "Hello"),
         ("assistant", "Hi"),

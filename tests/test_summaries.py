@@ -22,6 +22,7 @@ from custom_components.azure_openai_memory.const import (
     DOMAIN,
 )
 from custom_components.azure_openai_memory.context import build_past_context
+from custom_components.azure_openai_memory.data import DATA_SUMMARIES
 from custom_components.azure_openai_memory.memory.summaries import (
     DECAY_CONFIG,
     PeriodType,
@@ -29,8 +30,8 @@ from custom_components.azure_openai_memory.memory.summaries import (
     Written,
 )
 from custom_components.azure_openai_memory.memory.tokens import load_counter
-from custom_components.azure_openai_memory.storage import SummaryStore
-from custom_components.azure_openai_memory.summarizing import DATA_SUMMARIES, group_of
+from custom_components.azure_openai_memory.summaries.keeper import group_of
+from custom_components.azure_openai_memory.summaries.store import SummaryStore
 
 from .azure_stub import AzureStub, Reply
 from .conftest import NO_TOOLS, agent_entity_id, converse

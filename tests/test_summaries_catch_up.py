@@ -11,14 +11,13 @@ import pytest
 from pytest_homeassistant_custom_component.common import MockConfigEntry, async_fire_time_changed
 
 from custom_components.azure_openai_memory.const import CONF_CONTEXT_LIMIT, CONF_SUMMARIES, DOMAIN
+from custom_components.azure_openai_memory.data import DATA_HISTORY, DATA_SUMMARIES
 from custom_components.azure_openai_memory.llm.summarize import SHORTENED_NOTE
 from custom_components.azure_openai_memory.memory.summaries import (
     GroupSummary,
     PeriodType,
     summary_id,
 )
-from custom_components.azure_openai_memory.recording import DATA_HISTORY
-from custom_components.azure_openai_memory.summarizing import DATA_SUMMARIES
 
 from .azure_stub import AzureStub, Reply
 from .conftest import NO_TOOLS, converse, memory_of

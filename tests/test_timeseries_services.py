@@ -16,18 +16,17 @@ from homeassistant.util import dt as dt_util
 import pytest
 
 from custom_components.azure_openai_memory.const import DOMAIN
+from custom_components.azure_openai_memory.data import DATA_HISTORY, DATA_TIMESERIES
 from custom_components.azure_openai_memory.memory.timeseries import (
     DEFAULT_MAX_ENTRIES,
     TimeSeries,
     TimeseriesSettings,
     format_time,
 )
-from custom_components.azure_openai_memory.recording import DATA_HISTORY
-from custom_components.azure_openai_memory.services import (
-    DATA_TIMESERIES,
-    async_register_services,
+from custom_components.azure_openai_memory.timeseries.services import (
+    async_register_timeseries_services,
 )
-from custom_components.azure_openai_memory.storage import TimeseriesStore
+from custom_components.azure_openai_memory.timeseries.store import TimeseriesStore
 
 DAY0 = datetime(2025, 10, 25, 10, 0, tzinfo=UTC)
 KEY = "kudos_givers_timeseries"
@@ -87,7 +86,7 @@ async def restart(hass: HomeAssistant, memory_budget: int | None = None) -> Time
     fresh = TimeseriesStore(hass, INDEX, **kwargs)
     await fresh.async_load()
     hass.data[DATA_TIMESERIES] = fresh
-    async_register_services(hass, fresh, hass.data[DATA_HISTORY])
+    async_register_timeseries_services(hass, fresh, hass.data[DATA_HISTORY])
     return fresh
 
 

@@ -23,7 +23,6 @@ from homeassistant.core import HomeAssistant
 from homeassistant.exceptions import HomeAssistantError
 from homeassistant.helpers import device_registry as dr
 
-from . import AzureOpenAIMemoryConfigEntry, Runtime
 from .availability import async_request_failed, async_request_succeeded
 from .compat import AddConfigEntryEntitiesCallback
 from .const import (
@@ -36,6 +35,7 @@ from .const import (
 )
 from .context import MAX_CONTEXT_TOKENS, async_turn_data, memories_budget
 from .conversation import MAX_TOOL_ITERATIONS, _pending_from_content
+from .data import AzureOpenAIMemoryConfigEntry, Runtime
 from .llm.client import JsonFormat, RequestOptions, Usage, create_llm_client, request_options
 from .llm.errors import ErrorKind, classify_error
 from .llm.structure import structured_output_schema

@@ -35,7 +35,6 @@ from homeassistant.helpers.selector import (
 )
 import voluptuous as vol
 
-from . import async_release_client, settings_from_entry_data
 from .compat import (
     HAS_AI_TASK,
     LLM_API_ACCEPTS_LIST,
@@ -109,20 +108,19 @@ from .const import (
     SUBENTRY_AI_TASK,
     SUMMARY_GROUP_MODES,
 )
+from .data import DATA_HISTORY, DATA_MEMORIES, DATA_TIMESERIES, settings_from_entry_data
 from .llm.client import (
     InvalidEndpoint,
     async_check_deployment,
     async_check_resource,
     async_create_client,
+    async_release_client,
     normalize_endpoint,
 )
 from .llm.embeddings import async_check_embeddings
 from .llm.errors import API_ERRORS, ErrorKind, classify_error
-from .memories import DATA_MEMORIES
 from .memory.facts import FactSettings
 from .memory.timeseries import TimeseriesSettings
-from .recording import DATA_HISTORY
-from .services import DATA_TIMESERIES
 from .title import is_untouched_title, resource_title
 
 _LOGGER = logging.getLogger(__name__)

@@ -1,10 +1,13 @@
 """Constants and every default of Azure OpenAI Memory, in one place."""
 
+from datetime import timedelta
 import logging
 from typing import Final
 
 DOMAIN: Final = "azure_openai_memory"
 LOGGER = logging.getLogger(__package__)
+# Each entry expires idle conversations and retries missing token encodings this often.
+MAINTENANCE_INTERVAL: Final = timedelta(minutes=10)
 
 # Config entry data: one Azure OpenAI resource.
 CONF_ENDPOINT: Final = "endpoint"

@@ -22,13 +22,11 @@ from .const import (
     RECOMMENDED_MEMORY_CONTEXT,
     RECOMMENDED_MEMORY_TOKEN_BUDGET,
 )
-from .memories import DATA_MEMORIES
+from .data import DATA_MEMORIES, DATA_SUMMARIES, DATA_TIMESERIES
 from .memory.facts import Memory
 from .memory.summaries import GroupSummary, PeriodType
 from .memory.timeseries import TimeSeries, format_time, matching_keys, range_in_text
 from .memory.tokens import TokenCounter
-from .services import DATA_TIMESERIES
-from .summarizing import DATA_SUMMARIES
 
 # At most this many tokens of stored data per turn; less when the context limit is near.
 MAX_CONTEXT_TOKENS = 2000

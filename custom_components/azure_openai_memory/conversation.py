@@ -16,7 +16,6 @@ from homeassistant.core import HomeAssistant
 from homeassistant.helpers import device_registry as dr, intent, translation
 import orjson
 
-from . import AzureOpenAIMemoryConfigEntry, Runtime
 from .availability import async_request_failed, async_request_succeeded
 from .compat import (
     AddConfigEntryEntitiesCallback,
@@ -54,6 +53,8 @@ from .context import (
     async_turn_data,
     memories_budget as memories_budget_of,
 )
+from .data import DATA_HISTORY, AzureOpenAIMemoryConfigEntry, Runtime
+from .history.recorder import HistoryRecorder, TurnRecording
 from .llm.client import (
     Delta,
     ILLMClient,
@@ -64,18 +65,17 @@ from .llm.client import (
 )
 from .llm.errors import ErrorKind, classify_error
 from .llm.tools import tool_spec
+from .memories.tools import async_add_memory_tools
 from .memory.summaries import HOME_GROUP
 from .memory.tokens import context_limit_for_model
 from .memory.window import (
     MESSAGE_OVERHEAD_TOKENS,
-    ConversationMemoryManager,
+    AgentWindows,
     MessageEntry,
     ToolCallEntry,
 )
-from .memory_tools import async_add_memory_tools
-from .recording import DATA_HISTORY, HistoryRecorder, TurnRecording
 from .stats import ROUTE_LLM, ROUTE_LOCAL
-from .summarizing import speaker_group
+from .summaries import speaker_group
 
 # Max number of back and forth with the LLM to generate a response
 MAX_TOOL_ITERATIONS = 10
@@ -219,9 +219,9 @@ class AzureOpenAIMemoryAgent(conversation.ConversationEntity, AbstractConversati
         return self.entry.runtime_data
 
     @property
-    def memory(self) -> ConversationMemoryManager:
+    def windows(self) -> AgentWindows:
         """This agent's conversation windows."""
-        return self.runtime.memories[self.subentry.subentry_id]
+        return self.runtime.windows[self.subentry.subentry_id]
 
     def _option(self, key: str, default: Any) -> Any:
         return self.options.get(key, default)
@@ -284,7 +284,7 @@ class AzureOpenAIMemoryAgent(conversation.ConversationEntity, AbstractConversati
             return err.as_conversation_result()
         if self._memories_on():
             async_add_memory_tools(
-                self.hass, chat_log, user_input, self.memory.counter, self._memory_budget()
+                self.hass, chat_log, user_input, self.windows.counter, self._memory_budget()
             )
 
         turn = Turn(
@@ -339,7 +339,7 @@ class AzureOpenAIMemoryAgent(conversation.ConversationEntity, AbstractConversati
         """Talk to the model (with tool rounds) and record the turn only if it completes."""
         options, client = self._llm_client()
         async with self._conversation_lock(turn.conversation_id, turn.source):
-            self.memory.continue_conversation(turn.conversation_id, turn.source)
+            self.windows.continue_conversation(turn.conversation_id, turn.source)
             usage = Usage()
             private = replace(
                 turn.chat_log, content=turn.chat_log.content.copy(), delta_listener=turn.forward
@@ -389,7 +389,7 @@ class AzureOpenAIMemoryAgent(conversation.ConversationEntity, AbstractConversati
                 for tool in chat_log.llm_api.tools
             ]
         system_prompt = getattr(chat_log.content[0], "content", None) or ""
-        memory, conversation_id = self.memory, turn.conversation_id
+        memory, conversation_id = self.windows, turn.conversation_id
         user = pending("user", turn.user_text, frozenset({TAG_INPUT}))
         turn.pending.append(user)
 
@@ -474,7 +474,7 @@ class AzureOpenAIMemoryAgent(conversation.ConversationEntity, AbstractConversati
             async for delta in client.stream(messages, request.tools, usage):
                 if counted is None and request.prompt_tokens is None:
                     counted = self.hass.async_add_executor_job(
-                        self.memory.counter.count, request.prompt_text
+                        self.windows.counter.count, request.prompt_text
                     )
                 yield delta
 
@@ -492,7 +492,7 @@ class AzureOpenAIMemoryAgent(conversation.ConversationEntity, AbstractConversati
             return request.prompt_tokens
         if counted is None:
             return await self.hass.async_add_executor_job(
-                self.memory.counter.count, request.prompt_text
+                self.windows.counter.count, request.prompt_text
             )
         return await counted
 
@@ -560,7 +560,7 @@ class AzureOpenAIMemoryAgent(conversation.ConversationEntity, AbstractConversati
 
     def _commit(self, turn: Turn) -> None:
         """Record a completed turn in the window, in order, and save later."""
-        memory = self.memory
+        memory = self.windows
         for message in turn.pending:
             memory.add_message(
                 turn.conversation_id,
@@ -607,7 +607,7 @@ class AzureOpenAIMemoryAgent(conversation.ConversationEntity, AbstractConversati
     def _add_local_turn(
         self, conversation_id: str, source: str | None, text: str, speech: str
     ) -> None:
-        memory = self.memory
+        memory = self.windows
         memory.continue_conversation(conversation_id, source)
         memory.add_message(conversation_id, "user", text, {TAG_INPUT, ROUTE_LOCAL})
         memory.add_message(conversation_id, "assistant", speech, {TAG_OUTPUT, ROUTE_LOCAL})

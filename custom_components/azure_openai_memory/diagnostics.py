@@ -9,11 +9,9 @@ from homeassistant.const import CONF_API_KEY
 from homeassistant.core import HomeAssistant
 from homeassistant.exceptions import HomeAssistantError
 
-from . import AzureOpenAIMemoryConfigEntry
 from .const import CONF_ENDPOINT
+from .data import DATA_HISTORY, DATA_TIMESERIES, AzureOpenAIMemoryConfigEntry
 from .llm.client import SDK_TAKES_HTTPX
-from .recording import DATA_HISTORY
-from .services import DATA_TIMESERIES
 
 
 def _redact_endpoint(endpoint: str) -> str:
@@ -74,7 +72,7 @@ def _runtime_figures(entry: AzureOpenAIMemoryConfigEntry) -> dict[str, Any]:
     return {
         "statistics": runtime.stats.as_dict(),
         "memory": {
-            sid: {**memory.totals(), "encoding_wanted": memory.counter.wanted}
-            for sid, memory in runtime.memories.items()
+            sid: {**windows.totals(), "encoding_wanted": windows.counter.wanted}
+            for sid, windows in runtime.windows.items()
         },
     }

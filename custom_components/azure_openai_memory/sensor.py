@@ -14,9 +14,9 @@ from homeassistant.core import HomeAssistant, callback
 from homeassistant.helpers import device_registry as dr
 from homeassistant.helpers.typing import StateType
 
-from . import AzureOpenAIMemoryConfigEntry, Runtime
 from .compat import AddConfigEntryEntitiesCallback
 from .const import DOMAIN
+from .data import AzureOpenAIMemoryConfigEntry, Runtime
 
 # Sensors only follow the statistics the agents write; nothing is polled or sent.
 PARALLEL_UPDATES = 0
@@ -30,7 +30,7 @@ class StatSensorDescription(SensorEntityDescription):
 
 
 def _memory_total(key: str) -> Callable[[Runtime], StateType]:
-    return lambda runtime: sum(int(m.totals()[key]) for m in runtime.memories.values())
+    return lambda runtime: sum(int(m.totals()[key]) for m in runtime.windows.values())
 
 
 # Enabled from the start: what a user watches (traffic, cost, failures, speed). The rest

@@ -1,4 +1,4 @@
-"""The ConversationMemoryManager: windows, eviction, tags, stats, continuation, storage."""
+"""The AgentWindows: windows, eviction, tags, stats, continuation, storage."""
 
 import json
 
@@ -7,9 +7,9 @@ import pytest
 from custom_components.azure_openai_memory.memory.tokens import TokenCounter
 from custom_components.azure_openai_memory.memory.window import (
     MESSAGE_OVERHEAD_TOKENS,
-    ConversationMemoryManager,
-    MemorySettings,
+    AgentWindows,
     ToolCallEntry,
+    WindowSettings,
 )
 
 
@@ -28,8 +28,8 @@ def clock() -> Clock:
     return Clock()
 
 
-def make(counter: TokenCounter, clock: Clock, **settings: object) -> ConversationMemoryManager:
-    return ConversationMemoryManager(counter, MemorySettings(**settings), clock)  # type: ignore[arg-type]
+def make(counter: TokenCounter, clock: Clock, **settings: object) -> AgentWindows:
+    return AgentWindows(counter, WindowSettings(**settings), clock)  # type: ignore[arg-type]
 
 
 def words(n: int) -> str:
@@ -277,7 +277,7 @@ def test_tool_calls_without_ids_never_group(counter: TokenCounter, clock: Clock)
     assert memory.get_stats("c")["evicted_count"] > 40  # type: ignore[index]
 
 
-def exchange(memory: ConversationMemoryManager, i: int, size: int = 20) -> None:
+def exchange(memory: AgentWindows, i: int, size: int = 20) -> None:
     memory.add_message("c", "user", f"q{i} " + words(size))
     memory.add_message("c", "assistant", f"a{i} " + words(size))
 

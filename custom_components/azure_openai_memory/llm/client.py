@@ -17,6 +17,7 @@ from ..const import (
     API_MODE_RESPONSES,
     API_STYLE_DEPLOYMENT,
     CONF_API_MODE,
+    CONF_CONTEXT_LIMIT,
     CONF_DEPLOYMENT,
     CONF_MAX_TOKENS,
     CONF_REASONING_EFFORT,
@@ -32,6 +33,7 @@ from ..const import (
     RECOMMENDED_TOP_P,
     VALIDATION_TIMEOUT,
 )
+from ..memory.tokens import context_limit_for_model
 from .errors import ContentFiltered, MalformedToolArguments, ResponseFailed
 from .tools import chat_tool, responses_tool
 
@@ -224,6 +226,20 @@ def request_options(settings: ResourceSettings, agent: Mapping[str, Any]) -> Req
         include_stream_usage=_supports(settings, STREAM_USAGE_MIN_API_VERSION),
         json_schema_supported=_supports(settings, JSON_SCHEMA_MIN_API_VERSION),
     )
+
+
+def context_limit(agent: Mapping[str, Any]) -> int:
+    """Tokens one request of an agent may carry: its option, else its deployment's window."""
+    return int(agent.get(CONF_CONTEXT_LIMIT) or context_limit_for_model(agent[CONF_DEPLOYMENT]))
+
+
+async def async_release_client(client: SDKClient) -> None:
+    """Close the connections of an SDK client built with its own HTTP client.
+
+    HA's shared client (what the SDK gets while it takes httpx) is never closed here.
+    """
+    if not SDK_TAKES_HTTPX:
+        await client.close()
 
 
 type Delta = conversation.AssistantContentDeltaDict

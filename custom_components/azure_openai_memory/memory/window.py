@@ -1,4 +1,4 @@
-"""Per-conversation memory limited in tokens: the ConversationMemoryManager.
+"""Per-conversation memory limited in tokens: the AgentWindows.
 
 Eviction is first in, first out over *groups*: a message alone, or an assistant tool
 call together with its tool results (the API rejects a tool result whose call is gone).
@@ -320,7 +320,7 @@ def migrate_windows(version: int, data: dict[str, Any]) -> dict[str, Any]:
 
 
 @dataclass
-class MemorySettings:
+class WindowSettings:
     """How windows behave; one set per agent."""
 
     max_tokens: int = 4000
@@ -331,11 +331,11 @@ class MemorySettings:
 
 
 @dataclass
-class ConversationMemoryManager:
+class AgentWindows:
     """All conversation windows of one agent."""
 
     counter: TokenCounter
-    settings: MemorySettings = field(default_factory=MemorySettings)
+    settings: WindowSettings = field(default_factory=WindowSettings)
     # Looked up when the manager is made, so a clock patched by then (tests) is the one used.
     clock: Callable[[], float] = field(default_factory=lambda: time.time)
     windows: OrderedDict[str, ConversationWindow] = field(default_factory=OrderedDict)

@@ -15,32 +15,22 @@ import logging
 import math
 from typing import Any
 
-from homeassistant.config_entries import ConfigEntry
 from homeassistant.core import CALLBACK_TYPE, HomeAssistant, callback
 from homeassistant.exceptions import HomeAssistantError
-from homeassistant.helpers import entity_registry as er
 from homeassistant.helpers.event import async_track_time_change
 from homeassistant.util import dt as dt_util, slugify
-from homeassistant.util.hass_dict import HassKey
 
-from .const import (
-    CONF_CONTEXT_LIMIT,
-    CONF_DEPLOYMENT,
-    CONF_SUMMARIES,
-    CONF_SUMMARY_GROUP_MODE,
-    CONF_SUMMARY_TIME,
+from ..const import (
     DOMAIN,
-    RECOMMENDED_OPTIONS,
     RECOMMENDED_SUMMARY_GROUP_MODE,
-    SUBENTRY_AGENT,
     SUMMARY_GROUP_DEVICE,
     SUMMARY_GROUP_USER,
 )
-from .llm.client import request_options
-from .llm.summarize import Summarizer, SummaryUnavailable
-from .memory.history import HistoryEventType, HistoryQuery
-from .memory.history_models import MAX_QUERY_LIMIT
-from .memory.summaries import (
+from ..history.recorder import HistoryRecorder
+from ..llm.summarize import Summarizer, SummaryUnavailable
+from ..memory.history import HistoryEventType, HistoryQuery
+from ..memory.history_models import MAX_QUERY_LIMIT
+from ..memory.summaries import (
     HOME_GROUP,
     AggregationJob,
     GroupSummary,
@@ -50,13 +40,10 @@ from .memory.summaries import (
     summary_line,
     transcript_lines,
 )
-from .memory.tokens import context_limit_for_model
-from .recording import HistoryRecorder
-from .storage import SummaryStore
+from .store import SummaryStore
 
 _LOGGER = logging.getLogger(__name__)
 
-DATA_SUMMARIES: HassKey["SummaryKeeper"] = HassKey(f"{DOMAIN}_summaries")
 # On the first run (nothing summarised yet), this many finished days are summarised. Later
 # runs go on from the last day summarised, however long ago (the history's retention
 # permitting): talk recorded while summaries were off or Home Assistant was down is not lost.
@@ -467,57 +454,3 @@ class SummaryKeeper:
 
 def _now_text() -> str:
     return dt_util.utcnow().isoformat()
-
-
-@callback
-def async_attach_writer(hass: HomeAssistant, entry: ConfigEntry) -> None:
-    """An entry whose options turn summaries on writes them with its first agent."""
-    options = {**RECOMMENDED_OPTIONS, **entry.options}
-    keeper = hass.data.get(DATA_SUMMARIES)
-    if keeper is None or not options[CONF_SUMMARIES]:
-        return
-    agent = next(
-        (sub for sub in entry.subentries.values() if sub.subentry_type == SUBENTRY_AGENT), None
-    )
-    summarizer = None
-    agent_id = ""
-    if agent is not None:
-        runtime = entry.runtime_data
-        memory = runtime.memories.get(agent.subentry_id)
-        summarizer = Summarizer(
-            runtime.client,
-            request_options(runtime.settings, agent.data),
-            memory.counter if memory is not None else None,
-            int(
-                agent.data.get(CONF_CONTEXT_LIMIT)
-                or context_limit_for_model(agent.data[CONF_DEPLOYMENT])
-            ),
-        )
-        agent_id = (
-            er.async_get(hass).async_get_entity_id("conversation", DOMAIN, agent.subentry_id)
-            or agent.title
-        )
-    keeper.async_add_writer(
-        SummaryWriter(
-            entry.entry_id,
-            agent_id,
-            summarizer,
-            options[CONF_SUMMARY_GROUP_MODE],
-            dt_util.parse_time(options[CONF_SUMMARY_TIME]) or time(3, 30),
-        )
-    )
-    entry.async_on_unload(lambda: keeper.async_remove_writer(entry.entry_id))
-
-
-@callback
-def speaker_group(hass: HomeAssistant, user_input: Any) -> str:
-    """The group of whoever speaks in a turn, as the summaries group the talk."""
-    keeper = hass.data.get(DATA_SUMMARIES)
-    mode = keeper.group_mode if keeper is not None else RECOMMENDED_SUMMARY_GROUP_MODE
-    context = getattr(user_input, "context", None)
-    return group_of(
-        mode,
-        user_input.device_id,
-        getattr(user_input, "satellite_id", None),
-        context.user_id if context is not None else None,
-    )

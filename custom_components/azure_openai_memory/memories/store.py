@@ -16,11 +16,10 @@ from typing import Any
 from homeassistant.config_entries import ConfigEntryState
 from homeassistant.core import CALLBACK_TYPE, HomeAssistant, callback
 from homeassistant.helpers.event import async_call_later
-from homeassistant.util.hass_dict import HassKey
 
-from .const import DOMAIN
-from .llm.embeddings import BATCH_SIZE, RETRY_AFTER, Embedder
-from .memory.facts import (
+from ..const import DOMAIN
+from ..llm.embeddings import BATCH_SIZE, RETRY_AFTER, Embedder
+from ..memory.facts import (
     FACTS_VERSION,
     FactSettings,
     FactStore,
@@ -37,11 +36,10 @@ from .memory.facts import (
     validate_limit,
     validate_tags,
 )
-from .storage import DebouncedStore
+from ..storage import DebouncedStore
 
 _LOGGER = logging.getLogger(__name__)
 
-DATA_MEMORIES: HassKey["Memories"] = HassKey(f"{DOMAIN}_memories")
 STORAGE_KEY = f"{DOMAIN}.memories"
 # Characters of a search's question that are embedded (about 500 tokens).
 EMBEDDED_QUERY_CHARS = 2000

@@ -12,20 +12,19 @@ from pathlib import Path
 import sqlite3
 from typing import Any, Final
 
-from homeassistant.core import HomeAssistant, callback
+from homeassistant.core import HomeAssistant, ServiceCall, callback
 from homeassistant.exceptions import HomeAssistantError
 from homeassistant.helpers import intent, issue_registry as ir
-from homeassistant.util.hass_dict import HassKey
 import orjson
 
-from .const import (
+from ..const import (
     DOMAIN,
     MEMORY_SERVICE_PREFIX,
     RECOMMENDED_HISTORY_RETENTION_DAYS,
     TOOL_RECALL,
     TOOL_REMEMBER,
 )
-from .memory.history import (
+from ..memory.history import (
     AgentHistoryEvent,
     HistoryError,
     HistoryEventType,
@@ -34,7 +33,6 @@ from .memory.history import (
 
 _LOGGER = logging.getLogger(__name__)
 
-DATA_HISTORY: HassKey["HistoryRecorder"] = HassKey(f"{DOMAIN}_history")
 EVENT_HISTORY: Final = f"{DOMAIN}_event"
 ISSUE_CORRUPT = "history_corrupt"
 ISSUE_WRITE_FAILED = "history_write_failed"
@@ -389,3 +387,14 @@ class TurnRecording:
             self._decision,
             ("agent",),
         )
+
+
+def record_service_call(recorder: HistoryRecorder, call: ServiceCall, data: dict[str, Any]) -> None:
+    """A service call that changed state, in the history (who: the service; session: the call)."""
+    recorder.record(
+        f"{DOMAIN}.{call.service}",
+        HistoryEventType.STATE_CHANGE,
+        data,
+        session_id=call.context.id,
+        tags=("service",),
+    )

@@ -13,13 +13,13 @@ from homeassistant.helpers import llm
 from homeassistant.util.json import JsonObjectType
 import voluptuous as vol
 
-from .compat import llm_context_of
-from .const import DOMAIN, MEMORY_CONTEXT_LIMIT, TOOL_RECALL, TOOL_REMEMBER
-from .context import memories_block
-from .memories import DATA_MEMORIES
-from .memory.facts import MemoryConfidence, MemorySource, MemoryType
-from .memory.tokens import TokenCounter
-from .services import async_memory_save, async_search_memories
+from ..compat import llm_context_of
+from ..const import DOMAIN, MEMORY_CONTEXT_LIMIT, TOOL_RECALL, TOOL_REMEMBER
+from ..context import memories_block
+from ..data import DATA_MEMORIES
+from ..memory.facts import MemoryConfidence, MemorySource, MemoryType
+from ..memory.tokens import TokenCounter
+from .answers import async_save, async_search
 
 _TYPES = [kind.value for kind in MemoryType]
 
@@ -56,7 +56,7 @@ class RememberTool(llm.Tool):
     ) -> JsonObjectType:
         """Save it; a refused fact comes back to the model as a translated error."""
         args: dict[str, Any] = dict(tool_input.tool_args)
-        result = await async_memory_save(
+        result = await async_save(
             hass.data[DATA_MEMORIES], args, source=MemorySource.CONVERSATION.value
         )
         return {
@@ -91,7 +91,7 @@ class RecallTool(llm.Tool):
     ) -> JsonObjectType:
         """Search, and hand back the best memories that fit the budget."""
         args = tool_input.tool_args
-        found = await async_search_memories(
+        found = await async_search(
             hass.data[DATA_MEMORIES],
             {"query": args.get("query"), "type": args.get("type"), "limit": MEMORY_CONTEXT_LIMIT},
         )

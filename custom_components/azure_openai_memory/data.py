@@ -1,0 +1,95 @@
+"""What the integration keeps while it runs: one entry's runtime, and the home's stores.
+
+An entry (one Azure resource) owns its client, its agents' conversation windows and their
+statistics: `entry.runtime_data`. What belongs to the home — time series, memories,
+history, summaries — is installation-wide: set up once, kept in `hass.data` under the
+typed keys below, and used by every entry and by services that name no entry.
+"""
+
+import asyncio
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from homeassistant.config_entries import ConfigEntry
+from homeassistant.const import CONF_API_KEY
+from homeassistant.core import HomeAssistant
+from homeassistant.helpers import entity_registry as er
+from homeassistant.util.hass_dict import HassKey
+
+from .availability import ResourceHealth
+from .const import CONF_API_STYLE, CONF_API_VERSION, CONF_ENDPOINT, DOMAIN, RECOMMENDED_API_VERSION
+from .llm.client import ResourceSettings, SDKClient
+from .memory.window import AgentWindows
+from .stats import TurnStatistics
+from .storage import DebouncedStore
+
+if TYPE_CHECKING:
+    from .history.recorder import HistoryRecorder
+    from .memories.store import Memories
+    from .summaries.keeper import SummaryKeeper
+    from .timeseries.store import TimeseriesStore
+
+DATA_TIMESERIES: HassKey["TimeseriesStore"] = HassKey(f"{DOMAIN}_timeseries")
+DATA_HISTORY: HassKey["HistoryRecorder"] = HassKey(f"{DOMAIN}_history")
+DATA_MEMORIES: HassKey["Memories"] = HassKey(f"{DOMAIN}_memories")
+DATA_SUMMARIES: HassKey["SummaryKeeper"] = HassKey(f"{DOMAIN}_summaries")
+# Token encodings already warned about in this Home Assistant run.
+DATA_ENCODING_WARNED: HassKey[set[str]] = HassKey(f"{DOMAIN}_encoding_warned")
+
+# An entry's options, and per subentry its type, title, unique id and data.
+type SetUpFrom = tuple[dict[str, Any], dict[str, tuple[str, str, str | None, dict[str, Any]]]]
+
+
+@dataclass
+class Runtime:
+    """Everything one loaded entry owns; lives in entry.runtime_data."""
+
+    settings: ResourceSettings
+    client: SDKClient
+    windows_store: DebouncedStore
+    # Each agent's (subentry id's) conversation windows.
+    windows: dict[str, AgentWindows] = field(default_factory=dict)
+    stats: TurnStatistics = field(default_factory=TurnStatistics)
+    reported_health: frozenset[str] = frozenset()
+    # What the entry was set up from, so an update that changes none of it (new key,
+    # new title) does not reload a second time.
+    set_up_from: SetUpFrom | None = None
+    token_cache_dir: Path | None = None
+    encoding_task: asyncio.Task[None] | None = None
+    health: ResourceHealth = field(default_factory=ResourceHealth)
+
+
+type AzureOpenAIMemoryConfigEntry = ConfigEntry[Runtime]
+
+
+def settings_from_entry_data(data: Mapping[str, Any]) -> ResourceSettings:
+    """Read the resource settings from config entry (or flow) data."""
+    return ResourceSettings(
+        endpoint=data[CONF_ENDPOINT],
+        api_key=data[CONF_API_KEY],
+        api_style=data[CONF_API_STYLE],
+        api_version=data.get(CONF_API_VERSION) or RECOMMENDED_API_VERSION,
+    )
+
+
+def set_up_from(entry: ConfigEntry) -> SetUpFrom:
+    """The parts of an entry that set-up reads beyond its data: options and agents."""
+    return (
+        dict(entry.options),
+        {
+            sid: (sub.subentry_type, sub.title, sub.unique_id, dict(sub.data))
+            for sid, sub in entry.subentries.items()
+        },
+    )
+
+
+def agent_names(hass: HomeAssistant, entry: AzureOpenAIMemoryConfigEntry) -> dict[str, str]:
+    """Subentry id -> the agent's entity id (or title when it has none), loaded agents only."""
+    registry = er.async_get(hass)
+    return {
+        sid: registry.async_get_entity_id("conversation", DOMAIN, sid) or sub.title
+        for sid, sub in entry.subentries.items()
+        if sid in entry.runtime_data.windows
+    }

@@ -1,0 +1,38 @@
+"""The agent's history: an event-sourced audit trail of what it did, in SQLite.
+
+One database for the installation, opened with the integration, purged daily past its
+retention, closed at Home Assistant's final write.
+"""
+
+from datetime import timedelta
+from typing import Any
+
+from homeassistant.const import EVENT_HOMEASSISTANT_FINAL_WRITE
+from homeassistant.core import Event, HomeAssistant
+from homeassistant.helpers.event import async_track_time_interval
+from homeassistant.util import dt as dt_util
+
+from ..const import DOMAIN
+from ..data import DATA_HISTORY
+from .recorder import HistoryRecorder
+from .services import async_register_history_services
+
+PURGE_INTERVAL = timedelta(days=1)
+
+
+async def async_setup_history(hass: HomeAssistant) -> HistoryRecorder:
+    """Open the database (in the executor), purge now and daily, register the services."""
+    history = hass.data[DATA_HISTORY] = await HistoryRecorder.async_open(hass)
+
+    async def _async_close(_event: Event) -> None:
+        await history.async_close()
+
+    hass.bus.async_listen_once(EVENT_HOMEASSISTANT_FINAL_WRITE, _async_close)
+
+    async def _async_purge(_now: Any = None) -> None:
+        await history.async_purge(dt_util.utcnow().timestamp())
+
+    async_track_time_interval(hass, _async_purge, PURGE_INTERVAL, cancel_on_shutdown=True)
+    hass.async_create_background_task(_async_purge(), f"{DOMAIN} history purge")
+    async_register_history_services(hass, history)
+    return history

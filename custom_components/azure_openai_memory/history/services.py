@@ -1,0 +1,261 @@
+"""The history services: record, query, statistics, snapshot, event chain, purge."""
+
+from collections.abc import Callable, Coroutine
+from typing import Any
+from uuid import uuid4
+
+from homeassistant.core import HomeAssistant, ServiceCall, ServiceResponse, SupportsResponse
+from homeassistant.helpers import config_validation as cv
+from homeassistant.util import dt as dt_util
+import voluptuous as vol
+
+from ..const import DOMAIN
+from ..data import agent_names
+from ..memory.history import AgentHistoryEvent, HistoryError, HistoryQuery, HistorySnapshot
+from ..memory.timeseries import TimeseriesError, format_time, parse_time
+from ..services import Handler, ServiceSpec, async_register, translated
+from .recorder import HistoryRecorder
+
+SERVICE_HISTORY_RECORD = "history_record"
+SERVICE_HISTORY_QUERY = "history_query"
+SERVICE_HISTORY_STATISTICS = "history_statistics"
+SERVICE_HISTORY_SNAPSHOT = "history_snapshot"
+SERVICE_HISTORY_EVENT_CHAIN = "history_event_chain"
+SERVICE_HISTORY_PURGE = "history_purge"
+# The conversations (most recent) whose statistics a snapshot keeps.
+SNAPSHOT_CONVERSATIONS = 20
+# Who recorded an event that an automation adds without saying.
+DEFAULT_HISTORY_AGENT = "automation"
+
+# Event types, limits and ids are checked by memory.history, whose errors are translated.
+HISTORY_RECORD_SCHEMA = vol.Schema(
+    {
+        vol.Required("event_type"): cv.string,
+        vol.Required("event_data"): object,
+        vol.Optional("agent_id", default=DEFAULT_HISTORY_AGENT): cv.string,
+        vol.Optional("session_id"): cv.string,
+        vol.Optional("parent_event_id"): cv.string,
+        vol.Optional("tags", default=list): vol.All(cv.ensure_list, [cv.string]),
+        vol.Optional("metadata"): dict,
+        vol.Optional("ref"): cv.string,
+    }
+)
+HISTORY_QUERY_SCHEMA = vol.Schema(
+    {
+        vol.Optional("agent_id"): cv.string,
+        vol.Optional("session_id"): cv.string,
+        vol.Optional("event_type"): cv.string,
+        vol.Optional("tags", default=list): vol.All(cv.ensure_list, [cv.string]),
+        vol.Optional("start_time"): object,
+        vol.Optional("end_time"): object,
+        vol.Optional("limit", default=100): vol.Coerce(int),
+        vol.Optional("offset", default=0): vol.Coerce(int),
+        vol.Optional("ascending", default=False): cv.boolean,
+    }
+)
+HISTORY_STATISTICS_SCHEMA = vol.Schema({vol.Optional("agent_id"): cv.string})
+HISTORY_SNAPSHOT_SCHEMA = vol.Schema(
+    {
+        vol.Optional("agent_id"): cv.string,
+        vol.Optional("snapshot_id"): cv.string,
+        vol.Optional("description"): cv.string,
+        vol.Optional("ref"): cv.string,
+        vol.Optional("metadata"): dict,
+        vol.Optional("limit", default=100): vol.Coerce(int),
+    }
+)
+HISTORY_EVENT_CHAIN_SCHEMA = vol.Schema({vol.Required("event_id"): cv.string})
+HISTORY_PURGE_SCHEMA = vol.Schema(
+    {vol.Optional("keep_days"): vol.All(vol.Coerce(float), vol.Range(min=0))}
+)
+
+
+# Times a person could mean: years 1 to 9999.
+_EARLIEST, _LATEST = -62_135_596_800.0, 253_402_300_799.0
+
+
+def _history_time(data: dict[str, Any], name: str) -> float | None:
+    if name not in data:
+        return None
+    moment = parse_time(data[name], dt_util.get_default_time_zone(), name)
+    if not _EARLIEST <= moment <= _LATEST:
+        raise TimeseriesError("invalid_time", field=name, value=data[name])
+    return moment
+
+
+def _agent_state(hass: HomeAssistant, agent_id: str) -> dict[str, Any] | None:
+    """One of our agents, by entity id: its options and its windows' statistics."""
+    for entry in hass.config_entries.async_loaded_entries(DOMAIN):
+        for sid, name in agent_names(hass, entry).items():
+            if name != agent_id:
+                continue
+            windows = entry.runtime_data.windows[sid]
+            recent = windows.get_all_conversations()[-SNAPSHOT_CONVERSATIONS:]
+            return {
+                # The prompt can be long and says nothing of the agent's state: left out.
+                "options": {k: v for k, v in entry.subentries[sid].data.items() if k != "prompt"},
+                "memory": windows.totals(),
+                "conversations": {cid: windows.get_stats(cid) for cid in recent},
+                "statistics": entry.runtime_data.stats.as_dict(),
+            }
+    return None
+
+
+async def _async_history_record(recorder: HistoryRecorder, call: ServiceCall) -> ServiceResponse:
+    data = call.data
+    try:
+        event = AgentHistoryEvent.new(
+            data["agent_id"],
+            data["event_type"],
+            data["event_data"],
+            session_id=data.get("session_id"),
+            parent_event_id=data.get("parent_event_id"),
+            tags=tuple(data["tags"]),
+            metadata=data.get("metadata"),
+            ref=data.get("ref"),
+        )
+    except HistoryError as err:
+        raise translated(err) from err
+    try:
+        await recorder.async_run(recorder.store.record_event, event)
+    except HistoryError as err:  # a parent that was never recorded
+        raise translated(err) from err
+    recorder.async_announce(event)
+    return {"event": event.as_dict()}
+
+
+async def _async_history_query(recorder: HistoryRecorder, call: ServiceCall) -> ServiceResponse:
+    data = dict(call.data)
+    try:
+        query = HistoryQuery(
+            agent_id=data.get("agent_id"),
+            session_id=data.get("session_id"),
+            event_type=data.get("event_type"),
+            tags=tuple(data["tags"]),
+            start_time=_history_time(data, "start_time"),
+            end_time=_history_time(data, "end_time"),
+            limit=data["limit"],
+            offset=data["offset"],
+            ascending=data["ascending"],
+        )
+    except (TimeseriesError, HistoryError) as err:
+        raise translated(err) from err
+    events, total = await recorder.async_run(recorder.store.query_events, query)
+    return {"events": [event.as_dict() for event in events], "total": total}
+
+
+async def _async_history_statistics(
+    recorder: HistoryRecorder, call: ServiceCall
+) -> ServiceResponse:
+    stats = await recorder.async_run(recorder.store.get_statistics, call.data.get("agent_id"))
+    return stats.as_dict()
+
+
+async def _async_history_snapshot(
+    hass: HomeAssistant, recorder: HistoryRecorder, call: ServiceCall
+) -> ServiceResponse:
+    data = call.data
+    store = recorder.store
+    if snapshot_id := data.get("snapshot_id"):
+        stored = await recorder.async_run(store.get_snapshot, snapshot_id)
+        if stored is None:
+            raise translated(HistoryError("unknown_snapshot", snapshot_id=snapshot_id))
+        return {"snapshot": stored.as_dict()}
+    agent_id = data.get("agent_id")
+    if not agent_id:
+        raise translated(HistoryError("snapshot_needs_agent"))
+    try:
+        query = HistoryQuery(agent_id=agent_id, limit=data["limit"])
+    except HistoryError as err:
+        raise translated(err) from err
+    events, _total = await recorder.async_run(store.query_events, query)
+    snapshot = HistorySnapshot(
+        snapshot_id=str(uuid4()),
+        agent_id=agent_id,
+        timestamp=dt_util.utcnow().timestamp(),
+        events=tuple(reversed(events)),  # the newest `limit`, oldest first as stored
+        ref=data.get("ref"),
+        description=data.get("description"),
+        metadata=data.get("metadata"),
+        agent_state=_agent_state(hass, agent_id),
+    )
+    try:
+        await recorder.async_run(store.create_snapshot, snapshot)
+    except HistoryError as err:
+        raise translated(err) from err
+    return {"snapshot": snapshot.as_dict()}
+
+
+async def _async_history_event_chain(
+    recorder: HistoryRecorder, call: ServiceCall
+) -> ServiceResponse:
+    try:
+        chain = await recorder.async_run(recorder.store.get_event_chain, call.data["event_id"])
+    except HistoryError as err:
+        raise translated(err) from err
+    return {"events": [event.as_dict() for event in chain]}
+
+
+async def _async_history_purge(recorder: HistoryRecorder, call: ServiceCall) -> ServiceResponse:
+    deleted, cutoff = await recorder.async_delete_older_than(
+        call.data.get("keep_days"), dt_util.utcnow().timestamp()
+    )
+    return {"deleted": deleted, "cutoff": format_time(cutoff)}
+
+
+def async_register_history_services(hass: HomeAssistant, recorder: HistoryRecorder) -> None:
+    """The history services; purge for administrators only."""
+
+    def bound(
+        handler: Callable[[HistoryRecorder, ServiceCall], Coroutine[Any, Any, ServiceResponse]],
+    ) -> Handler:
+        async def call_handler(call: ServiceCall) -> ServiceResponse:
+            return await handler(recorder, call)
+
+        return call_handler
+
+    async def snapshot(call: ServiceCall) -> ServiceResponse:
+        return await _async_history_snapshot(hass, recorder, call)
+
+    async_register(
+        hass,
+        (
+            ServiceSpec(
+                SERVICE_HISTORY_RECORD,
+                bound(_async_history_record),
+                HISTORY_RECORD_SCHEMA,
+                SupportsResponse.OPTIONAL,
+            ),
+            ServiceSpec(
+                SERVICE_HISTORY_QUERY,
+                bound(_async_history_query),
+                HISTORY_QUERY_SCHEMA,
+                SupportsResponse.ONLY,
+            ),
+            ServiceSpec(
+                SERVICE_HISTORY_STATISTICS,
+                bound(_async_history_statistics),
+                HISTORY_STATISTICS_SCHEMA,
+                SupportsResponse.ONLY,
+            ),
+            ServiceSpec(
+                SERVICE_HISTORY_SNAPSHOT,
+                snapshot,
+                HISTORY_SNAPSHOT_SCHEMA,
+                SupportsResponse.OPTIONAL,
+            ),
+            ServiceSpec(
+                SERVICE_HISTORY_EVENT_CHAIN,
+                bound(_async_history_event_chain),
+                HISTORY_EVENT_CHAIN_SCHEMA,
+                SupportsResponse.ONLY,
+            ),
+            ServiceSpec(
+                SERVICE_HISTORY_PURGE,
+                bound(_async_history_purge),
+                HISTORY_PURGE_SCHEMA,
+                SupportsResponse.OPTIONAL,
+                admin=True,
+            ),
+        ),
+    )

@@ -1,0 +1,74 @@
+"""Memories: the home's durable facts — saved with deduplication, recalled by meaning.
+
+One store for the installation, set up with the integration; ranked with the embeddings
+of the entry whose options name an embeddings deployment.
+"""
+
+from datetime import timedelta
+from typing import Any
+
+from homeassistant.const import EVENT_HOMEASSISTANT_FINAL_WRITE
+from homeassistant.core import Event, HomeAssistant, callback
+from homeassistant.helpers.event import async_track_time_interval
+
+from ..const import (
+    CONF_EMBEDDINGS_DEPLOYMENT,
+    RECOMMENDED_ARCHIVE_RETENTION_DAYS,
+    RECOMMENDED_HIGH_CONFIDENCE_THRESHOLD,
+    RECOMMENDED_MAX_MEMORIES_PER_TYPE,
+    RECOMMENDED_RELEVANCE_SCORE_THRESHOLD,
+)
+from ..data import DATA_MEMORIES, AzureOpenAIMemoryConfigEntry
+from ..history.recorder import HistoryRecorder
+from ..llm.embeddings import Embedder
+from ..memory.facts import FactSettings
+from .services import async_register_memory_services
+from .store import Memories
+
+ARCHIVE_CLEANUP_INTERVAL = timedelta(days=1)
+
+
+async def async_setup_memories(hass: HomeAssistant, history: HistoryRecorder) -> None:
+    """Load the memories, clean the archive now and daily, register the services."""
+    memories = hass.data[DATA_MEMORIES] = Memories(hass, _defaults())
+    await memories.async_load()
+    # Also now: a home restarted within every day would never reach the daily clean-up.
+    memories.cleanup_archived()
+    async_register_memory_services(hass, memories, history)
+
+    async def _async_close(_event: Event) -> None:
+        await memories.async_close()
+
+    hass.bus.async_listen_once(EVENT_HOMEASSISTANT_FINAL_WRITE, _async_close)
+
+    @callback
+    def _cleanup_archived(_now: Any) -> None:
+        """Archived memories past "days archived memories are kept" go, once a day."""
+        memories.cleanup_archived()
+
+    async_track_time_interval(
+        hass, _cleanup_archived, ARCHIVE_CLEANUP_INTERVAL, cancel_on_shutdown=True
+    )
+
+
+def _defaults() -> FactSettings:
+    """The installation's settings until the options flow stores its own."""
+    return FactSettings(
+        archive_retention_days=RECOMMENDED_ARCHIVE_RETENTION_DAYS,
+        high_confidence_threshold=RECOMMENDED_HIGH_CONFIDENCE_THRESHOLD,
+        max_memories_per_type=RECOMMENDED_MAX_MEMORIES_PER_TYPE,
+        relevance_score_threshold=RECOMMENDED_RELEVANCE_SCORE_THRESHOLD,
+    )
+
+
+@callback
+def async_use_embeddings(hass: HomeAssistant, entry: AzureOpenAIMemoryConfigEntry) -> None:
+    """An entry that names an embeddings deployment ranks the installation's memories."""
+    deployment = str(entry.options.get(CONF_EMBEDDINGS_DEPLOYMENT) or "").strip()
+    if not deployment:
+        return
+    runtime = entry.runtime_data
+    memories = hass.data[DATA_MEMORIES]
+    identity = f"{runtime.settings.endpoint}|{deployment}"
+    memories.async_use_embeddings(entry.entry_id, Embedder(runtime.client, deployment, identity))
+    entry.async_on_unload(lambda: memories.async_use_embeddings(entry.entry_id, None))

@@ -1,0 +1,76 @@
+"""What saving and searching memories answer: one shape for the services and the tools."""
+
+from typing import Any
+
+from ..memory.facts import ArchivedMemory, FactError, Memory, SearchResult
+from ..memory.timeseries import format_time
+from ..services import translated
+from .store import Memories
+
+
+def memory_response(memory: Memory) -> dict[str, Any]:
+    """A memory as the services and tools report it: times in ISO 8601."""
+    return {
+        **memory.as_dict(),
+        "created_at": format_time(memory.created_at),
+        "updated_at": format_time(memory.updated_at),
+    }
+
+
+def archived_response(archived: ArchivedMemory) -> dict[str, Any]:
+    """An archived memory: the seed's fields, and what it was."""
+    return {
+        "id": archived.id,
+        "original_content": archived.original_content,
+        "superseded_by": archived.superseded_by,
+        "archived_at": format_time(archived.archived_at),
+        "reason": archived.reason,
+        "type": archived.memory.type.value,
+        "tags": list(archived.memory.tags),
+    }
+
+
+async def async_save(
+    memories: Memories, data: dict[str, Any], source: str | None = None
+) -> dict[str, Any]:
+    """memory_save, and the agent's remember tool (source: conversation)."""
+    try:
+        result = await memories.async_save(
+            data["content"],
+            data["type"],
+            data.get("tags", ()),
+            confidence=data.get("confidence"),
+            source=source or data.get("source", "manual"),
+            source_reference=data.get("source_reference"),
+        )
+    except FactError as err:
+        raise translated(err) from err
+    return {
+        "action": result.action.value,
+        "memory": memory_response(result.memory),
+        "archived": archived_response(result.archived) if result.archived else None,
+        "evicted": [archived_response(one) for one in result.evicted],
+    }
+
+
+async def async_search(memories: Memories, data: dict[str, Any]) -> SearchResult:
+    """What memory_search and the agent's recall tool find; translated errors."""
+    try:
+        return await memories.async_search(
+            data.get("query"),
+            memory_type=data.get("type"),
+            tags=data.get("tags") or None,
+            limit=int(data.get("limit", 10)),
+            include_archived=bool(data.get("include_archived", False)),
+        )
+    except FactError as err:
+        raise translated(err) from err
+
+
+async def async_search_answer(memories: Memories, data: dict[str, Any]) -> dict[str, Any]:
+    """memory_search's response."""
+    result = await async_search(memories, data)
+    return {
+        "memories": [{**memory_response(m), "score": score} for m, score in result.memories],
+        "ranker": result.ranker,
+    }

@@ -1,0 +1,148 @@
+"""The memory services: save, search, patterns; forget and cleanup for administrators."""
+
+from typing import Any
+
+from homeassistant.core import HomeAssistant, ServiceCall, ServiceResponse, SupportsResponse
+from homeassistant.exceptions import HomeAssistantError
+from homeassistant.helpers import config_validation as cv
+import voluptuous as vol
+
+from ..const import LOGGER
+from ..history.recorder import HistoryRecorder, record_service_call
+from ..memory.facts import FactError, ForgetResult
+from ..services import ServiceSpec, async_register, translated
+from .answers import archived_response, async_save, async_search_answer
+from .store import Memories
+
+SERVICE_MEMORY_SAVE = "memory_save"
+SERVICE_MEMORY_SEARCH = "memory_search"
+SERVICE_MEMORY_PATTERNS = "memory_patterns"
+SERVICE_MEMORY_FORGET = "memory_forget"
+SERVICE_MEMORY_CLEANUP_ARCHIVED = "memory_cleanup_archived"
+
+# Content, types, tags, confidence, source and limit are checked by memory.facts, whose
+# errors are translated; the schemas take what a YAML script may send.
+MEMORY_SAVE_SCHEMA = vol.Schema(
+    {
+        vol.Required("content"): object,
+        vol.Required("type"): cv.string,
+        vol.Optional("tags", default=list): vol.All(cv.ensure_list, [object]),
+        vol.Optional("confidence"): cv.string,
+        vol.Optional("source", default="manual"): cv.string,
+        vol.Optional("source_reference"): cv.string,
+    }
+)
+MEMORY_SEARCH_SCHEMA = vol.Schema(
+    {
+        vol.Optional("query"): cv.string,
+        vol.Optional("type"): cv.string,
+        vol.Optional("tags", default=list): vol.All(cv.ensure_list, [object]),
+        vol.Optional("limit", default=10): vol.Coerce(int),
+        vol.Optional("include_archived", default=False): cv.boolean,
+    }
+)
+MEMORY_FORGET_SCHEMA = vol.Schema(
+    {
+        vol.Optional("memory_id"): cv.string,
+        vol.Optional("tag"): object,
+        vol.Optional("erase", default=False): cv.boolean,
+    }
+)
+MEMORY_CLEANUP_SCHEMA = vol.Schema(
+    {vol.Optional("retention_days"): vol.All(vol.Coerce(float), vol.Range(min=0))}
+)
+
+
+async def _async_memory_forget(
+    memories: Memories, call: ServiceCall, history: HistoryRecorder
+) -> dict[str, Any]:
+    data = call.data
+    if ("memory_id" in data) == ("tag" in data):
+        raise translated(FactError("memory_forget_one"))
+    try:
+        result = memories.forget(data.get("memory_id"), data.get("tag"), erase=data["erase"])
+    except FactError as err:
+        raise translated(err) from err
+    response: dict[str, Any] = {
+        "archived": [archived_response(one) for one in result.archived],
+        "erased": result.erased,
+    }
+    if data["erase"]:
+        response["history_events_erased"] = await _async_erase_history(history, result)
+    return response
+
+
+async def _async_erase_history(history: HistoryRecorder, result: ForgetResult) -> int | None:
+    """The history's copies of erased memories go too; None when the history cannot be
+    reached (the memories are erased all the same; logged, for the user to act on)."""
+    if not history.available:
+        # Events recorded before it became unreadable may hold them: say so, not 0.
+        LOGGER.error("The agent history is unavailable: erased memories may remain in it")
+        return None
+    try:
+        return await history.async_erase_memories(result.erased)
+    except (HomeAssistantError, RuntimeError) as err:
+        LOGGER.error("Erased memories may remain in the agent history: %s", err)
+        return None
+
+
+async def _async_memory_cleanup(memories: Memories, call: ServiceCall) -> dict[str, Any]:
+    deleted = memories.cleanup_archived(call.data.get("retention_days"))
+    return {"deleted": len(deleted), "ids": deleted}
+
+
+def async_register_memory_services(
+    hass: HomeAssistant, memories: Memories, history: HistoryRecorder
+) -> None:
+    """memory_save, _search, _patterns; _forget and _cleanup_archived for administrators."""
+
+    async def save(call: ServiceCall) -> ServiceResponse:
+        result = await async_save(memories, dict(call.data))
+        record_service_call(
+            history, call, {"action": result["action"], "id": result["memory"]["id"]}
+        )
+        return result
+
+    async def search(call: ServiceCall) -> ServiceResponse:
+        return await async_search_answer(memories, dict(call.data))
+
+    async def patterns(call: ServiceCall) -> ServiceResponse:
+        return {"patterns": [insight.as_dict() for insight in memories.facts.patterns()]}
+
+    async def forget(call: ServiceCall) -> ServiceResponse:
+        result = await _async_memory_forget(memories, call, history)
+        if call.data["erase"]:
+            # The record of an erasure names no erased memory: only how many went.
+            record_service_call(history, call, {"erased": len(result["erased"]), "erase": True})
+        else:
+            ids = [one["id"] for one in result["archived"]]
+            record_service_call(history, call, {"ids": ids, "erase": False})
+        return result
+
+    async def cleanup(call: ServiceCall) -> ServiceResponse:
+        result = await _async_memory_cleanup(memories, call)
+        record_service_call(history, call, dict(result))
+        return result
+
+    async_register(
+        hass,
+        (
+            ServiceSpec(SERVICE_MEMORY_SAVE, save, MEMORY_SAVE_SCHEMA, SupportsResponse.OPTIONAL),
+            ServiceSpec(SERVICE_MEMORY_SEARCH, search, MEMORY_SEARCH_SCHEMA, SupportsResponse.ONLY),
+            ServiceSpec(SERVICE_MEMORY_PATTERNS, patterns, vol.Schema({}), SupportsResponse.ONLY),
+            ServiceSpec(
+                SERVICE_MEMORY_FORGET,
+                forget,
+                MEMORY_FORGET_SCHEMA,
+                SupportsResponse.OPTIONAL,
+                admin=True,
+            ),
+            ServiceSpec(
+                SERVICE_MEMORY_CLEANUP_ARCHIVED,
+                cleanup,
+                MEMORY_CLEANUP_SCHEMA,
+                SupportsResponse.OPTIONAL,
+                admin=True,
+            ),
+        ),
+    )

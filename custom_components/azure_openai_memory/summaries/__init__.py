@@ -1,0 +1,95 @@
+"""Summaries of past talk: daily, folded into weekly, monthly and eras, with decay.
+
+One keeper for the installation, set up with the integration; the entry whose options
+turn summaries on writes them with its first agent's deployment.
+"""
+
+from datetime import time
+from typing import Any
+
+from homeassistant.const import EVENT_HOMEASSISTANT_STOP
+from homeassistant.core import Event, HomeAssistant, callback
+from homeassistant.helpers import entity_registry as er
+from homeassistant.util import dt as dt_util
+
+from ..const import (
+    CONF_SUMMARIES,
+    CONF_SUMMARY_GROUP_MODE,
+    CONF_SUMMARY_TIME,
+    DOMAIN,
+    RECOMMENDED_OPTIONS,
+    RECOMMENDED_SUMMARY_GROUP_MODE,
+    SUBENTRY_AGENT,
+)
+from ..data import DATA_SUMMARIES, AzureOpenAIMemoryConfigEntry
+from ..history.recorder import HistoryRecorder
+from ..llm.client import context_limit, request_options
+from ..llm.summarize import Summarizer
+from .keeper import SummaryKeeper, SummaryWriter, group_of
+from .services import async_register_summary_services
+from .store import SummaryStore
+
+
+async def async_setup_summaries(hass: HomeAssistant, history: HistoryRecorder) -> None:
+    """Load the summaries, register their services; the daily run stops with Home Assistant."""
+    store = SummaryStore(hass, f"{DOMAIN}.summaries")
+    await store.async_load()
+    keeper = hass.data[DATA_SUMMARIES] = SummaryKeeper(hass, store, history)
+    async_register_summary_services(hass, keeper)
+
+    @callback
+    def _async_stop(_event: Event) -> None:
+        keeper.async_stop()
+
+    hass.bus.async_listen_once(EVENT_HOMEASSISTANT_STOP, _async_stop)
+
+
+@callback
+def async_attach_writer(hass: HomeAssistant, entry: AzureOpenAIMemoryConfigEntry) -> None:
+    """An entry whose options turn summaries on writes them with its first agent."""
+    options = {**RECOMMENDED_OPTIONS, **entry.options}
+    keeper = hass.data.get(DATA_SUMMARIES)
+    if keeper is None or not options[CONF_SUMMARIES]:
+        return
+    agent = next(
+        (sub for sub in entry.subentries.values() if sub.subentry_type == SUBENTRY_AGENT), None
+    )
+    summarizer = None
+    agent_id = ""
+    if agent is not None:
+        runtime = entry.runtime_data
+        windows = runtime.windows.get(agent.subentry_id)
+        summarizer = Summarizer(
+            runtime.client,
+            request_options(runtime.settings, agent.data),
+            windows.counter if windows is not None else None,
+            context_limit(agent.data),
+        )
+        agent_id = (
+            er.async_get(hass).async_get_entity_id("conversation", DOMAIN, agent.subentry_id)
+            or agent.title
+        )
+    keeper.async_add_writer(
+        SummaryWriter(
+            entry.entry_id,
+            agent_id,
+            summarizer,
+            options[CONF_SUMMARY_GROUP_MODE],
+            dt_util.parse_time(options[CONF_SUMMARY_TIME]) or time(3, 30),
+        )
+    )
+    entry.async_on_unload(lambda: keeper.async_remove_writer(entry.entry_id))
+
+
+@callback
+def speaker_group(hass: HomeAssistant, user_input: Any) -> str:
+    """The group of whoever speaks in a turn, as the summaries group the talk."""
+    keeper = hass.data.get(DATA_SUMMARIES)
+    mode = keeper.group_mode if keeper is not None else RECOMMENDED_SUMMARY_GROUP_MODE
+    context = getattr(user_input, "context", None)
+    return group_of(
+        mode,
+        user_input.device_id,
+        getattr(user_input, "satellite_id", None),
+        context.user_id if context is not None else None,
+    )

@@ -1,0 +1,144 @@
+"""The summary services: aggregate (run now), get, groups; bad values are translated errors."""
+
+from collections.abc import Callable, Coroutine
+from datetime import date, datetime
+import math
+from typing import Any
+
+from homeassistant.core import HomeAssistant, ServiceCall, ServiceResponse, SupportsResponse
+from homeassistant.util import dt as dt_util
+import voluptuous as vol
+
+from ..memory.summaries import PeriodType, SummaryError, validate_group, validate_period_type
+from ..services import Handler, ServiceSpec, async_register, translated
+from .keeper import SummaryKeeper
+
+SERVICE_SUMMARY_AGGREGATE = "summary_aggregate"
+SERVICE_SUMMARY_GET = "summary_get"
+SERVICE_SUMMARY_GROUPS = "summary_groups"
+SUMMARY_MAX_LIMIT = 1000
+# Group ids, period types, limits and days are checked in the handlers, whose errors are
+# translated: a schema error would not say which value was wrong in the user's words.
+SUMMARY_AGGREGATE_SCHEMA = vol.Schema({vol.Optional("day"): object})
+SUMMARY_GET_SCHEMA = vol.Schema(
+    {
+        vol.Optional("group"): object,
+        vol.Optional("period_type"): object,
+        vol.Optional("limit", default=10): object,
+        vol.Optional("start"): object,
+        vol.Optional("end"): object,
+    }
+)
+SUMMARY_GROUPS_SCHEMA = vol.Schema({})
+
+
+def _summary_day(value: Any, field: str) -> date:
+    """A calendar day: a date, or its ISO text."""
+    if isinstance(value, date) and not isinstance(value, datetime):
+        return value
+    if isinstance(value, str):
+        try:
+            return date.fromisoformat(value.strip())
+        except ValueError:
+            pass
+    raise SummaryError("invalid_day", field=field, value=value)
+
+
+async def _async_summary_aggregate(keeper: SummaryKeeper, call: ServiceCall) -> ServiceResponse:
+    day = None
+    if "day" in call.data:
+        day = _summary_day(call.data["day"], "day")
+        if day > dt_util.now().date():
+            raise SummaryError("day_in_future", day=day.isoformat())
+    counts = await keeper.async_run(day)
+    return dict(counts)
+
+
+async def _async_summary_get(keeper: SummaryKeeper, call: ServiceCall) -> ServiceResponse:
+    data = call.data
+    book = keeper.store.book
+    limit = data["limit"]
+    if (
+        isinstance(limit, bool)
+        or not isinstance(limit, int | float)
+        or not math.isfinite(limit)
+        or not limit == int(limit)
+    ):
+        raise SummaryError("summary_limit_out_of_range", value=limit, max=SUMMARY_MAX_LIMIT)
+    if not 1 <= int(limit) <= SUMMARY_MAX_LIMIT:
+        raise SummaryError("summary_limit_out_of_range", value=limit, max=SUMMARY_MAX_LIMIT)
+    types: list[PeriodType] = list(PeriodType)
+    if "period_type" in data:
+        types = [validate_period_type(data["period_type"])]
+    groups = book.groups()
+    if "group" in data:
+        group = validate_group(data["group"])
+        if group not in groups:
+            raise SummaryError("unknown_group", group=group)
+        groups = [group]
+    start = _summary_day(data["start"], "start").isoformat() if "start" in data else None
+    end = _summary_day(data["end"], "end").isoformat() if "end" in data else None
+    if start is not None and end is not None and end < start:
+        raise SummaryError("summary_end_before_start", start=start, end=end)
+    found = [
+        summary
+        for group in groups
+        for kind in types
+        for summary in book.of(group, kind)
+        if (start is None or summary.period_end >= start)
+        and (end is None or summary.period_start <= end)
+    ]
+    found.sort(key=lambda s: (s.period_end, s.period_start), reverse=True)
+    shown: list[Any] = [s.as_dict() for s in found[: int(limit)]]
+    for summary in shown:
+        del summary["aggregated_into"]
+        del summary["rewrite_pending"]
+    return {"summaries": shown}
+
+
+async def _async_summary_groups(keeper: SummaryKeeper, call: ServiceCall) -> ServiceResponse:
+    book = keeper.store.book
+    groups: list[Any] = []
+    for group in book.groups():
+        counts = {kind.value: len(book.of(group, kind)) for kind in PeriodType}
+        groups.append({**book.profile(group).as_dict(), "counts": counts})
+    return {"groups": groups, "group_mode": keeper.group_mode}
+
+
+def async_register_summary_services(hass: HomeAssistant, keeper: SummaryKeeper) -> None:
+    """The summary services; a bad value is a translated error and nothing is written."""
+
+    def bound(
+        handler: Callable[[SummaryKeeper, ServiceCall], Coroutine[Any, Any, ServiceResponse]],
+    ) -> Handler:
+        async def call_handler(call: ServiceCall) -> ServiceResponse:
+            try:
+                return await handler(keeper, call)
+            except SummaryError as err:
+                raise translated(err) from err
+
+        return call_handler
+
+    async_register(
+        hass,
+        (
+            ServiceSpec(
+                SERVICE_SUMMARY_AGGREGATE,
+                bound(_async_summary_aggregate),
+                SUMMARY_AGGREGATE_SCHEMA,
+                SupportsResponse.OPTIONAL,
+            ),
+            ServiceSpec(
+                SERVICE_SUMMARY_GET,
+                bound(_async_summary_get),
+                SUMMARY_GET_SCHEMA,
+                SupportsResponse.ONLY,
+            ),
+            ServiceSpec(
+                SERVICE_SUMMARY_GROUPS,
+                bound(_async_summary_groups),
+                SUMMARY_GROUPS_SCHEMA,
+                SupportsResponse.ONLY,
+            ),
+        ),
+    )

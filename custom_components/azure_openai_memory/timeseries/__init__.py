@@ -1,0 +1,64 @@
+"""Time series: what automations fetched, merged per key, with exact coverage and gaps.
+
+The series are the home's, not one Azure resource's: one store for the installation, set
+up with the integration, and services that name no entry.
+"""
+
+from typing import Any
+
+from homeassistant.core import HomeAssistant
+
+from ..const import (
+    CONF_TIMESERIES_KEEP_DAYS,
+    CONF_TIMESERIES_MAX_ENTRIES,
+    DOMAIN,
+    LOGGER,
+    RECOMMENDED_TIMESERIES_KEEP_DAYS,
+    RECOMMENDED_TIMESERIES_MAX_ENTRIES,
+)
+from ..data import DATA_TIMESERIES
+from ..history.recorder import HistoryRecorder
+from ..memory.timeseries import TimeseriesSettings
+from .services import async_register_timeseries_services
+from .store import TimeseriesStore
+
+
+async def async_setup_timeseries(hass: HomeAssistant, history: HistoryRecorder) -> None:
+    """Load the series' index (series load on first use) and register the services."""
+    store = TimeseriesStore(
+        hass,
+        f"{DOMAIN}.timeseries",
+        defaults=TimeseriesSettings(
+            max_entries=RECOMMENDED_TIMESERIES_MAX_ENTRIES,
+            keep_days=float(RECOMMENDED_TIMESERIES_KEEP_DAYS),
+        ),
+    )
+    await store.async_load()
+    hass.data[DATA_TIMESERIES] = store
+    async_register_timeseries_services(hass, store, history)
+
+
+def async_take_options(hass: HomeAssistant, options: dict[str, Any]) -> None:
+    """Series settings an old entry kept in its options move to the series' store.
+
+    Pops them from options. With several entries the first one migrated gives its values,
+    and a store that has settings of its own keeps them.
+    """
+    old = {
+        key: options.pop(key)
+        for key in (CONF_TIMESERIES_MAX_ENTRIES, CONF_TIMESERIES_KEEP_DAYS)
+        if key in options
+    }
+    store = hass.data[DATA_TIMESERIES]
+    if not old or store.settings_stored:
+        return
+    current = store.settings
+    try:
+        settings = TimeseriesSettings(
+            max_entries=int(old.get(CONF_TIMESERIES_MAX_ENTRIES, current.max_entries)),
+            keep_days=float(old.get(CONF_TIMESERIES_KEEP_DAYS, current.keep_days)),
+        )
+    except (TypeError, ValueError) as err:
+        LOGGER.warning("Time series settings not carried over: %s", err)
+    else:
+        store.async_update_settings(settings)

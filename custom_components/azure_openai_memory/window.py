@@ -1,0 +1,182 @@
+"""The conversation window: each agent's token-limited buffer of its conversations.
+
+The windows belong to one entry (its agents), are kept in one Store file per entry that
+survives reloads and restarts, expire when idle, and are read and reset by the
+conversation_stats and conversation_reset services.
+"""
+
+from pathlib import Path
+from typing import Any
+
+from homeassistant.config_entries import ConfigEntry, ConfigSubentry
+from homeassistant.core import (
+    HomeAssistant,
+    ServiceCall,
+    ServiceResponse,
+    SupportsResponse,
+    callback,
+)
+from homeassistant.helpers import config_validation as cv
+import voluptuous as vol
+
+from .const import (
+    CONF_CONTINUATION_MINUTES,
+    CONF_CONVERSATION_IDLE_MINUTES,
+    CONF_DEPLOYMENT,
+    CONF_MAX_CONVERSATIONS,
+    CONF_SLIDING_WINDOW_MAX_TOKENS,
+    DOMAIN,
+    LOGGER,
+    RECOMMENDED_OPTIONS,
+    RECOMMENDED_SLIDING_WINDOW_MAX_TOKENS,
+    SUBENTRY_AGENT,
+)
+from .data import Runtime, agent_names
+from .history.recorder import HistoryRecorder, record_service_call
+from .memory.tokens import load_counter
+from .memory.window import WINDOWS_VERSION, AgentWindows, WindowSettings, migrate_windows
+from .services import ServiceSpec, async_register, loaded_entry
+from .storage import DebouncedStore
+
+ATTR_CONFIG_ENTRY = "config_entry_id"
+ATTR_CONVERSATION_ID = "conversation_id"
+SERVICE_CONVERSATION_STATS = "conversation_stats"
+SERVICE_CONVERSATION_RESET = "conversation_reset"
+
+CONVERSATION_SCHEMA = vol.Schema(
+    {
+        vol.Required(ATTR_CONFIG_ENTRY): cv.string,
+        vol.Optional(ATTR_CONVERSATION_ID): cv.string,
+    }
+)
+
+
+def windows_store_key(entry_id: str) -> str:
+    """The Store key of an entry's windows file."""
+    return f"{DOMAIN}.windows.{entry_id}"
+
+
+def window_settings(entry: ConfigEntry, subentry: ConfigSubentry) -> WindowSettings:
+    """An agent's window settings: its own size, the entry's retention."""
+    options: dict[str, Any] = {**RECOMMENDED_OPTIONS, **entry.options}
+    return WindowSettings(
+        max_tokens=int(
+            subentry.data.get(CONF_SLIDING_WINDOW_MAX_TOKENS, RECOMMENDED_SLIDING_WINDOW_MAX_TOKENS)
+        ),
+        max_conversations=int(options[CONF_MAX_CONVERSATIONS]),
+        idle_seconds=float(options[CONF_CONVERSATION_IDLE_MINUTES]) * 60,
+        continuation_seconds=float(options[CONF_CONTINUATION_MINUTES]) * 60,
+    )
+
+
+async def async_load_windows(
+    hass: HomeAssistant, entry: ConfigEntry, cache_dir: Path
+) -> tuple[DebouncedStore, dict[str, AgentWindows]]:
+    """Every agent's windows as stored; what cannot be read is set aside, never fatal.
+
+    Each agent counts tokens with the best encoding at hand locally now; the exact one is
+    fetched in the background (encodings.py).
+    """
+    windows: dict[str, AgentWindows] = {}
+    store = DebouncedStore(
+        hass,
+        windows_store_key(entry.entry_id),
+        lambda: {"agents": {sid: w.as_dict() for sid, w in windows.items()}},
+        version=WINDOWS_VERSION,
+        migrate=migrate_windows,
+    )
+    stored = (await store.async_load()).get("agents", {})
+    # JSON of another shape is set aside like an unreadable file, never fatal to the entry.
+    unusable: str | None = None
+    if not isinstance(stored, dict):
+        unusable, stored = f"agents is {type(stored).__name__}, not an object", {}
+    for subentry in entry.subentries.values():
+        if subentry.subentry_type != SUBENTRY_AGENT:
+            continue
+        counter = await hass.async_add_executor_job(
+            load_counter, subentry.data[CONF_DEPLOYMENT], cache_dir
+        )
+        agent = AgentWindows(counter, window_settings(entry, subentry))
+        try:
+            agent.load(stored.get(subentry.subentry_id, {}))
+        except (AttributeError, KeyError, TypeError, ValueError) as err:
+            unusable = unusable or f"agent {subentry.subentry_id}: {err!r}"
+            agent = AgentWindows(counter, window_settings(entry, subentry))
+        windows[subentry.subentry_id] = agent
+    if unusable is not None:
+        await store.async_set_aside(unusable)
+        store.async_schedule_save()  # the agents that could be read, in a new file
+    return store, windows
+
+
+async def async_remove_windows(hass: HomeAssistant, entry_id: str) -> None:
+    """The entry is deleted: its windows file goes with it."""
+    await DebouncedStore(hass, windows_store_key(entry_id), dict).async_remove()
+
+
+@callback
+def async_maintain(runtime: Runtime) -> None:
+    """Expire idle conversations and warn (once per change) about the windows' health."""
+    expired = sum(agent.expire_idle() for agent in runtime.windows.values())
+    if expired:
+        LOGGER.debug("Expired %d idle conversations", expired)
+        runtime.windows_store.async_schedule_save()
+    health = frozenset(w for agent in runtime.windows.values() for w in agent.health())
+    for warning in health - runtime.reported_health:
+        LOGGER.warning("Conversation memory: %s", warning)
+    runtime.reported_health = health
+
+
+async def _async_conversation_stats(hass: HomeAssistant, call: ServiceCall) -> ServiceResponse:
+    entry = loaded_entry(hass, call.data[ATTR_CONFIG_ENTRY])
+    runtime = entry.runtime_data
+    conversation_id = call.data.get(ATTR_CONVERSATION_ID)
+    agents: dict[str, Any] = {}
+    for sid, name in agent_names(hass, entry).items():
+        windows = runtime.windows[sid]
+        ids = [conversation_id] if conversation_id else windows.get_all_conversations()
+        agents[name] = {
+            "memory": windows.totals(),
+            "conversations": {
+                cid: stats for cid in ids if (stats := windows.get_stats(cid)) is not None
+            },
+        }
+    return {"statistics": runtime.stats.as_dict(), "agents": agents}
+
+
+async def _async_conversation_reset(hass: HomeAssistant, call: ServiceCall) -> ServiceResponse:
+    entry = loaded_entry(hass, call.data[ATTR_CONFIG_ENTRY])
+    runtime = entry.runtime_data
+    conversation_id = call.data.get(ATTR_CONVERSATION_ID)
+    removed = sum(agent.reset(conversation_id) for agent in runtime.windows.values())
+    if removed:
+        runtime.windows_store.async_schedule_save()
+    return {"reset": removed}
+
+
+def async_register_window_services(hass: HomeAssistant, history: HistoryRecorder) -> None:
+    """conversation_stats, and conversation_reset (administrators; recorded)."""
+
+    async def stats(call: ServiceCall) -> ServiceResponse:
+        return await _async_conversation_stats(hass, call)
+
+    async def reset(call: ServiceCall) -> ServiceResponse:
+        result = await _async_conversation_reset(hass, call)
+        record_service_call(history, call, {**call.data, **(result or {})})
+        return result
+
+    async_register(
+        hass,
+        (
+            ServiceSpec(
+                SERVICE_CONVERSATION_STATS, stats, CONVERSATION_SCHEMA, SupportsResponse.ONLY
+            ),
+            ServiceSpec(
+                SERVICE_CONVERSATION_RESET,
+                reset,
+                CONVERSATION_SCHEMA,
+                SupportsResponse.OPTIONAL,
+                admin=True,
+            ),
+        ),
+    )
