@@ -39,12 +39,12 @@ from .tools import chat_tool, responses_tool
 
 type SDKClient = openai.AsyncOpenAI
 
-# Dated api-versions from which a feature exists (AZURE_WIRE.md 1); v1 has them all.
+# Dated api-versions from which a feature exists; the v1 API has them all.
 STREAM_USAGE_MIN_API_VERSION = "2024-09-01"
 JSON_SCHEMA_MIN_API_VERSION = "2024-08-01"
 
 # openai 3.x moved to httpx2; HA's shared client is an httpx client, which 3.x
-# accepts only through a cast its authors say may go away (AZURE_WIRE.md 3).
+# accepts only through a cast its authors say may go away.
 SDK_TAKES_HTTPX = int(openai.__version__.split(".", 1)[0]) < 3
 
 
@@ -99,7 +99,7 @@ def build_client(settings: ResourceSettings, http_client: Any) -> openai.AsyncOp
         )
     else:
         # Azure's v1 API takes the key as a Bearer token; some keys still need
-        # the api-key header, so both are sent (AZURE_WIRE.md section 2).
+        # the api-key header, so both are sent.
         client = openai.AsyncOpenAI(
             base_url=v1_base_url(settings.endpoint),
             api_key=settings.api_key,
@@ -184,7 +184,7 @@ class RequestOptions:
 
     @property
     def is_reasoning(self) -> bool:
-        """Reasoning models refuse temperature, top_p and max_tokens (AZURE_WIRE.md 6)."""
+        """Reasoning models refuse temperature, top_p and max_tokens (HTTP 400)."""
         return self.reasoning_effort != REASONING_EFFORT_OFF
 
     def chat_response_format(self) -> dict[str, Any] | None:
@@ -279,7 +279,8 @@ class _StreamingClient:
 
 
 class ChatCompletionsClient(_StreamingClient):
-    """Chat Completions, streamed, tolerant of Azure's chunk quirks (AZURE_WIRE.md 5)."""
+    """Chat Completions, streamed, tolerant of Azure's chunk quirks (empty choices,
+    content-filter results, usage in a chunk of its own)."""
 
     def _arguments(
         self, messages: list[dict[str, Any]], tools: list[dict[str, Any]]

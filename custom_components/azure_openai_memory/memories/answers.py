@@ -18,7 +18,7 @@ def memory_response(memory: Memory) -> dict[str, Any]:
 
 
 def archived_response(archived: ArchivedMemory) -> dict[str, Any]:
-    """An archived memory: the seed's fields, and what it was."""
+    """An archived memory: when and why it went, what replaced it, and what it was."""
     return {
         "id": archived.id,
         "original_content": archived.original_content,

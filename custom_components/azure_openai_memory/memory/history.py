@@ -1,20 +1,20 @@
-"""Agent history (seed 001): an event-sourced audit trail of what the agent did, in SQLite.
+"""Agent history: an event-sourced audit trail of what the agent did, in SQLite.
 
 How it is stored, and why:
 
-* The seed's schema: three tables, eight indexes, three views, foreign keys on, WAL journal.
+* The schema: events, snapshots and the events each snapshot holds (three tables), eight
+  indexes, three views, foreign keys on, WAL journal.
   The schema version lives in PRAGMA user_version; `_MIGRATIONS` holds one step per version
   (step n takes a database from version n to n + 1, in one transaction), so a database of any
-  older version is brought up to date at open. Version 1 is the seed's schema plus a small
-  key/value table of installation-wide settings (`history_settings`).
-* Timestamps are INTEGER microseconds since the epoch (UTC), not the seed's whole seconds:
+  older version is brought up to date at open. Version 1 also has a small key/value table of installation-wide settings (`history_settings`).
+* Timestamps are INTEGER microseconds since the epoch (UTC), not whole seconds:
   one conversation turn writes several events within a millisecond, and a retention cut-off
   must be exact. Integers compare exactly (a REAL would round), and 2**63 microseconds last
   until the year 294,247. Events that share a microsecond keep the order they were recorded
-  in: every read orders by (timestamp, rowid). `created_at` keeps the seed's whole seconds; it
+  in: every read orders by (timestamp, rowid). `created_at` keeps whole seconds; it
   only says when a row was written and nothing orders by it. The views read the columns as
   stored, so their times are microseconds too.
-* The index columns beyond the seed's names are chosen so the statistics read indexes only:
+* The index columns are chosen so the statistics read indexes only:
   `idx_history_agent_id` is (agent_id, session_id), which still filters by agent and also
   counts an agent's sessions without touching the table.
 * New event ids are UUID version 7 (time first, then random bits; see _new_event_id), so
@@ -584,7 +584,7 @@ class HistoryStore:
         self, agent_id: str, start_time: float, end_time: float
     ) -> list[AgentHistoryEvent]:
         """Every event of an agent from start_time to end_time (both included), oldest
-        first. Unbounded, as the seed's: query_events pages through a long range."""
+        first. Unbounded: query_events pages through a long range."""
         if end_time < start_time:
             raise HistoryError(
                 "history_end_before_start",
@@ -668,7 +668,7 @@ class HistoryStore:
         return chain
 
     def get_statistics(self, agent_id: str | None = None) -> HistoryStatistics:
-        """The seed's statistics of one agent, or of all (agent_id None).
+        """The statistics of one agent, or of all (agent_id None).
 
         Each figure is one query answered from an index (see the schema), so none of them
         reads the events themselves.

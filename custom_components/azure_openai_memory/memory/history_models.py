@@ -22,7 +22,7 @@ from .timeseries import format_time
 
 
 class HistoryEventType(StrEnum):
-    """The seed's eight kinds of event; the values are what services and the database use."""
+    """The eight kinds of event; the values are what services and the database use."""
 
     THOUGHT = "thought"
     ACTION = "action"
@@ -150,7 +150,7 @@ def _tags(values: Iterable[str]) -> tuple[str, ...]:
 
 @dataclass(frozen=True, slots=True)
 class AgentHistoryEvent:
-    """One thing the agent did (the seed's brain state); `ref` is its git_commit_hash."""
+    """One thing the agent did; `ref` is an optional reference (e.g. a commit hash)."""
 
     event_id: str
     agent_id: str
@@ -209,7 +209,7 @@ class AgentHistoryEvent:
         )
 
     def as_dict(self) -> dict[str, Any]:
-        """The service shape: the seed's fields, time as ISO 8601 UTC."""
+        """The service shape: every field, time as ISO 8601 UTC."""
         return {
             "event_id": self.event_id,
             "agent_id": self.agent_id,
@@ -272,7 +272,7 @@ class HistoryQuery:
 
 @dataclass(frozen=True, slots=True)
 class HistorySnapshot:
-    """A point in time of one agent: recent events plus its state (the seed's brain + body)."""
+    """A point in time of one agent: recent events plus its state (options, windows)."""
 
     snapshot_id: str
     agent_id: str
@@ -303,7 +303,7 @@ class HistorySnapshot:
 
 @dataclass(frozen=True, slots=True)
 class HistoryStatistics:
-    """The seed's statistics; `refs` are its git_commits, in the order first seen."""
+    """Counts by type and agent; `refs` are the references seen, in the order first seen."""
 
     total_events: int
     events_by_type: dict[str, int]

@@ -1,6 +1,6 @@
 """Hierarchical summaries of what was talked about: daily -> weekly -> monthly -> eras.
 
-Seed 004, kept in memory and persisted by the caller (Home Assistant's Store). Each
+Kept in memory and persisted by the caller (Home Assistant's Store). Each
 summary's id is derived from (group, period type, start), and a summary that was folded
 into a larger one carries a link to it: rerunning an interrupted cycle rewrites the same
 records instead of adding new ones, and "already aggregated?" is one attribute read.
@@ -51,8 +51,8 @@ DECAY_CONFIG: Final[dict[str, dict[str, int]]] = {
 }
 PRUNE_BELOW: Final = 0.1
 # A closed period is folded into the next one up with at least this many parts: a group
-# that talks once a week keeps its past past the dailies' pruning (the seed's "2 or more"
-# only avoids summarising nothing, which a closed bucket with a part never is).
+# that talks once a week keeps its past past the dailies' pruning. ("Two or more" would only
+# avoid summarising nothing, which a closed bucket with a part never is.)
 MIN_CHILDREN: Final = 1
 # A monthly most of whose topic words (over this share) the era has never used has drifted
 # away from it. Words are compared lightly stemmed, so rewording alone stays below it.
@@ -88,7 +88,7 @@ def validate_period_type(value: str) -> PeriodType:
 
 
 def calculate_decay_score(created_at: str, period_type: str, now: datetime) -> float:
-    """Returns 1.0 for fresh, decays to 0.0 at max_age (the seed's formula).
+    """Returns 1.0 for fresh, decays to 0.0 at max_age.
 
     Uses exponential decay: score = e^(-λt) where λ = ln(2) / half_life_days. Eras do not
     decay: they are bounded by count instead.
@@ -113,7 +113,7 @@ def summary_id(group_id: str, period_type: PeriodType, period_start: str) -> str
 
 @dataclass(slots=True)
 class GroupSummary:
-    """One period of one group's talk; every field of the seed but the vector."""
+    """One period of one group's talk: its text, topics, counts, decay and links."""
 
     summary_id: str
     agent_id: str
@@ -264,7 +264,7 @@ def activity_score(message_count: int) -> float:
 
 
 def merge_active_users(children: Iterable[GroupSummary]) -> list[str]:
-    """Active users of the parts, the most often active first (the seed's top 5)."""
+    """Active users of the parts, the most often active first (top 5)."""
     counter: Counter[str] = Counter()
     for child in children:
         counter.update(child.active_users)
@@ -381,7 +381,7 @@ class SummaryBook:
             profile.summary = daily.summary
         return daily
 
-    # -- The aggregation cycle (seed: run_aggregation_cycle) -------------------------------
+    # -- The aggregation cycle ----------------------------------------------------------------
 
     def update_decay_scores(self, now: datetime) -> None:
         """Every summary's decay score, in place."""
@@ -400,8 +400,7 @@ class SummaryBook:
     def plan(self, group_id: str, period_type: PeriodType, today: date) -> list[AggregationJob]:
         """The summaries of the next type up that period_type's parts call for.
 
-        The seed's get_summaries_to_aggregate and _group_by_week/_group_by_month, linear:
-        parts bucketed by week (dailies) or month (weeklies). A bucket is folded once closed
+        Linear: parts bucketed by week (dailies) or month (weeklies). A bucket is folded once closed
         (its last day more than aggregate_after_days ago: a week is written once, not again
         each day while it fills), when it holds a part not yet folded in; parts already
         folded into it go in again, so a late part extends it instead of duplicating it.
@@ -499,7 +498,7 @@ class SummaryBook:
         profile.summary = weekly.summary
 
     def note_era(self, monthly: GroupSummary, written: Written) -> bool:
-        """Era detection (the seed's TODO); True when this monthly started a new era.
+        """Era detection; True when this monthly started a new era.
 
         A group's first monthly starts its first era, on the first day talked about in it.
         Later, a monthly starts a new one when the LLM says the talk shifted or its topics

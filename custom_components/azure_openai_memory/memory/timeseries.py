@@ -1,7 +1,7 @@
-"""Time-series accumulation (seed 000): merge with deduplication, exact coverage, gaps.
+"""Time-series accumulation: merge with deduplication, exact coverage, gaps.
 
-The seed judges coverage by the oldest entry alone, which calls a range "full" when the
-store has a hole in the middle. Here the windows a caller actually fetched are kept as
+Judging coverage by the oldest entry alone would call a range "full" when the store has a
+hole in the middle. Here the windows a caller actually fetched are kept as
 merged intervals, and a query answers from them: coverage, and the exact gaps to fetch.
 
 Entries are kept as compact JSON text (one string each) with a sorted (time, id) index:
@@ -133,7 +133,7 @@ def parse_time(value: Any, default_tz: tzinfo, what: str = "time") -> float:
 
 
 def format_time(epoch: float) -> str:
-    """Epoch seconds as UTC ISO 8601 with Z, as the seed writes them."""
+    """Epoch seconds as UTC ISO 8601 with Z, as the services answer them."""
     text = datetime.fromtimestamp(epoch, UTC).isoformat()
     return text.replace("+00:00", "Z")
 
@@ -227,7 +227,7 @@ class TimeSeries:
 
     @property
     def entity(self) -> str:
-        """The seed's entity: the key without its _timeseries suffix."""
+        """The entity a series is about: the key without its _timeseries suffix."""
         return self.key.removesuffix("_timeseries")
 
     def __len__(self) -> int:
@@ -448,7 +448,7 @@ class TimeSeries:
         return {"oldest": format_time(self._order[0][0]), "newest": format_time(self._order[-1][0])}
 
     def cleanup(self, keep_days: float, now: float) -> dict[str, Any]:
-        """Forget entries older than keep_days (the seed's cleanup)."""
+        """Forget entries older than keep_days."""
         cutoff = now - timedelta(days=keep_days).total_seconds()
         old_count = len(self)
         self._forget(bisect_left(self._order, (cutoff,)))
@@ -475,7 +475,8 @@ class TimeSeries:
         }
 
     def as_dict(self) -> dict[str, Any]:
-        """The seed's state shape; entries newest first, each kept as its JSON text."""
+        """The stored shape (key, entity, entries, timestamps); entries newest first, each kept
+        as its JSON text."""
         return {
             "entity": self.entity,
             "accumulated_since": self.accumulated_since,

@@ -270,7 +270,7 @@ class ConversationWindow:
         return used
 
     def stats(self) -> dict[str, Any]:
-        """The seed's statistics, plus evictions."""
+        """The conversation's figures: messages, tokens, utilisation, tags, evictions."""
         return {
             "message_count": len(self),
             "current_tokens": self.current_tokens,

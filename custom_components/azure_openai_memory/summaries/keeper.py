@@ -391,7 +391,7 @@ class SummaryKeeper:
         return summary, written
 
     async def _async_cycle(self, counts: dict[str, int]) -> None:
-        """The seed's run_aggregation_cycle for every group: decay, weekly, monthly, prune."""
+        """One aggregation cycle for every group: decay, weekly, monthly, prune."""
         book = self.store.book
         book.update_decay_scores(dt_util.utcnow())
         today = dt_util.now().date()
