@@ -6,7 +6,8 @@ How it is stored, and why:
   indexes, three views, foreign keys on, WAL journal.
   The schema version lives in PRAGMA user_version; `_MIGRATIONS` holds one step per version
   (step n takes a database from version n to n + 1, in one transaction), so a database of any
-  older version is brought up to date at open. Version 1 also has a small key/value table of installation-wide settings (`history_settings`).
+  older version is brought up to date at open. Version 1 also has a small key/value table
+  of installation-wide settings (`history_settings`).
 * Timestamps are INTEGER microseconds since the epoch (UTC), not whole seconds:
   one conversation turn writes several events within a millisecond, and a retention cut-off
   must be exact. Integers compare exactly (a REAL would round), and 2**63 microseconds last
