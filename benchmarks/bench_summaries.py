@@ -44,7 +44,7 @@ def year_of_dailies(groups: int) -> SummaryBook:
 
 
 def cycle(book: SummaryBook) -> int:
-    """The cycle as summarizing.py runs it, with the text ready (no LLM)."""
+    """The cycle as summaries/keeper.py runs it, with the text ready (no LLM)."""
     book.update_decay_scores(NOW)
     folds = 0
     for group in book.groups():
