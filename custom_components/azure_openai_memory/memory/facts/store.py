@@ -25,7 +25,7 @@ import uuid
 import numpy as np
 import numpy.typing as npt
 
-from .errors import InputError
+from ..errors import InputError
 
 FACTS_VERSION = 1
 
