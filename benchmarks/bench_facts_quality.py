@@ -39,6 +39,7 @@ import json
 from pathlib import Path
 import statistics
 import sys
+from types import ModuleType
 from typing import Any
 
 import numpy as np
@@ -226,15 +227,22 @@ def print_misses(
 
 @contextmanager
 def constants(**values: float) -> Iterator[None]:
-    """What-if: facts.py's tuning constants set for a block (they are read at each call)."""
-    saved = {name: getattr(facts, name) for name in values}
-    for name, value in values.items():
-        setattr(facts, name, value)
+    """What-if: facts' tuning constants set for a block (they are read at each call).
+
+    Each module of the package that reads a constant holds its own name for it, so the
+    constant is set wherever it is held.
+    """
+    modules = [facts, *(one for one in vars(facts).values() if isinstance(one, ModuleType))]
+    saved = [
+        (one, name, getattr(one, name)) for name in values for one in modules if hasattr(one, name)
+    ]
+    for one, name, _value in saved:
+        setattr(one, name, values[name])
     try:
         yield
     finally:
-        for name, value in saved.items():
-            setattr(facts, name, value)
+        for one, name, value in saved:
+            setattr(one, name, value)
 
 
 # -- the supersede decision -------------------------------------------------------------
@@ -322,7 +330,7 @@ def different_subject_neighbours(
         for b in memories[i + 1 :]:
             if a["type"] != b["type"] or not set(a["tags"]) & set(b["tags"]):
                 continue
-            if facts._conflicting(a["tags"], b["tags"]):
+            if facts.conflicting(a["tags"], b["tags"]):
                 continue
             cosines.append(float(vectors[a["content"]] @ vectors[b["content"]]))
     return cosines
@@ -441,7 +449,7 @@ def proposed_same_subject(
     facts.py supersedes on an identical tag set without looking at the text, and on shared
     tags with cosine >= SUPERSEDE_SIMILARITY. Here both need the cosine, each its own cut.
     """
-    if not set(old_tags) & set(new_tags) or facts._conflicting(new_tags, old_tags):
+    if not set(old_tags) & set(new_tags) or facts.conflicting(new_tags, old_tags):
         return False
     return cosine >= (same_cut if set(old_tags) == set(new_tags) else shared_cut)
 

@@ -1,0 +1,74 @@
+"""Durable facts about the household, remembered for years: this package owns the
+memories' deduplication, confidence, archive, retrieval and patterns, in pure Python.
+Its modules, each built on the ones before it: models (what a memory is, settings,
+errors, input checks), text (words, BM25), vectors (embeddings), supersede (when a new
+memory replaces an old one), records (the indexed records and their stored form) and
+store (FactStore: save, search, patterns, forget). Other code imports from the package.
+"""
+
+from .models import (
+    MAX_CONTENT_LENGTH,
+    MAX_SEARCH_LIMIT,
+    MAX_TAGS,
+    ArchivedMemory,
+    FactError,
+    FactSettings,
+    ForgetResult,
+    Memory,
+    MemoryConfidence,
+    MemorySource,
+    MemoryType,
+    SaveAction,
+    SaveResult,
+    SearchResult,
+    parse_confidence,
+    parse_source,
+    parse_type,
+    validate_content,
+    validate_limit,
+    validate_tags,
+)
+from .records import FACTS_VERSION, migrate_facts
+from .store import KEYWORD_WEIGHT, MIN_SIMILARITY, VECTOR_WEIGHT, FactStore
+from .supersede import SAME_TAGS_SIMILARITY, SUPERSEDE_SIMILARITY, conflicting
+from .text import FUZZY_SIMILARITY, bm25, normalize_for_comparison, terms
+from .vectors import Vector, decode_vector, encode_vector
+
+__all__ = [
+    "FACTS_VERSION",
+    "FUZZY_SIMILARITY",
+    "KEYWORD_WEIGHT",
+    "MAX_CONTENT_LENGTH",
+    "MAX_SEARCH_LIMIT",
+    "MAX_TAGS",
+    "MIN_SIMILARITY",
+    "SAME_TAGS_SIMILARITY",
+    "SUPERSEDE_SIMILARITY",
+    "VECTOR_WEIGHT",
+    "ArchivedMemory",
+    "FactError",
+    "FactSettings",
+    "FactStore",
+    "ForgetResult",
+    "Memory",
+    "MemoryConfidence",
+    "MemorySource",
+    "MemoryType",
+    "SaveAction",
+    "SaveResult",
+    "SearchResult",
+    "Vector",
+    "bm25",
+    "conflicting",
+    "decode_vector",
+    "encode_vector",
+    "migrate_facts",
+    "normalize_for_comparison",
+    "parse_confidence",
+    "parse_source",
+    "parse_type",
+    "terms",
+    "validate_content",
+    "validate_limit",
+    "validate_tags",
+]

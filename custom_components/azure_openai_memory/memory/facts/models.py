@@ -1,0 +1,293 @@
+"""What a memory is, and what goes into and comes out of the store: this module owns
+the memories' kinds, confidences and sources, the active and archived records and their
+stored form, the settings a user tunes, the results of save, search and forget, the
+limits on input and the checks every input passes before anything changes, and the
+confidence and recency boosts that break ties between equally relevant memories. It
+indexes and ranks nothing, so every other module of the package can build on it.
+"""
+
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from enum import StrEnum
+import re
+from typing import Any
+
+from ..errors import InputError
+
+MAX_CONTENT_LENGTH = 2000
+MAX_TAG_LENGTH = 64
+MAX_TAGS = 32
+MAX_SEARCH_LIMIT = 50
+DAY = 86_400.0
+# Tie-breakers after relevance: confident and recent memories first. Kept small: cosine
+# similarities of a right and a wrong answer are often 0.05 apart.
+CONFIDENCE_BOOST = {"high": 0.02, "medium": 0.01, "low": 0.0}
+RECENT_DAYS, RECENT_BOOST = 7, 0.01
+MONTH_DAYS, MONTH_BOOST = 30, 0.005
+
+_TAG = re.compile(r"^[\w-]+(:[\w.-]+)?$")
+
+
+class MemoryType(StrEnum):
+    """What a memory is about: a person's injuries, preferences, circumstances, insights and
+    responses to training, and a home's household facts and routines."""
+
+    INJURY_HISTORY = "injury_history"
+    PREFERENCE = "preference"
+    CONTEXT = "context"
+    INSIGHT = "insight"
+    TRAINING_RESPONSE = "training_response"
+    HOUSEHOLD = "household"
+    ROUTINE = "routine"
+
+
+class MemoryConfidence(StrEnum):
+    """How sure we are: an explicit statement or repeated (high), once (medium), inferred (low)."""
+
+    HIGH = "high"
+    MEDIUM = "medium"
+    LOW = "low"
+
+
+class MemorySource(StrEnum):
+    """Where a memory came from."""
+
+    ACTIVITY_NOTE = "activity_note"
+    USER_MESSAGE = "user_message"
+    CLAUDE_CODE = "claude_code"
+    PATTERN_ANALYSIS = "pattern_analysis"
+    MANUAL = "manual"
+    CONVERSATION = "conversation"
+    AUTOMATION = "automation"
+
+
+class SaveAction(StrEnum):
+    """What a save did."""
+
+    CREATED = "created"
+    REINFORCED = "reinforced"
+    SUPERSEDED = "superseded"
+
+
+# Stored values to members without the enum constructor's cost (10,000 at start-up).
+_TYPES = {kind.value: kind for kind in MemoryType}
+_SOURCES = {source.value: source for source in MemorySource}
+_CONFIDENCES = {level.value: level for level in MemoryConfidence}
+CONFIDENCE_ORDER = {MemoryConfidence.HIGH: 3, MemoryConfidence.MEDIUM: 2, MemoryConfidence.LOW: 1}
+
+
+class FactError(InputError):
+    """Bad input to the memories."""
+
+
+@dataclass(frozen=True, slots=True)
+class FactSettings:
+    """What a user tunes: how long archived records stay, how many sightings make a memory
+    high-confidence, how many memories one type keeps, and the points (two per shared
+    word) a memory needs to answer a question by its words."""
+
+    archive_retention_days: float = 90
+    high_confidence_threshold: int = 3
+    max_memories_per_type: int = 50
+    relevance_score_threshold: float = 2
+
+
+@dataclass(slots=True)
+class Memory:
+    """One durable fact; times are POSIX seconds."""
+
+    id: str
+    type: MemoryType
+    content: str
+    source: MemorySource
+    created_at: float
+    updated_at: float
+    confidence: MemoryConfidence
+    occurrences: int = 1
+    tags: tuple[str, ...] = ()
+    source_reference: str | None = None
+
+    def as_dict(self) -> dict[str, Any]:
+        """The stored and reported form (times still as POSIX seconds)."""
+        return {
+            "id": self.id,
+            "type": self.type.value,
+            "content": self.content,
+            "source": self.source.value,
+            "source_reference": self.source_reference,
+            "created_at": self.created_at,
+            "updated_at": self.updated_at,
+            "confidence": self.confidence.value,
+            "occurrences": self.occurrences,
+            "tags": list(self.tags),
+        }
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> "Memory":
+        """Read the stored form back."""
+        return cls(
+            id=str(data["id"]),
+            type=_TYPES[data["type"]],
+            content=str(data["content"]),
+            source=_SOURCES[data["source"]],
+            created_at=float(data["created_at"]),
+            updated_at=float(data["updated_at"]),
+            confidence=_CONFIDENCES[data["confidence"]],
+            occurrences=int(data.get("occurrences", 1)),
+            tags=tuple(data.get("tags", ())),
+            source_reference=data.get("source_reference"),
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class ArchivedMemory:
+    """A memory taken out of use: superseded, evicted or forgotten, kept for the retention."""
+
+    memory: Memory
+    superseded_by: str | None
+    archived_at: float
+    reason: str
+
+    @property
+    def id(self) -> str:
+        """The archived memory's id."""
+        return self.memory.id
+
+    @property
+    def original_content(self) -> str:
+        """What the memory said."""
+        return self.memory.content
+
+    def as_dict(self) -> dict[str, Any]:
+        """The stored form: what was archived, by what, when and why, and the whole record
+        (tags find it again)."""
+        return {
+            "id": self.id,
+            "original_content": self.original_content,
+            "superseded_by": self.superseded_by,
+            "archived_at": self.archived_at,
+            "reason": self.reason,
+            "memory": self.memory.as_dict(),
+        }
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> "ArchivedMemory":
+        """Read the stored form back."""
+        return cls(
+            memory=Memory.from_dict(data["memory"]),
+            superseded_by=data.get("superseded_by"),
+            archived_at=float(data["archived_at"]),
+            reason=str(data.get("reason", "")),
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class PatternInsight:
+    """Something that recurs across memories, with the ids that show it."""
+
+    pattern_type: str
+    description: str
+    evidence: list[str]
+    confidence: MemoryConfidence
+
+    def as_dict(self) -> dict[str, Any]:
+        """The reported form."""
+        return {
+            "pattern_type": self.pattern_type,
+            "description": self.description,
+            "evidence": list(self.evidence),
+            "confidence": self.confidence.value,
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class SaveResult:
+    """What memory_save did, to which record, and what it archived."""
+
+    action: SaveAction
+    memory: Memory
+    archived: ArchivedMemory | None = None
+    # Also archived: memories over max_memories_per_type.
+    evicted: tuple[ArchivedMemory, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class SearchResult:
+    """Memories best first with their scores, and which ranker scored them."""
+
+    memories: list[tuple[Memory, float]]
+    ranker: str
+
+
+@dataclass(frozen=True, slots=True)
+class ForgetResult:
+    """What memory_forget archived, and (with erase) deleted."""
+
+    archived: list[ArchivedMemory]
+    erased: list[str] = field(default_factory=list)
+    # What the erased records said, for the caller to erase its own copies.
+    erased_contents: list[str] = field(default_factory=list)
+
+
+# -- validation -------------------------------------------------------------
+
+
+def validate_content(content: Any) -> str:
+    """Trimmed content, or FactError."""
+    if not isinstance(content, str):
+        raise FactError("memory_content_not_text", kind=type(content).__name__)
+    if not content.strip():
+        raise FactError("memory_content_empty")
+    content = content.strip()
+    if len(content) > MAX_CONTENT_LENGTH:
+        raise FactError("memory_content_too_long", length=len(content), max=MAX_CONTENT_LENGTH)
+    return content
+
+
+def validate_tag(tag: Any) -> str:
+    """A tag, lowercased: `prefix:value` or a plain word, at most MAX_TAG_LENGTH."""
+    if not isinstance(tag, str):
+        raise FactError("memory_tag_invalid", tag=tag)
+    tag = tag.strip().lower()
+    if len(tag) > MAX_TAG_LENGTH:
+        raise FactError("memory_tag_too_long", tag=tag[:MAX_TAG_LENGTH], max=MAX_TAG_LENGTH)
+    if not _TAG.match(tag):
+        raise FactError("memory_tag_invalid", tag=tag)
+    return tag
+
+
+def validate_tags(tags: Iterable[Any]) -> tuple[str, ...]:
+    """Valid tags, lowercased and without repeats, in the order given."""
+    checked = tuple(dict.fromkeys(validate_tag(tag) for tag in tags))
+    if len(checked) > MAX_TAGS:
+        raise FactError("memory_too_many_tags", count=len(checked), max=MAX_TAGS)
+    return checked
+
+
+def validate_limit(limit: int) -> int:
+    """A search limit between 1 and MAX_SEARCH_LIMIT, or FactError."""
+    if not 1 <= limit <= MAX_SEARCH_LIMIT:
+        raise FactError("memory_limit_invalid", limit=limit, max=MAX_SEARCH_LIMIT)
+    return limit
+
+
+def _enum[E: StrEnum](kind: type[E], value: Any, key: str) -> E:
+    try:
+        return kind(value)
+    except ValueError:
+        raise FactError(key, value=value) from None
+
+
+def parse_type(value: Any) -> MemoryType:
+    """A MemoryType, or FactError."""
+    return _enum(MemoryType, value, "memory_type_invalid")
+
+
+def parse_confidence(value: Any) -> MemoryConfidence:
+    """A MemoryConfidence, or FactError."""
+    return _enum(MemoryConfidence, value, "memory_confidence_invalid")
+
+
+def parse_source(value: Any) -> MemorySource:
+    """A MemorySource, or FactError."""
+    return _enum(MemorySource, value, "memory_source_invalid")

@@ -1,0 +1,260 @@
+"""The words of a memory, and ranking memories by them: this module owns everything
+that reads text, from the normalisation that finds a duplicate and the meaningful words
+(light English stems, stop words left out) of content, tag values and questions, to the
+character n-grams that let a word match words spelled alike and KeywordIndex, the BM25
+inverted index that ranks by words alone when there are no embeddings and breaks ties
+between alike meanings when there are.
+"""
+
+from collections.abc import Iterable, Sequence
+import functools
+import math
+import re
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+# A question's word also matches the index's words spelled alike (character 4-grams of
+# the padded stems, Dice coefficient at least FUZZY_SIMILARITY: "room" finds "bedroom",
+# "heat" finds "heater"), weighted by that similarity. Tuned on the odd question ids of
+# the labelled home: keyword hit@5 0.39 -> 0.48 there, 0.41 -> 0.47 on the even ids.
+FUZZY_GRAM = 4
+FUZZY_SIMILARITY = 0.4
+
+_WORD = re.compile(r"\w+")
+_PUNCTUATION = re.compile(r"[^\w\s]")
+_STOP_TEXT = (
+    "a an and are as at be been by can do does did for from has have how i in is it its "
+    "me my of on or our should so that the their them there these they this to was we "
+    "were what when where which who why will with you your about know tell"
+)
+_STOP_WORDS = frozenset(_STOP_TEXT.split())
+
+
+def normalize_for_comparison(content: str) -> str:
+    """Content as compared to find a duplicate: lowercase, punctuation gone, whitespace
+    collapsed."""
+    return " ".join(_PUNCTUATION.sub("", content.lower()).split())
+
+
+@functools.lru_cache(maxsize=65_536)
+def _term(word: str) -> str:
+    """A word as indexed: a light English stem, so 'sleeps' finds 'sleep'; '' to skip it."""
+    if word in _STOP_WORDS or (len(word) == 1 and not word.isdigit()):
+        return ""
+    for suffix in ("ing", "ed", "es", "s"):
+        if word.endswith(suffix) and len(word) - len(suffix) >= 3:
+            return word[: -len(suffix)]
+    return word
+
+
+def terms(text: str) -> list[str]:
+    """The words that carry meaning, stemmed."""
+    return [term for word in _WORD.findall(text.lower()) if (term := _term(word))]
+
+
+@functools.lru_cache(maxsize=16_384)
+def tag_terms(tag: str) -> tuple[str, ...]:
+    """A tag's value is words of the memory too: `person:anna` is about Anna."""
+    return tuple(terms(tag.rsplit(":", 1)[-1].replace("_", " ")))
+
+
+@functools.lru_cache(maxsize=65_536)
+def _grams(term: str) -> frozenset[str]:
+    """A stem's character n-grams, padded so that its start and end count: ' roo', 'oom '.
+
+    None for a term with a digit: 19 degrees are not 190, however alike they look.
+    """
+    if any(char.isdigit() for char in term):
+        return frozenset()
+    padded = f" {term} "
+    return frozenset(
+        padded[i : i + FUZZY_GRAM] for i in range(max(1, len(padded) - FUZZY_GRAM + 1))
+    )
+
+
+def document(content: str, tags: Iterable[str]) -> list[str]:
+    """The words a memory is found by: its content's and its tag values'."""
+    words = terms(content)
+    for tag in tags:
+        words.extend(tag_terms(tag))
+    return words
+
+
+class KeywordIndex:
+    """BM25 over an inverted index: the cost of a query is its terms' postings, not the store.
+
+    Documents are small numbers (FactStore's rows). A term's posting is kept as numpy
+    arrays, rebuilt only after a document with that term changed, so a query over
+    10,000 memories is a handful of vector operations.
+
+    A query term matches the indexed terms spelled alike too (their character n-grams
+    at least FUZZY_SIMILARITY alike by Dice), each weighted by that similarity; a document
+    counts the best of them. The n-grams index the vocabulary, not the documents: it is
+    built at the first query and kept up to date as terms come and go.
+    """
+
+    def __init__(self, k1: float = 1.5, b: float = 0.75) -> None:
+        self.k1 = k1
+        self.b = b
+        self._postings: dict[str, dict[int, int]] = {}
+        self._arrays: dict[str, tuple[npt.NDArray[np.int64], npt.NDArray[np.float32]]] = {}
+        # Each document's words and their counts (the postings hold the counts too).
+        self._words: dict[int, dict[str, int]] = {}
+        self._lengths = np.zeros(0, dtype=np.float32)
+        self._total_length = 0
+        # n-gram -> the indexed terms that have it (None until a query needs it).
+        self._by_gram: dict[str, set[str]] | None = None
+
+    def __len__(self) -> int:
+        return len(self._words)
+
+    def add(self, doc: int, words: Sequence[str]) -> None:
+        """Index a document under a number."""
+        self.remove(doc)
+        counts: dict[str, int] = {}
+        for word in words:
+            counts[word] = counts.get(word, 0) + 1
+        postings, arrays, by_gram = self._postings, self._arrays, self._by_gram
+        for word, count in counts.items():
+            if (posting := postings.get(word)) is None:
+                postings[word] = {doc: count}
+                if by_gram is not None:
+                    for gram in _grams(word):
+                        by_gram.setdefault(gram, set()).add(word)
+            else:
+                posting[doc] = count
+            if arrays:
+                arrays.pop(word, None)
+        if doc >= self._lengths.size:
+            grown = np.zeros(max(doc + 1, 2 * self._lengths.size, 64), dtype=np.float32)
+            grown[: self._lengths.size] = self._lengths
+            self._lengths = grown
+        self._lengths[doc] = len(words)
+        self._words[doc] = counts
+        self._total_length += len(words)
+
+    def add_new(self, documents: Sequence[tuple[int, Sequence[str]]]) -> None:
+        """Index many documents not indexed yet (loading): add() without its per-call care."""
+        postings, words_of = self._postings, self._words
+        top = max((doc for doc, _words in documents), default=-1)
+        if top >= self._lengths.size:
+            grown = np.zeros(max(top + 1, 64), dtype=np.float32)
+            grown[: self._lengths.size] = self._lengths
+            self._lengths = grown
+        lengths = self._lengths
+        for doc, words in documents:
+            counts: dict[str, int] = {}
+            for word in words:
+                counts[word] = counts.get(word, 0) + 1
+            for word, count in counts.items():
+                if (posting := postings.get(word)) is None:
+                    postings[word] = {doc: count}
+                else:
+                    posting[doc] = count
+            words_of[doc] = counts
+            lengths[doc] = len(words)
+            self._total_length += len(words)
+        self._arrays.clear()
+        self._by_gram = None
+
+    def remove(self, doc: int) -> None:
+        """Forget a document."""
+        if (words := self._words.pop(doc, None)) is None:
+            return
+        self._total_length -= int(self._lengths[doc])
+        self._lengths[doc] = 0
+        for word in words:
+            posting = self._postings[word]
+            del posting[doc]
+            self._arrays.pop(word, None)
+            if not posting:
+                del self._postings[word]
+                if self._by_gram is not None:
+                    for gram in _grams(word):
+                        alike = self._by_gram[gram]
+                        alike.discard(word)
+                        if not alike:
+                            del self._by_gram[gram]
+
+    def _posting(self, word: str) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.float32]]:
+        if (arrays := self._arrays.get(word)) is None:
+            posting = self._postings[word]
+            arrays = self._arrays[word] = (
+                np.fromiter(posting.keys(), dtype=np.int64, count=len(posting)),
+                np.fromiter(posting.values(), dtype=np.float32, count=len(posting)),
+            )
+        return arrays
+
+    def alike(self, word: str) -> dict[str, float]:
+        """The indexed terms a query term matches, with their weight (1.0: the term itself)."""
+        if self._by_gram is None:
+            self._by_gram = {}
+            for term in self._postings:
+                for gram in _grams(term):
+                    self._by_gram.setdefault(gram, set()).add(term)
+        grams = _grams(word)
+        found = {word: 1.0} if word in self._postings else {}
+        if not grams:
+            return found
+        shared: dict[str, int] = {}
+        for gram in grams:
+            for term in self._by_gram.get(gram, ()):
+                shared[term] = shared.get(term, 0) + 1
+        for term, common in shared.items():
+            if term != word:
+                similarity = 2 * common / (len(grams) + len(_grams(term)))
+                if similarity >= FUZZY_SIMILARITY:
+                    found[term] = similarity
+        return found
+
+    def _term_scores(
+        self, term: str, count: int, average: float
+    ) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.floating[Any]]]:
+        """The documents holding an indexed term and its BM25 part in each."""
+        docs, tf = self._posting(term)
+        idf = math.log(1 + (count - docs.size + 0.5) / (docs.size + 0.5))
+        k1, b = self.k1, self.b
+        length = self._lengths[docs]
+        return docs, idf * tf * (k1 + 1) / (tf + k1 * (1 - b + b * length / average))
+
+    def scores(
+        self, query: Sequence[str], size: int
+    ) -> tuple[npt.NDArray[np.float32], npt.NDArray[np.int32]]:
+        """BM25 score and number of distinct query terms matched, for documents 0..size-1.
+
+        A query term's part in a document is the best of its alike terms' BM25 parts,
+        each times the term's similarity.
+        """
+        scores = np.zeros(size, dtype=np.float32)
+        hits = np.zeros(size, dtype=np.int32)
+        count = len(self._words)
+        if not count:
+            return scores, hits
+        average = self._total_length / count or 1.0
+        for word in dict.fromkeys(query):
+            alike = self.alike(word)
+            if not alike:
+                continue
+            if len(alike) == 1 and word in alike:
+                docs, part = self._term_scores(word, count, average)
+                scores[docs] += part
+                hits[docs] += 1
+                continue
+            best = np.zeros(size, dtype=np.float32)
+            for term, weight in alike.items():
+                docs, part = self._term_scores(term, count, average)
+                best[docs] = np.maximum(best[docs], weight * part)
+            scores += best
+            hits += best > 0
+        return scores, hits
+
+
+def bm25(query: str, documents: Sequence[str], *, k1: float = 1.5, b: float = 0.75) -> list[float]:
+    """BM25 score of each document for the query (0.0 where no word matches)."""
+    index = KeywordIndex(k1, b)
+    for number, document in enumerate(documents):
+        index.add(number, terms(document))
+    scores, _hits = index.scores(terms(query), len(documents))
+    return [float(score) for score in scores]
