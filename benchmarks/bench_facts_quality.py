@@ -4,17 +4,18 @@ On a labelled home (benchmarks/data/household_memories.json: 233 memories, 139 q
 asking for what one memory states in other words, 73 supersede pairs) this prints
 hit@1 / hit@5 / MRR for three rankers, next to the reference measured in the same run:
 
-- the seed's scorer (seed 002 §5.3, re-implemented as written: shared words x2, tag value
+- the naive reference scorer (the specification's get_relevant_memories, re-implemented as
+  written: shared words x2, tag value
   in the question +5, confidence and recency boosts);
-- facts.py's keyword ranker (BM25 over content and tag values, the boosts), which answers
+- memory/facts' keyword ranker (BM25 over content and tag values, the boosts), which answers
   when there is no embeddings deployment or Azure fails;
-- facts.py's hybrid ranker, with vectors from a real sentence-embedding model
+- FactStore's hybrid ranker, with vectors from a real sentence-embedding model
   (all-MiniLM-L6-v2, cached in benchmarks/data/household_embeddings.npz by
   scripts/bench-embeddings-env);
 
 and, for comparison, the embeddings alone (cosine similarity, nothing else). A question is
 answered when its memory, or one of the memories listed as `also` answering it, is found.
-Each ranker is also shown on the two halves of the questions, odd and even ids: facts.py's
+Each ranker is also shown on the two halves of the questions, odd and even ids: FactStore's
 constants were tuned on the odd half only, so the even half is held out and a gap between
 the two would show overfitting.
 The labelled set's multi-hop questions (`multi_hop_questions`: the subject named by a
@@ -99,7 +100,7 @@ def quality(ranks: Sequence[int | None]) -> Quality:
 def halves(
     questions: Sequence[dict[str, Any]], ranks: Sequence[int | None]
 ) -> tuple[Quality, Quality]:
-    """The odd-id questions (the half facts.py was tuned on) and the even-id ones (held out)."""
+    """The odd-id questions (the half FactStore was tuned on) and the even-id ones (held out)."""
     odd = [r for q, r in zip(questions, ranks, strict=True) if int(q["id"].lstrip("q")) % 2]
     even = [r for q, r in zip(questions, ranks, strict=True) if not int(q["id"].lstrip("q")) % 2]
     return quality(odd), quality(even)
@@ -125,7 +126,7 @@ def rank_of(wanted: Collection[str], ranked: Sequence[str]) -> int | None:
     return next((n for n, id_ in enumerate(ranked[:DEPTH], start=1) if id_ in wanted), None)
 
 
-# -- the seed's scorer (seed 002, §5.3 get_relevant_memories), as written ---------------
+# -- the naive reference scorer (get_relevant_memories), as written -----------------------
 
 
 def seed_relevant(context: str, memories: list[dict[str, Any]], limit: int) -> list[str]:
@@ -152,7 +153,7 @@ def seed_relevant(context: str, memories: list[dict[str, Any]], limit: int) -> l
     return [m["id"] for m, _ in scored[:limit]]
 
 
-# -- facts.py ---------------------------------------------------------------------------
+# -- FactStore ---------------------------------------------------------------------------
 
 
 def stored_home(
@@ -362,13 +363,13 @@ def rankers(labelled: dict[str, Any], vectors: dict[str, Any] | None) -> bool:
     memories, questions = labelled["memories"], labelled["questions"]
     print(f"{len(memories)} memories, {len(questions)} questions; MRR over the top {DEPTH}")
     seed = show(
-        "seed 002 scorer (reference)",
+        "naive scorer (reference)",
         questions,
         [rank_of(answers(q), seed_relevant(q["question"], memories, DEPTH)) for q in questions],
     )
     keyword_store = stored_home(memories, None)
     keyword = show(
-        "facts.py keyword (BM25 + alike words + boosts)",
+        "FactStore keyword (BM25 + alike words + boosts)",
         questions,
         facts_ranks(keyword_store, questions, None, "keyword"),
     )
@@ -384,7 +385,7 @@ def rankers(labelled: dict[str, Any], vectors: dict[str, Any] | None) -> bool:
         return ok
     hybrid_store = stored_home(memories, vectors)
     hybrid_ranks = facts_ranks(hybrid_store, questions, vectors, "hybrid")
-    hybrid = show(f"facts.py hybrid ({MODEL_NAME.split('/')[-1]})", questions, hybrid_ranks)
+    hybrid = show(f"FactStore hybrid ({MODEL_NAME.split('/')[-1]})", questions, hybrid_ranks)
     ok &= report("hybrid hit@5", hybrid.hit5, "", f">= {TARGET_HYBRID_HIT5}", hybrid.hit5 >= 0.95)
     info("hybrid hit@5 / seed hit@5", f"{hybrid.hit5 / seed.hit5:.2f} x")
     print_misses("hybrid", questions, hybrid_ranks, memories)
@@ -411,7 +412,7 @@ def what_if(
     memories: list[dict[str, Any]],
 ) -> None:
     """The same questions under other fusion weights and BM25 parameters, for tuning."""
-    print("what if (facts.py constants changed for this block only):")
+    print("what if (FactStore constants changed for this block only):")
     for min_similarity in dict.fromkeys((facts.MIN_SIMILARITY, 0.2)):
         for vector_weight in dict.fromkeys((facts.VECTOR_WEIGHT, 1.0, 0.95, 0.9, 0.8, 0.7)):
             with constants(
@@ -444,9 +445,9 @@ def proposed_same_subject(
     same_cut: float,
     shared_cut: float,
 ) -> bool:
-    """A rule to compare with facts.py's: an identical tag set needs alike embeddings too.
+    """A rule to compare with FactStore's: an identical tag set needs alike embeddings too.
 
-    facts.py supersedes on an identical tag set without looking at the text, and on shared
+    FactStore supersedes on an identical tag set without looking at the text, and on shared
     tags with cosine >= SUPERSEDE_SIMILARITY. Here both need the cosine, each its own cut.
     """
     if not set(old_tags) & set(new_tags) or facts.conflicting(new_tags, old_tags):

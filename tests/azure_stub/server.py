@@ -1,7 +1,7 @@
 """An aiohttp server on 127.0.0.1 that speaks Azure OpenAI's wire format.
 
 It lets the real openai SDK run end to end in tests and in scripts/develop.
-Shapes and quirks follow ../shared/AZURE_WIRE.md: deployment and v1 URLs,
+Shapes and quirks follow what Azure OpenAI sends: deployment and v1 URLs,
 api-version and api-key checks, Azure's error bodies, the empty-choices first
 stream chunk, content-filter annotations (also after the finish chunk), the
 usage-only last chunk, 429 with Retry-After, and a stream cut mid-way.
@@ -683,7 +683,7 @@ def _response_events(reply: Reply, text: str | None, model: str) -> list[dict[st
             )
         add("response.output_item.done", output_index=index, item=item)
     if reply.responses_ending == "error":
-        # The shape Azure sends when it kills a stream (AZURE_WIRE.md section 7).
+        # The shape Azure sends when it kills a stream.
         add("error", error={"code": "server_error", "message": "The server had an error."})
     elif reply.responses_ending == "failed":
         failed = _response_object(reply, text, model, "failed")

@@ -22,7 +22,7 @@ NOW = 1_760_000_000.0
 DAY = 86_400.0
 
 # The labelled updates found without embeddings: those sharing several words of their
-# own, and one body part's injury history (p001 is seed 002's knee). Since names and
+# own, and one body part's injury history (p001 is the knee example). Since names and
 # shared verbs no longer count, p016, p019, p025, p033 and p034 are kept side by side.
 FOUND_BY_WORDS = {"p001", "p002", "p013", "p014", "p017", "p020", "p026"}
 
