@@ -367,7 +367,7 @@ class AzureOpenAIMemoryConfigFlow(ConfigFlow, domain=DOMAIN):
     def async_get_supported_subentry_types(
         cls, config_entry: ConfigEntry
     ) -> dict[str, type[ConfigSubentryFlow]]:
-        """Agents are subentries."""
+        """Agents and AI tasks are subentries; one handler serves both kinds."""
         types: dict[str, type[ConfigSubentryFlow]] = {SUBENTRY_AGENT: LLMSubentryFlowHandler}
         if HAS_AI_TASK:
             types[SUBENTRY_AI_TASK] = LLMSubentryFlowHandler
