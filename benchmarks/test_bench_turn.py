@@ -14,8 +14,11 @@ from homeassistant.core import HomeAssistant
 import pytest
 from pytest_homeassistant_custom_component.common import MockConfigEntry
 
-from custom_components.azure_openai_memory.config_flow import RECOMMENDED_AGENT
-from custom_components.azure_openai_memory.const import CONF_EARLY_TIMEOUT, CONF_HISTORY_RECORDING
+from custom_components.azure_openai_memory.const import (
+    CONF_EARLY_TIMEOUT,
+    CONF_HISTORY_RECORDING,
+    RECOMMENDED_AGENT,
+)
 from custom_components.azure_openai_memory.data import DATA_HISTORY
 from tests.azure_stub import AzureStub
 from tests.conftest import converse

@@ -15,7 +15,6 @@ from homeassistant.setup import async_setup_component
 import pytest
 from pytest_homeassistant_custom_component.common import MockConfigEntry
 
-from custom_components.azure_openai_memory.config_flow import RECOMMENDED_AGENT
 from custom_components.azure_openai_memory.const import (
     API_STYLE_DEPLOYMENT,
     API_STYLE_V1,
@@ -26,6 +25,7 @@ from custom_components.azure_openai_memory.const import (
     CONF_PREFER_LOCAL_INTENTS,
     DEFAULT_AGENT_NAME,
     DOMAIN,
+    RECOMMENDED_AGENT,
     RECOMMENDED_OPTIONS,
     SUBENTRY_AGENT,
 )

@@ -21,10 +21,6 @@ import voluptuous as vol
 
 from custom_components.azure_openai_memory import PLATFORMS
 from custom_components.azure_openai_memory.compat import HAS_AI_TASK
-from custom_components.azure_openai_memory.config_flow import (
-    RECOMMENDED_AGENT,
-    RECOMMENDED_AI_TASK,
-)
 from custom_components.azure_openai_memory.const import (
     API_STYLE_DEPLOYMENT,
     CONF_API_VERSION,
@@ -33,6 +29,8 @@ from custom_components.azure_openai_memory.const import (
     DEFAULT_AGENT_NAME,
     DEFAULT_AI_TASK_NAME,
     DOMAIN,
+    RECOMMENDED_AGENT,
+    RECOMMENDED_AI_TASK,
     RECOMMENDED_OPTIONS,
     SUBENTRY_AGENT,
     SUBENTRY_AI_TASK,

@@ -1,5 +1,8 @@
 """Config flow, reauth, reconfigure, options and agent subentries, against the stand-in."""
 
+from datetime import timedelta
+import json
+from pathlib import Path
 from typing import Any
 
 from homeassistant import config_entries
@@ -15,10 +18,6 @@ from custom_components.azure_openai_memory.compat import (
     LLM_API_NONE,
     llm_api_option,
 )
-from custom_components.azure_openai_memory.config_flow import (
-    RECOMMENDED_AGENT,
-    RECOMMENDED_AI_TASK,
-)
 from custom_components.azure_openai_memory.const import (
     API_MODE_CHAT,
     API_MODE_RESPONSES,
@@ -29,19 +28,29 @@ from custom_components.azure_openai_memory.const import (
     CONF_API_VERSION,
     CONF_CONTEXT_LIMIT,
     CONF_CONTINUATION_MINUTES,
+    CONF_CONVERSATION_IDLE_MINUTES,
     CONF_DEPLOYMENT,
     CONF_EARLY_TIMEOUT,
     CONF_ENDPOINT,
+    CONF_HISTORY_RECORDING,
     CONF_HISTORY_RETENTION_DAYS,
     CONF_MAX_CONVERSATIONS,
     CONF_MAX_TOKENS,
     CONF_REASONING_EFFORT,
     CONF_REQUEST_TIMEOUT,
+    CONF_SUMMARIES,
+    CONF_SUMMARY_CONTEXT_TOKENS,
+    CONF_SUMMARY_GROUP_MODE,
+    CONF_SUMMARY_TIME,
+    CONF_TIMESERIES_CONTEXT,
     CONF_TIMESERIES_KEEP_DAYS,
     CONF_TIMESERIES_MAX_ENTRIES,
     DEFAULT_AGENT_NAME,
     DOMAIN,
     REASONING_EFFORT_OFF,
+    RECOMMENDED_AGENT,
+    RECOMMENDED_AI_TASK,
+    RECOMMENDED_MEMORY_OPTIONS,
     RECOMMENDED_OPTIONS,
     SUBENTRY_AGENT,
     SUBENTRY_AI_TASK,
@@ -50,6 +59,11 @@ from custom_components.azure_openai_memory.data import DATA_HISTORY, DATA_TIMESE
 from custom_components.azure_openai_memory.memory.timeseries import TimeseriesSettings
 
 from .azure_stub import DEFAULT_KEY, AzureStub, Reply
+from .options_form import filled, shown, submit_options
+
+STRINGS = json.loads(
+    (Path(__file__).parents[1] / "custom_components" / DOMAIN / "strings.json").read_text()
+)
 
 
 def _user_input(stub: AzureStub, **overrides: Any) -> dict[str, Any]:
@@ -336,46 +350,147 @@ def _suggested(result: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-# The installation-wide settings the options form shows beside the entry's own.
-SERIES_DEFAULTS = {
-    CONF_TIMESERIES_MAX_ENTRIES: 10_000,
-    CONF_TIMESERIES_KEEP_DAYS: 90.0,
-    CONF_HISTORY_RETENTION_DAYS: 90.0,
+# The form of an entry with the recommended options, in its sections: durations for the
+# minutes, and the installation's settings as their stores hold them.
+RECOMMENDED_FORM = {
+    "conversations": {
+        CONF_CONVERSATION_IDLE_MINUTES: {"days": 1, "hours": 0, "minutes": 0, "seconds": 0},
+        CONF_MAX_CONVERSATIONS: 100,
+        CONF_CONTINUATION_MINUTES: {"hours": 0, "minutes": 30, "seconds": 0},
+    },
+    "timeseries": {
+        CONF_TIMESERIES_CONTEXT: True,
+        CONF_TIMESERIES_MAX_ENTRIES: 10_000,
+        CONF_TIMESERIES_KEEP_DAYS: 90.0,
+    },
+    "memories": {
+        "embeddings_deployment": "",
+        "memory_context": True,
+        "memory_token_budget": 500,
+        "archive_retention_days": 90,
+        "high_confidence_threshold": 3,
+        "max_memories_per_type": 50,
+        "relevance_score_threshold": 2,
+    },
+    "history": {CONF_HISTORY_RECORDING: True, CONF_HISTORY_RETENTION_DAYS: 90.0},
+    "summaries": {
+        CONF_SUMMARIES: True,
+        CONF_SUMMARY_TIME: "03:30:00",
+        CONF_SUMMARY_GROUP_MODE: "device",
+        CONF_SUMMARY_CONTEXT_TOKENS: 400,
+    },
 }
-# The memory fields: the entry's own defaults and the installation's MEMORY_CONFIG.
-MEMORY_DEFAULTS = {
-    "embeddings_deployment": "",
-    "memory_context": True,
-    "memory_token_budget": 500,
-    "archive_retention_days": 90,
-    "high_confidence_threshold": 3,
-    "max_memories_per_type": 50,
-    "relevance_score_threshold": 2,
-}
+
+
+async def merge(hass: HomeAssistant, count: int, start: int = 0) -> dict[str, Any]:
+    """Merge entries start..count-1 into one series: what the service answers."""
+    response = await hass.services.async_call(
+        DOMAIN,
+        "timeseries_merge",
+        {
+            "key": "meter",
+            "entries": [
+                {"id": f"e{i}", "timestamp": f"2025-01-01T00:{i // 60:02d}:{i % 60:02d}Z"}
+                for i in range(start, count)
+            ],
+        },
+        blocking=True,
+        return_response=True,
+    )
+    assert response is not None
+    return dict(response)
 
 
 async def test_options_flow(
     hass: HomeAssistant, loaded_entry: MockConfigEntry, azure: AzureStub
 ) -> None:
-    """Memory options are saved as whole numbers and reload the entry."""
+    """The form comes in sections; options are saved flat, as whole numbers, and reload."""
     result = await hass.config_entries.options.async_init(loaded_entry.entry_id)
     assert result["type"] is FlowResultType.FORM
-    assert _suggested(result) == {**RECOMMENDED_OPTIONS, **SERIES_DEFAULTS, **MEMORY_DEFAULTS}
+    assert shown(result) == RECOMMENDED_FORM
     before = len(azure.calls("/models"))
     result = await hass.config_entries.options.async_configure(
         result["flow_id"],
-        {
-            **RECOMMENDED_OPTIONS,
-            **SERIES_DEFAULTS,
-            CONF_MAX_CONVERSATIONS: 12.0,
-            CONF_CONTINUATION_MINUTES: 5.0,
-        },
+        filled(result, max_conversations=12.0, continuation_minutes={"minutes": 5}),
     )
     assert result["type"] is FlowResultType.CREATE_ENTRY
     await hass.async_block_till_done()
-    assert loaded_entry.options[CONF_MAX_CONVERSATIONS] == 12
+    assert dict(loaded_entry.options) == {
+        **RECOMMENDED_OPTIONS,
+        **RECOMMENDED_MEMORY_OPTIONS,
+        CONF_MAX_CONVERSATIONS: 12,
+        CONF_CONTINUATION_MINUTES: 5,
+    }
     assert isinstance(loaded_entry.options[CONF_MAX_CONVERSATIONS], int)
     assert len(azure.calls("/models")) == before + 1  # reloaded
+
+
+@pytest.mark.parametrize(
+    ("changes", "stored"),
+    [
+        ({CONF_CONVERSATION_IDLE_MINUTES: {"hours": 2}}, {CONF_CONVERSATION_IDLE_MINUTES: 120}),
+        (
+            {CONF_CONVERSATION_IDLE_MINUTES: {"days": 2, "hours": 1, "minutes": 5, "seconds": 0}},
+            {CONF_CONVERSATION_IDLE_MINUTES: 2 * 1440 + 65},
+        ),
+        (
+            {CONF_CONTINUATION_MINUTES: {"minutes": 1, "seconds": 30}},
+            {CONF_CONTINUATION_MINUTES: 1.5},
+        ),
+        ({CONF_CONTINUATION_MINUTES: {"seconds": 0}}, {CONF_CONTINUATION_MINUTES: 0}),
+    ],
+    ids=["hours", "days", "seconds", "off"],
+)
+async def test_durations_are_stored_in_minutes(
+    hass: HomeAssistant,
+    loaded_entry: MockConfigEntry,
+    changes: dict[str, Any],
+    stored: dict[str, Any],
+) -> None:
+    """A duration is stored as the number of minutes, and shown as that duration again."""
+    result = await submit_options(hass, loaded_entry, **changes)
+    assert result["type"] is FlowResultType.CREATE_ENTRY
+    await hass.async_block_till_done()
+    for key, minutes in stored.items():
+        assert loaded_entry.options[key] == minutes
+        assert type(loaded_entry.options[key]) is type(minutes)
+    result = await hass.config_entries.options.async_init(loaded_entry.entry_id)
+    again = shown(result)["conversations"]
+    for key, duration in changes.items():
+        assert timedelta(**again[key]) == timedelta(**duration)
+
+
+@pytest.mark.parametrize(
+    ("changes", "error"),
+    [
+        ({CONF_CONVERSATION_IDLE_MINUTES: {"minutes": 4}}, "conversation_idle_out_of_range"),
+        ({CONF_CONVERSATION_IDLE_MINUTES: {"days": 31}}, "conversation_idle_out_of_range"),
+        ({CONF_CONTINUATION_MINUTES: {"hours": 24, "seconds": 1}}, "continuation_out_of_range"),
+    ],
+    ids=["idle_too_short", "idle_too_long", "continuation_too_long"],
+)
+async def test_durations_out_of_range_save_nothing(
+    hass: HomeAssistant, loaded_entry: MockConfigEntry, changes: dict[str, Any], error: str
+) -> None:
+    """A duration beyond its bounds is refused in its section; fixing it saves."""
+    before = dict(loaded_entry.options)
+    result = await hass.config_entries.options.async_init(loaded_entry.entry_id)
+    result = await hass.config_entries.options.async_configure(
+        result["flow_id"], filled(result, **changes)
+    )
+    assert result["type"] is FlowResultType.FORM
+    assert result["errors"] == {"conversations": error}
+    assert error in STRINGS["options"]["error"]
+    assert dict(loaded_entry.options) == before
+    # Shown as submitted, so that the user fixes rather than retypes.
+    for key, duration in changes.items():
+        assert shown(result)["conversations"][key] == duration
+    result = await hass.config_entries.options.async_configure(
+        result["flow_id"], filled(result, **{key: {"hours": 1} for key in changes})
+    )
+    assert result["type"] is FlowResultType.CREATE_ENTRY
+    await hass.async_block_till_done()
+    assert {key: loaded_entry.options[key] for key in changes} == dict.fromkeys(changes, 60)
 
 
 async def test_options_flow_series_settings_belong_to_the_installation(
@@ -391,29 +506,133 @@ async def test_options_flow_series_settings_belong_to_the_installation(
         minor_version=2,
     )
     other.add_to_hass(hass)
+    # Saved once, so that the memory options are the entry's own.
+    hass.config_entries.async_update_entry(
+        loaded_entry, options={**RECOMMENDED_OPTIONS, **RECOMMENDED_MEMORY_OPTIONS}
+    )
+    await hass.async_block_till_done()
     before = len(azure.calls("/models"))
-    result = await hass.config_entries.options.async_init(loaded_entry.entry_id)
-    result = await hass.config_entries.options.async_configure(
-        result["flow_id"],
-        {
-            **RECOMMENDED_OPTIONS,
-            CONF_TIMESERIES_MAX_ENTRIES: 500.0,
-            CONF_TIMESERIES_KEEP_DAYS: 30.0,
-            CONF_HISTORY_RETENTION_DAYS: 14.0,
-        },
+    result = await submit_options(
+        hass,
+        loaded_entry,
+        timeseries_max_entries=500.0,
+        timeseries_keep_days=30.0,
+        history_retention_days=14.0,
     )
     assert result["type"] is FlowResultType.CREATE_ENTRY
     await hass.async_block_till_done()
     assert hass.data[DATA_TIMESERIES].settings == TimeseriesSettings(500, 30.0)
     assert await hass.data[DATA_HISTORY].async_retention_days() == 14.0
-    assert dict(loaded_entry.options) == RECOMMENDED_OPTIONS
+    assert dict(loaded_entry.options) == {**RECOMMENDED_OPTIONS, **RECOMMENDED_MEMORY_OPTIONS}
     assert len(azure.calls("/models")) == before  # nothing of the entry changed
 
     result = await hass.config_entries.options.async_init(other.entry_id)
-    shown = _suggested(result)
-    assert shown[CONF_TIMESERIES_MAX_ENTRIES] == 500
-    assert shown[CONF_TIMESERIES_KEEP_DAYS] == 30.0
-    assert shown[CONF_HISTORY_RETENTION_DAYS] == 14.0
+    form = shown(result)
+    assert form["timeseries"][CONF_TIMESERIES_MAX_ENTRIES] == 500
+    assert form["timeseries"][CONF_TIMESERIES_KEEP_DAYS] == 30.0
+    assert form["history"][CONF_HISTORY_RETENTION_DAYS] == 14.0
+
+
+async def test_the_flow_writes_no_store(
+    hass: HomeAssistant, loaded_entry: MockConfigEntry, azure: AzureStub
+) -> None:
+    """The form only returns what changed; the entry's update hands the home's settings
+    to their stores. An entry not loaded keeps them in its options until its set-up."""
+    second = MockConfigEntry(
+        domain=DOMAIN,
+        unique_id="http://second.example",
+        data=dict(loaded_entry.data),
+        options=dict(RECOMMENDED_OPTIONS),
+        minor_version=2,
+    )
+    second.add_to_hass(hass)
+    assert second.state is config_entries.ConfigEntryState.NOT_LOADED
+    result = await submit_options(hass, second, timeseries_max_entries=100.0)
+    assert result["type"] is FlowResultType.CREATE_ENTRY
+    assert result["data"] == {
+        **RECOMMENDED_OPTIONS,
+        **RECOMMENDED_MEMORY_OPTIONS,
+        CONF_TIMESERIES_MAX_ENTRIES: 100,
+    }
+    await hass.async_block_till_done()
+    # Nothing took the cap yet: the series keeps all 150 entries.
+    assert (await merge(hass, 150))["total_count"] == 150
+    assert second.options[CONF_TIMESERIES_MAX_ENTRIES] == 100
+    # Shown as the user's latest choice meanwhile, from this entry and from the other.
+    for entry in (second, loaded_entry):
+        result = await hass.config_entries.options.async_init(entry.entry_id)
+        expected = 100 if entry is second else 10_000
+        assert shown(result)["timeseries"][CONF_TIMESERIES_MAX_ENTRIES] == expected
+        hass.config_entries.options.async_abort(result["flow_id"])
+
+    assert await hass.config_entries.async_setup(second.entry_id)
+    await hass.async_block_till_done()
+    assert dict(second.options) == {**RECOMMENDED_OPTIONS, **RECOMMENDED_MEMORY_OPTIONS}
+    assert (await merge(hass, 151, 150))["total_count"] == 100
+    result = await hass.config_entries.options.async_init(loaded_entry.entry_id)
+    assert shown(result)["timeseries"][CONF_TIMESERIES_MAX_ENTRIES] == 100
+
+
+STORED_OPTIONS = {
+    CONF_CONVERSATION_IDLE_MINUTES: 90,
+    CONF_MAX_CONVERSATIONS: 12,
+    CONF_CONTINUATION_MINUTES: 2.5,
+    CONF_TIMESERIES_CONTEXT: False,
+    CONF_HISTORY_RECORDING: False,
+    CONF_SUMMARIES: False,
+    CONF_SUMMARY_TIME: "05:15:00",
+    CONF_SUMMARY_GROUP_MODE: "user",
+    CONF_SUMMARY_CONTEXT_TOKENS: 0,
+    "embeddings_deployment": "",
+    "memory_context": False,
+    "memory_token_budget": 800,
+}
+
+
+@pytest.mark.parametrize(
+    "entry_options", [STORED_OPTIONS, RECOMMENDED_OPTIONS], ids=["all", "before_memories"]
+)
+async def test_stored_options_are_the_forms_defaults(
+    hass: HomeAssistant,
+    setup_ha: None,
+    config_entry: MockConfigEntry,
+    azure: AzureStub,
+    entry_options: dict[str, Any],
+) -> None:
+    """An entry's saved options open the form; saving it unchanged changes nothing, and
+    the installation's settings stay what their stores hold."""
+    hass.config_entries.async_update_entry(config_entry, options=dict(entry_options))
+    assert await hass.config_entries.async_setup(config_entry.entry_id)
+    await hass.async_block_till_done()
+    hass.data[DATA_TIMESERIES].async_update_settings(TimeseriesSettings(2000, 45.0))
+    result = await hass.config_entries.options.async_init(config_entry.entry_id)
+    form = shown(result)
+    if entry_options is STORED_OPTIONS:
+        assert form["conversations"] == {
+            CONF_CONVERSATION_IDLE_MINUTES: {"days": 0, "hours": 1, "minutes": 30, "seconds": 0},
+            CONF_MAX_CONVERSATIONS: 12,
+            CONF_CONTINUATION_MINUTES: {"hours": 0, "minutes": 2, "seconds": 30},
+        }
+        assert form["summaries"] == {
+            CONF_SUMMARIES: False,
+            CONF_SUMMARY_TIME: "05:15:00",
+            CONF_SUMMARY_GROUP_MODE: "user",
+            CONF_SUMMARY_CONTEXT_TOKENS: 0,
+        }
+        assert form["memories"]["memory_token_budget"] == 800
+    else:
+        assert form["conversations"] == RECOMMENDED_FORM["conversations"]
+    assert form["timeseries"][CONF_TIMESERIES_MAX_ENTRIES] == 2000
+    assert form["timeseries"][CONF_TIMESERIES_KEEP_DAYS] == 45.0
+    before = len(azure.calls("/models"))
+    result = await hass.config_entries.options.async_configure(result["flow_id"], filled(result))
+    assert result["type"] is FlowResultType.CREATE_ENTRY
+    await hass.async_block_till_done()
+    assert dict(config_entry.options) == {**RECOMMENDED_MEMORY_OPTIONS, **entry_options}
+    assert hass.data[DATA_TIMESERIES].settings == TimeseriesSettings(2000, 45.0)
+    # Nothing an agent uses changed, unless the memory options were first written now.
+    reloads = 0 if entry_options is STORED_OPTIONS else 1
+    assert len(azure.calls("/models")) == before + reloads
 
 
 async def test_migration_moves_series_settings_to_the_store(

@@ -9,8 +9,7 @@ import pytest
 from pytest_homeassistant_custom_component.common import MockConfigEntry
 
 from custom_components.azure_openai_memory import encodings
-from custom_components.azure_openai_memory.config_flow import RECOMMENDED_AGENT
-from custom_components.azure_openai_memory.const import CONF_DEPLOYMENT
+from custom_components.azure_openai_memory.const import CONF_DEPLOYMENT, RECOMMENDED_AGENT
 from custom_components.azure_openai_memory.diagnostics import (
     async_get_config_entry_diagnostics,
 )

@@ -37,14 +37,7 @@ from custom_components.azure_openai_memory.memory.history import AgentHistoryEve
 
 from .azure_stub import DEFAULT_KEY, AzureStub, Reply, ToolCall
 from .conftest import LLM_ONLY, NO_TOOLS, agent_entity_id, converse
-
-# What the options form holds: the entry's options and the installation's settings.
-OPTIONS_FORM = {
-    **RECOMMENDED_OPTIONS,
-    "timeseries_max_entries": 10_000,
-    "timeseries_keep_days": 90,
-    "history_retention_days": 90,
-}
+from .options_form import filled, submit_options
 
 
 async def call(
@@ -345,11 +338,8 @@ async def test_daily_purge_applies_the_retention(hass: HomeAssistant, loaded_ent
         for days in (1, 5, 40)
     ]
     await recorder.async_run(recorder.store.record_events, events)
-    result = await hass.config_entries.options.async_init(loaded_entry.entry_id)
-    result = await hass.config_entries.options.async_configure(
-        result["flow_id"],
-        {**OPTIONS_FORM, "history_retention_days": 3},
-    )
+    await submit_options(hass, loaded_entry, history_retention_days=3)
+    await hass.async_block_till_done()
     assert await recorder.async_retention_days() == 3
     async_fire_time_changed(hass, dt_util.utcnow() + timedelta(days=1, seconds=1))
     await hass.async_block_till_done(wait_background_tasks=True)
@@ -427,11 +417,12 @@ async def test_history_that_cannot_open_leaves_the_agent_answering(
     # The options still save; only a changed retention would need the database.
     result = await hass.config_entries.options.async_init(config_entry.entry_id)
     result = await hass.config_entries.options.async_configure(
-        result["flow_id"], {**OPTIONS_FORM, "history_retention_days": 7}
+        result["flow_id"], filled(result, history_retention_days=7)
     )
-    assert result["errors"] == {"history_retention_days": "history_unavailable"}
+    assert result["errors"] == {"history": "history_unavailable"}
     result = await hass.config_entries.options.async_configure(
-        result["flow_id"], {**OPTIONS_FORM, CONF_HISTORY_RECORDING: False}
+        result["flow_id"],
+        filled(result, history_retention_days=90, **{CONF_HISTORY_RECORDING: False}),
     )
     assert result["type"] is FlowResultType.CREATE_ENTRY
     assert config_entry.options[CONF_HISTORY_RECORDING] is False

@@ -21,7 +21,6 @@ from pytest_homeassistant_custom_component.common import MockConfigEntry, async_
 import tiktoken_ext
 
 from custom_components.azure_openai_memory import const, encodings
-from custom_components.azure_openai_memory.config_flow import RECOMMENDED_AGENT
 from custom_components.azure_openai_memory.const import (
     API_STYLE_DEPLOYMENT,
     CONF_API_STYLE,
@@ -31,6 +30,7 @@ from custom_components.azure_openai_memory.const import (
     CONF_MAX_CONVERSATIONS,
     CONF_SLIDING_WINDOW_MAX_TOKENS,
     DOMAIN,
+    RECOMMENDED_AGENT,
 )
 from custom_components.azure_openai_memory.llm import client as client_module
 from custom_components.azure_openai_memory.llm.client import SDK_TAKES_HTTPX

@@ -27,6 +27,7 @@ from custom_components.azure_openai_memory.memory.facts import FactSettings, Fac
 
 from .azure_stub import AzureStub, Reply
 from .memory.test_facts import household_facts
+from .options_form import submit_options
 
 DAY0 = datetime(2025, 10, 25, 10, 0, tzinfo=UTC)
 EMBEDDINGS = "text-embedding-3-small"
@@ -200,17 +201,7 @@ async def test_max_memories_per_type_from_the_options_flow(
 ) -> None:
     """The options flow's cap applies to the installation: the least confident, oldest go."""
     freezer.move_to(DAY0)
-    result = await hass.config_entries.options.async_init(loaded_entry.entry_id)
-    result = await hass.config_entries.options.async_configure(
-        result["flow_id"],
-        {
-            **{k: v for k, v in loaded_entry.options.items()},
-            "timeseries_max_entries": 10_000,
-            "timeseries_keep_days": 90,
-            "history_retention_days": 90,
-            "max_memories_per_type": 3.0,
-        },
-    )
+    await submit_options(hass, loaded_entry, max_memories_per_type=3.0)
     await hass.async_block_till_done()
     assert memories(hass).settings.max_memories_per_type == 3
     assert "max_memories_per_type" not in loaded_entry.options
@@ -675,21 +666,6 @@ async def test_a_deployment_change_during_re_embedding(
     assert models == [EMBEDDINGS, "text-embedding-3-large", "text-embedding-3-large"]
 
 
-async def configure(hass: HomeAssistant, entry: MockConfigEntry, **changes: Any) -> Any:
-    """Submit the options form with the current values and these changes."""
-    result = await hass.config_entries.options.async_init(entry.entry_id)
-    return await hass.config_entries.options.async_configure(
-        result["flow_id"],
-        {
-            **dict(entry.options),
-            "timeseries_max_entries": 10_000,
-            "timeseries_keep_days": 90,
-            "history_retention_days": 90,
-            **changes,
-        },
-    )
-
-
 @pytest.mark.parametrize(
     ("failure", "error"),
     [
@@ -714,17 +690,17 @@ async def test_options_flow_proves_a_new_embeddings_deployment(
         name = EMBEDDINGS
     else:
         name = "gpt-4o-mini"  # a chat deployment: no embeddings there
-    result = await configure(
+    result = await submit_options(
         hass, loaded_entry, embeddings_deployment=name, max_memories_per_type=7
     )
     assert result["type"] == "form"
-    assert result["errors"] == {"embeddings_deployment": error}
+    assert result["errors"] == {"memories": error}
     assert error in STRINGS["options"]["error"]
     assert dict(loaded_entry.options) == before
     assert memories(hass).settings.max_memories_per_type == 50
     assert memories(hass).embedder is None
 
-    result = await configure(hass, loaded_entry, embeddings_deployment=f" {EMBEDDINGS} ")
+    result = await submit_options(hass, loaded_entry, embeddings_deployment=f" {EMBEDDINGS} ")
     assert result["type"] == "create_entry"
     await hass.async_block_till_done()
     assert loaded_entry.options["embeddings_deployment"] == EMBEDDINGS

@@ -9,8 +9,11 @@ from homeassistant.helpers import entity_registry as er
 import pytest
 from pytest_homeassistant_custom_component.common import MockConfigEntry, MockUser
 
-from custom_components.azure_openai_memory.config_flow import RECOMMENDED_AGENT
-from custom_components.azure_openai_memory.const import CONF_EARLY_TIMEOUT, DOMAIN
+from custom_components.azure_openai_memory.const import (
+    CONF_EARLY_TIMEOUT,
+    DOMAIN,
+    RECOMMENDED_AGENT,
+)
 
 from .azure_stub import AzureStub
 from .conftest import converse

@@ -15,12 +15,12 @@ from homeassistant.util import dt as dt_util
 import pytest
 from pytest_homeassistant_custom_component.common import MockConfigEntry, async_fire_time_changed
 
-from custom_components.azure_openai_memory.config_flow import RECOMMENDED_AGENT
 from custom_components.azure_openai_memory.const import (
     CONF_CONVERSATION_IDLE_MINUTES,
     CONF_EARLY_TIMEOUT,
     CONF_MAX_CONVERSATIONS,
     DOMAIN,
+    RECOMMENDED_AGENT,
 )
 from custom_components.azure_openai_memory.memory.timeseries import TimeSeries, format_time
 from custom_components.azure_openai_memory.storage import DebouncedStore

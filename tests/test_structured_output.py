@@ -7,12 +7,12 @@ from typing import Any
 import pytest
 from pytest_homeassistant_custom_component.common import MockConfigEntry
 
-from custom_components.azure_openai_memory.config_flow import RECOMMENDED_AGENT
 from custom_components.azure_openai_memory.const import (
     API_MODE_RESPONSES,
     API_STYLE_DEPLOYMENT,
     API_STYLE_V1,
     CONF_API_MODE,
+    RECOMMENDED_AGENT,
 )
 from custom_components.azure_openai_memory.llm.client import (
     JsonFormat,

@@ -26,12 +26,20 @@ from .data import (
     settings_from_entry_data,
 )
 from .encodings import async_fetch_encodings
-from .history import async_setup_history
+from .history import async_apply_options as async_apply_history_options, async_setup_history
 from .llm.client import async_check_resource, async_create_client, async_release_client
 from .llm.errors import API_ERRORS, ErrorKind, classify_error
-from .memories import async_setup_memories, async_use_embeddings
+from .memories import (
+    async_apply_options as async_apply_memory_options,
+    async_setup_memories,
+    async_use_embeddings,
+)
 from .summaries import async_attach_writer, async_setup_summaries
-from .timeseries import async_setup_timeseries, async_take_options
+from .timeseries import (
+    async_apply_options as async_apply_series_options,
+    async_setup_timeseries,
+    async_take_options,
+)
 from .title import is_untouched_title, resource_title
 from .window import (
     async_load_windows,
@@ -67,6 +75,7 @@ async def async_migrate_entry(hass: HomeAssistant, entry: ConfigEntry) -> bool:
 
 async def async_setup_entry(hass: HomeAssistant, entry: AzureOpenAIMemoryConfigEntry) -> bool:
     """Connect to the resource and set up the agents."""
+    await _async_apply_home_options(hass, entry)
     settings = settings_from_entry_data(entry.data)
     client = await async_create_client(hass, settings)
     try:
@@ -139,7 +148,33 @@ async def _async_entry_updated(hass: HomeAssistant, entry: AzureOpenAIMemoryConf
 
     Reauthenticate and reconfigure change the data and reload the entry themselves
     (async_update_reload_and_abort, which also works while set-up has failed); reloading
-    here too would set the entry up twice.
+    here too would set the entry up twice. The home's settings in the options go to their
+    stores first; the options are then saved without them, and that update decides.
     """
+    if await _async_apply_home_options(hass, entry):
+        return
     if set_up_from(entry) != entry.runtime_data.set_up_from:
         await hass.config_entries.async_reload(entry.entry_id)
+
+
+async def _async_apply_home_options(
+    hass: HomeAssistant, entry: AzureOpenAIMemoryConfigEntry
+) -> bool:
+    """Give the home's settings an options form returned to their stores; whether the
+    options changed (that update calls the update listener again).
+
+    The settings of the whole installation (series cap and keep days, the memories'
+    MEMORY_CONFIG, the history's retention) are kept by their stores, the series' since
+    config version 1.2, and every entry's form shows them from there. The form writes no
+    store: it returns those the user changed among the entry's options. Taking them out
+    here, at the entry's update and at its set-up (for an entry changed while not
+    loaded), keeps each entry's option keys as they were, and leaves no copy in one entry
+    that could later undo another entry's change. What a store cannot take now (the
+    history database unavailable) stays in the options for the next attempt, so that no
+    choice is lost.
+    """
+    options = dict(entry.options)
+    async_apply_series_options(hass, options)
+    async_apply_memory_options(hass, options)
+    await async_apply_history_options(hass, options)
+    return hass.config_entries.async_update_entry(entry, options=options)

@@ -1,6 +1,8 @@
-"""Config flow: one Azure OpenAI resource per entry, one agent per subentry."""
+"""Config flow: one Azure OpenAI resource per entry, one agent or AI task per subentry."""
 
 from collections.abc import Mapping
+from dataclasses import dataclass
+from datetime import timedelta
 import logging
 import re
 from typing import Any
@@ -16,10 +18,13 @@ from homeassistant.config_entries import (
 )
 from homeassistant.const import CONF_API_KEY, CONF_LLM_HASS_API, CONF_NAME
 from homeassistant.core import HomeAssistant, callback
+from homeassistant.data_entry_flow import section
 from homeassistant.exceptions import HomeAssistantError
 from homeassistant.helpers import llm
 from homeassistant.helpers.selector import (
     BooleanSelector,
+    DurationSelector,
+    DurationSelectorConfig,
     NumberSelector,
     NumberSelectorConfig,
     NumberSelectorMode,
@@ -84,25 +89,19 @@ from .const import (
     DEFAULT_AGENT_NAME,
     DEFAULT_AI_TASK_NAME,
     DOMAIN,
+    FIRST_AGENT_REASONING_EFFORT,
     REASONING_EFFORT_OFF,
     REASONING_EFFORTS,
+    RECOMMENDED_AGENT,
+    RECOMMENDED_AI_TASK,
     RECOMMENDED_API_MODE,
     RECOMMENDED_API_STYLE,
     RECOMMENDED_API_VERSION,
     RECOMMENDED_DEPLOYMENT,
-    RECOMMENDED_EARLY_TIMEOUT,
-    RECOMMENDED_EMBEDDINGS_DEPLOYMENT,
     RECOMMENDED_HISTORY_RETENTION_DAYS,
-    RECOMMENDED_MAX_TOKENS,
-    RECOMMENDED_MEMORY_CONTEXT,
-    RECOMMENDED_MEMORY_TOKEN_BUDGET,
+    RECOMMENDED_MEMORY_OPTIONS,
     RECOMMENDED_OPTIONS,
-    RECOMMENDED_PREFER_LOCAL_INTENTS,
     RECOMMENDED_REASONING_EFFORT,
-    RECOMMENDED_REQUEST_TIMEOUT,
-    RECOMMENDED_SLIDING_WINDOW_MAX_TOKENS,
-    RECOMMENDED_TEMPERATURE,
-    RECOMMENDED_TOP_P,
     RESPONSES_MIN_API_VERSION,
     SUBENTRY_AGENT,
     SUBENTRY_AI_TASK,
@@ -119,8 +118,6 @@ from .llm.client import (
 )
 from .llm.embeddings import async_check_embeddings
 from .llm.errors import API_ERRORS, ErrorKind, classify_error
-from .memory.facts import FactSettings
-from .memory.timeseries import TimeseriesSettings
 from .title import is_untouched_title, resource_title
 
 _LOGGER = logging.getLogger(__name__)
@@ -153,24 +150,6 @@ def _number(low: float, high: float, step: float, unit: str | None = None) -> Nu
 
 
 _PASSWORD = TextSelector(TextSelectorConfig(type=TextSelectorType.PASSWORD))
-# The first agent of a deployment that refuses classic parameters (max_tokens) is a
-# reasoning model: it gets the effort the API assumes when none is sent.
-FIRST_AGENT_REASONING_EFFORT = "medium"
-
-RECOMMENDED_AGENT = {
-    CONF_DEPLOYMENT: RECOMMENDED_DEPLOYMENT,
-    CONF_API_MODE: RECOMMENDED_API_MODE,
-    CONF_PROMPT: llm.DEFAULT_INSTRUCTIONS_PROMPT,
-    CONF_LLM_HASS_API: llm_api_option(llm.LLM_API_ASSIST),
-    CONF_TEMPERATURE: RECOMMENDED_TEMPERATURE,
-    CONF_TOP_P: RECOMMENDED_TOP_P,
-    CONF_MAX_TOKENS: RECOMMENDED_MAX_TOKENS,
-    CONF_REASONING_EFFORT: RECOMMENDED_REASONING_EFFORT,
-    CONF_REQUEST_TIMEOUT: RECOMMENDED_REQUEST_TIMEOUT,
-    CONF_EARLY_TIMEOUT: RECOMMENDED_EARLY_TIMEOUT,
-    CONF_SLIDING_WINDOW_MAX_TOKENS: RECOMMENDED_SLIDING_WINDOW_MAX_TOKENS,
-    CONF_PREFER_LOCAL_INTENTS: RECOMMENDED_PREFER_LOCAL_INTENTS,
-}
 
 
 def _resource_schema(with_key: bool) -> vol.Schema:
@@ -388,70 +367,190 @@ class AzureOpenAIMemoryConfigFlow(ConfigFlow, domain=DOMAIN):
     def async_get_supported_subentry_types(
         cls, config_entry: ConfigEntry
     ) -> dict[str, type[ConfigSubentryFlow]]:
-        """Agents are subentries."""
-        types: dict[str, type[ConfigSubentryFlow]] = {SUBENTRY_AGENT: AgentSubentryFlow}
+        """Agents and AI tasks are subentries; one handler serves both kinds."""
+        types: dict[str, type[ConfigSubentryFlow]] = {SUBENTRY_AGENT: LLMSubentryFlowHandler}
         if HAS_AI_TASK:
-            types[SUBENTRY_AI_TASK] = AITaskSubentryFlow
+            types[SUBENTRY_AI_TASK] = LLMSubentryFlowHandler
         return types
 
 
-OPTIONS_SCHEMA = vol.Schema(
-    {
-        vol.Required(CONF_CONVERSATION_IDLE_MINUTES): _number(5, 60 * 24 * 30, 5, "min"),
-        vol.Required(CONF_MAX_CONVERSATIONS): _number(1, 10_000, 1),
-        vol.Required(CONF_CONTINUATION_MINUTES): _number(0, 24 * 60, 1, "min"),
-        vol.Required(CONF_TIMESERIES_CONTEXT): BooleanSelector(),
-        # Shared by the whole installation (the series are the home's): kept by the
-        # time-series store, not in this entry's options.
-        vol.Required(CONF_TIMESERIES_MAX_ENTRIES): _number(100, 1_000_000, 100),
-        vol.Required(CONF_TIMESERIES_KEEP_DAYS): _number(1, 3650, 1, "d"),
-        vol.Required(CONF_HISTORY_RECORDING): BooleanSelector(),
-        # Shared by the whole installation too: kept in the history database.
-        vol.Required(CONF_HISTORY_RETENTION_DAYS): _number(1, 3650, 1, "d"),
-        # Summaries: written by the first entry that turns them on (see summarizing.py).
-        vol.Required(CONF_SUMMARIES): BooleanSelector(),
-        vol.Required(CONF_SUMMARY_TIME): TimeSelector(),
-        vol.Required(CONF_SUMMARY_GROUP_MODE): _select(SUMMARY_GROUP_MODES, "summary_group_mode"),
-        vol.Required(CONF_SUMMARY_CONTEXT_TOKENS): _number(0, 4000, 50, "tokens"),
-        # Memories: this entry's embeddings deployment (empty: none), switch and budget.
-        vol.Optional(CONF_EMBEDDINGS_DEPLOYMENT): TextSelector(),
-        vol.Optional(CONF_MEMORY_CONTEXT): BooleanSelector(),
-        vol.Optional(CONF_MEMORY_TOKEN_BUDGET): _number(50, 20_000, 50, "tokens"),
-        # The seed's MEMORY_CONFIG, shared by the whole installation: kept by the memories.
-        vol.Optional(CONF_ARCHIVE_RETENTION_DAYS): _number(1, 3650, 1, "d"),
-        vol.Optional(CONF_HIGH_CONFIDENCE_THRESHOLD): _number(2, 100, 1),
-        vol.Optional(CONF_MAX_MEMORIES_PER_TYPE): _number(1, 100_000, 1),
-        vol.Optional(CONF_RELEVANCE_SCORE_THRESHOLD): _number(0, 100, 1),
-    }
+SECTION_CONVERSATIONS = "conversations"
+SECTION_TIMESERIES = "timeseries"
+SECTION_MEMORIES = "memories"
+SECTION_HISTORY = "history"
+SECTION_SUMMARIES = "summaries"
+
+# The home's settings among the options form's fields: each kind's store keeps them, the
+# form shows them and returns those the user changed (see _async_apply_home_options).
+HOME_SETTINGS = (
+    CONF_TIMESERIES_MAX_ENTRIES,
+    CONF_TIMESERIES_KEEP_DAYS,
+    CONF_ARCHIVE_RETENTION_DAYS,
+    CONF_HIGH_CONFIDENCE_THRESHOLD,
+    CONF_MAX_MEMORIES_PER_TYPE,
+    CONF_RELEVANCE_SCORE_THRESHOLD,
+    CONF_HISTORY_RETENTION_DAYS,
 )
-# What the options form shows for the memory fields of an entry that never saved them.
-MEMORY_OPTION_DEFAULTS = {
-    CONF_EMBEDDINGS_DEPLOYMENT: RECOMMENDED_EMBEDDINGS_DEPLOYMENT,
-    CONF_MEMORY_CONTEXT: RECOMMENDED_MEMORY_CONTEXT,
-    CONF_MEMORY_TOKEN_BUDGET: RECOMMENDED_MEMORY_TOKEN_BUDGET,
+
+
+@dataclass(frozen=True, slots=True)
+class MinutesField:
+    """An option stored in minutes that the form shows as a duration, and its bounds."""
+
+    low: float
+    high: float
+    with_days: bool
+    error: str
+
+
+# Retentions stay counts of days: what they govern is purged once a day.
+MINUTES_FIELDS = {
+    CONF_CONVERSATION_IDLE_MINUTES: MinutesField(
+        5, 30 * 24 * 60, with_days=True, error="conversation_idle_out_of_range"
+    ),
+    CONF_CONTINUATION_MINUTES: MinutesField(
+        0, 24 * 60, with_days=False, error="continuation_out_of_range"
+    ),
 }
 
 
-def _memory_settings(current: FactSettings, options: dict[str, Any]) -> FactSettings:
-    """Take the installation's memory settings out of the submitted options."""
-    return FactSettings(
-        archive_retention_days=float(
-            options.pop(CONF_ARCHIVE_RETENTION_DAYS, current.archive_retention_days)
-        ),
-        high_confidence_threshold=int(
-            options.pop(CONF_HIGH_CONFIDENCE_THRESHOLD, current.high_confidence_threshold)
-        ),
-        max_memories_per_type=int(
-            options.pop(CONF_MAX_MEMORIES_PER_TYPE, current.max_memories_per_type)
-        ),
-        relevance_score_threshold=float(
-            options.pop(CONF_RELEVANCE_SCORE_THRESHOLD, current.relevance_score_threshold)
-        ),
+_MINUTE = timedelta(minutes=1)
+
+
+def _duration_selector(field: MinutesField) -> DurationSelector:
+    return DurationSelector(
+        DurationSelectorConfig(enable_day=field.with_days, allow_negative=False)
     )
 
 
+def _options_schema() -> vol.Schema:
+    """The options form, in sections.
+
+    Built anew for each form: Home Assistant 2025.4 writes suggested values into the
+    schema of the section it is given.
+    """
+    return vol.Schema(
+        {
+            vol.Required(SECTION_CONVERSATIONS): section(
+                vol.Schema(
+                    {
+                        vol.Required(CONF_CONVERSATION_IDLE_MINUTES): _duration_selector(
+                            MINUTES_FIELDS[CONF_CONVERSATION_IDLE_MINUTES]
+                        ),
+                        vol.Required(CONF_MAX_CONVERSATIONS): _number(1, 10_000, 1),
+                        vol.Required(CONF_CONTINUATION_MINUTES): _duration_selector(
+                            MINUTES_FIELDS[CONF_CONTINUATION_MINUTES]
+                        ),
+                    }
+                ),
+                {"collapsed": False},
+            ),
+            vol.Required(SECTION_TIMESERIES): section(
+                vol.Schema(
+                    {
+                        vol.Required(CONF_TIMESERIES_CONTEXT): BooleanSelector(),
+                        vol.Required(CONF_TIMESERIES_MAX_ENTRIES): _number(100, 1_000_000, 100),
+                        vol.Required(CONF_TIMESERIES_KEEP_DAYS): _number(1, 3650, 1, "d"),
+                    }
+                ),
+                {"collapsed": True},
+            ),
+            vol.Required(SECTION_MEMORIES): section(
+                vol.Schema(
+                    {
+                        # This entry's embeddings deployment (empty: none), switch and budget.
+                        vol.Optional(CONF_EMBEDDINGS_DEPLOYMENT): TextSelector(),
+                        vol.Optional(CONF_MEMORY_CONTEXT): BooleanSelector(),
+                        vol.Optional(CONF_MEMORY_TOKEN_BUDGET): _number(50, 20_000, 50, "tokens"),
+                        # The seed's MEMORY_CONFIG, the installation's.
+                        vol.Optional(CONF_ARCHIVE_RETENTION_DAYS): _number(1, 3650, 1, "d"),
+                        vol.Optional(CONF_HIGH_CONFIDENCE_THRESHOLD): _number(2, 100, 1),
+                        vol.Optional(CONF_MAX_MEMORIES_PER_TYPE): _number(1, 100_000, 1),
+                        vol.Optional(CONF_RELEVANCE_SCORE_THRESHOLD): _number(0, 100, 1),
+                    }
+                ),
+                {"collapsed": True},
+            ),
+            vol.Required(SECTION_HISTORY): section(
+                vol.Schema(
+                    {
+                        vol.Required(CONF_HISTORY_RECORDING): BooleanSelector(),
+                        vol.Required(CONF_HISTORY_RETENTION_DAYS): _number(1, 3650, 1, "d"),
+                    }
+                ),
+                {"collapsed": True},
+            ),
+            vol.Required(SECTION_SUMMARIES): section(
+                vol.Schema(
+                    {
+                        vol.Required(CONF_SUMMARIES): BooleanSelector(),
+                        vol.Required(CONF_SUMMARY_TIME): TimeSelector(),
+                        vol.Required(CONF_SUMMARY_GROUP_MODE): _select(
+                            SUMMARY_GROUP_MODES, "summary_group_mode"
+                        ),
+                        vol.Required(CONF_SUMMARY_CONTEXT_TOKENS): _number(0, 4000, 50, "tokens"),
+                    }
+                ),
+                {"collapsed": True},
+            ),
+        }
+    )
+
+
+def _minutes(duration: Mapping[str, float]) -> float:
+    """A duration selector's value in minutes, as the option is stored."""
+    minutes = timedelta(**{unit: float(n) for unit, n in duration.items()}) / _MINUTE
+    return int(minutes) if minutes.is_integer() else minutes
+
+
+def _duration(minutes: float, with_days: bool) -> dict[str, float]:
+    """A stored number of minutes as the duration selector shows it."""
+    rest = float(minutes) * 60
+    parts: dict[str, float] = {}
+    if with_days:
+        parts["days"], rest = divmod(rest, 86_400)
+    parts["hours"], rest = divmod(rest, 3600)
+    parts["minutes"], parts["seconds"] = divmod(rest, 60)
+    return {unit: _whole(n) for unit, n in parts.items()}
+
+
+def _form_values(schema: vol.Schema, options: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
+    """Stored options as the sectioned form shows them: durations for minutes."""
+    shown = {
+        key: _duration(value, MINUTES_FIELDS[key].with_days)
+        if key in MINUTES_FIELDS and isinstance(value, int | float)
+        else value
+        for key, value in options.items()
+    }
+    return {
+        str(name): {str(key): shown[str(key)] for key in part.schema.schema if str(key) in shown}
+        for name, part in schema.schema.items()
+    }
+
+
+def _stored_values(
+    user_input: Mapping[str, Mapping[str, Any]], errors: dict[str, str]
+) -> dict[str, Any]:
+    """The submitted sections as options are stored: one level, minutes, whole numbers."""
+    options: dict[str, Any] = {}
+    for name, part in user_input.items():
+        for key, value in part.items():
+            if (field := MINUTES_FIELDS.get(key)) is None:
+                options[key] = _whole(value)
+                continue
+            options[key] = minutes = _minutes(value)
+            if not field.low <= minutes <= field.high:
+                errors[name] = field.error
+    return options
+
+
 class MemoryOptionsFlow(OptionsFlow):
-    """Memory switches and retention of the resource, and the installation's series settings."""
+    """The entry's memory options, beside the installation's settings of the home's stores.
+
+    The form writes no store: the installation's settings the user changed come back in
+    the options, and the entry's update hands them to their stores (see
+    _async_apply_home_options in __init__.py). Only proving input happens here.
+    """
 
     async def _async_check_embeddings(self, options: dict[str, Any]) -> None:
         """Prove a newly named embeddings deployment with one request, before anything is saved."""
@@ -468,64 +567,67 @@ class MemoryOptionsFlow(OptionsFlow):
                 raise EmbeddingsRefused("embeddings_deployment_not_found") from err
             raise EmbeddingsRefused("embeddings_deployment_failed") from err
 
-    async def async_step_init(self, user_input: dict[str, Any] | None = None) -> ConfigFlowResult:
-        """One form; a change of the entry's part reloads the entry."""
-        series = self.hass.data[DATA_TIMESERIES]
-        history = self.hass.data[DATA_HISTORY]
+    async def _async_home_settings(self) -> tuple[dict[str, Any], bool]:
+        """The installation's settings as their stores hold them; whether history answered."""
+        series = self.hass.data[DATA_TIMESERIES].settings
+        memories = self.hass.data[DATA_MEMORIES].settings
         try:
-            retention = await history.async_retention_days()
-        except HomeAssistantError:  # unavailable: shown as the default, saved if changed
-            retention = float(RECOMMENDED_HISTORY_RETENTION_DAYS)
+            retention = await self.hass.data[DATA_HISTORY].async_retention_days()
+        except HomeAssistantError:  # unavailable: shown as the default, not saved if changed
+            retention, history_answers = float(RECOMMENDED_HISTORY_RETENTION_DAYS), False
+        else:
+            history_answers = True
+        return {
+            CONF_TIMESERIES_MAX_ENTRIES: series.max_entries,
+            CONF_TIMESERIES_KEEP_DAYS: series.keep_days,
+            CONF_ARCHIVE_RETENTION_DAYS: memories.archive_retention_days,
+            CONF_HIGH_CONFIDENCE_THRESHOLD: memories.high_confidence_threshold,
+            CONF_MAX_MEMORIES_PER_TYPE: memories.max_memories_per_type,
+            CONF_RELEVANCE_SCORE_THRESHOLD: memories.relevance_score_threshold,
+            CONF_HISTORY_RETENTION_DAYS: retention,
+        }, history_answers
+
+    async def async_step_init(self, user_input: dict[str, Any] | None = None) -> ConfigFlowResult:
+        """One form in sections; a change of the entry's part reloads the entry."""
+        home, history_answers = await self._async_home_settings()
+        schema = _options_schema()
         errors: dict[str, str] = {}
         if user_input is not None:
-            options = {key: _whole(value) for key, value in user_input.items()}
-            wanted = float(options.pop(CONF_HISTORY_RETENTION_DAYS))
-            try:
-                await self._async_check_embeddings(options)
-                if wanted != retention:
-                    await history.async_set_retention_days(wanted)
-            except EmbeddingsRefused as err:
-                errors[CONF_EMBEDDINGS_DEPLOYMENT] = err.key
-            except HomeAssistantError:
-                errors[CONF_HISTORY_RETENTION_DAYS] = "history_unavailable"
-            else:
-                series.async_update_settings(
-                    TimeseriesSettings(
-                        max_entries=int(options.pop(CONF_TIMESERIES_MAX_ENTRIES)),
-                        keep_days=float(options.pop(CONF_TIMESERIES_KEEP_DAYS)),
-                    )
-                )
-                memories = self.hass.data[DATA_MEMORIES]
-                memories.async_update_settings(_memory_settings(memories.settings, options))
+            submitted = _stored_values(user_input, errors)
+            # The installation's settings come back only where they differ from the stores.
+            options = {
+                key: value
+                for key, value in submitted.items()
+                if key not in HOME_SETTINGS or value != home[key]
+            }
+            if CONF_HISTORY_RETENTION_DAYS in options and not history_answers:
+                errors[SECTION_HISTORY] = "history_unavailable"
+            if not errors:
+                try:
+                    await self._async_check_embeddings(options)
+                except EmbeddingsRefused as err:
+                    errors[SECTION_MEMORIES] = err.key
+            if not errors:
                 if CONF_EMBEDDINGS_DEPLOYMENT in options:
                     options[CONF_EMBEDDINGS_DEPLOYMENT] = str(
                         options[CONF_EMBEDDINGS_DEPLOYMENT]
                     ).strip()
                 return self.async_create_entry(data=options)
-        memory_settings = self.hass.data[DATA_MEMORIES].settings
+        # A setting of the home still waiting in the options is the user's latest choice.
+        shown = _form_values(
+            schema,
+            {
+                **RECOMMENDED_OPTIONS,
+                **RECOMMENDED_MEMORY_OPTIONS,
+                **home,
+                **self.config_entry.options,
+            },
+        )
+        for name, part in (user_input or {}).items():
+            shown[name] = {**shown.get(name, {}), **part}
         return self.async_show_form(
             step_id="init",
-            data_schema=self.add_suggested_values_to_schema(
-                OPTIONS_SCHEMA,
-                {
-                    **RECOMMENDED_OPTIONS,
-                    **self.config_entry.options,
-                    CONF_TIMESERIES_MAX_ENTRIES: series.settings.max_entries,
-                    CONF_TIMESERIES_KEEP_DAYS: series.settings.keep_days,
-                    CONF_HISTORY_RETENTION_DAYS: retention,
-                    **MEMORY_OPTION_DEFAULTS,
-                    **{
-                        k: v
-                        for k, v in self.config_entry.options.items()
-                        if k in MEMORY_OPTION_DEFAULTS
-                    },
-                    CONF_ARCHIVE_RETENTION_DAYS: memory_settings.archive_retention_days,
-                    CONF_HIGH_CONFIDENCE_THRESHOLD: memory_settings.high_confidence_threshold,
-                    CONF_MAX_MEMORIES_PER_TYPE: memory_settings.max_memories_per_type,
-                    CONF_RELEVANCE_SCORE_THRESHOLD: memory_settings.relevance_score_threshold,
-                    **(user_input or {}),
-                },
-            ),
+            data_schema=self.add_suggested_values_to_schema(schema, shown),
             errors=errors,
         )
 
@@ -543,43 +645,57 @@ def _whole(value: Any) -> Any:
     return int(value) if isinstance(value, float) and value.is_integer() else value
 
 
-class AgentSubentryFlow(ConfigSubentryFlow):
-    """Add or edit one conversation agent."""
+class LLMSubentryFlowHandler(ConfigSubentryFlow):
+    """Add or edit one conversation agent, or one AI task entity (Home Assistant 2025.8+).
 
-    default_name = DEFAULT_AGENT_NAME
-    controls_home = True
-    recommended: dict[str, Any] = RECOMMENDED_AGENT
+    The AI task's form is the agent's without what belongs to a conversation:
+    instructions come with each task, it controls nothing, and it keeps no window.
+    """
+
+    @property
+    def _is_agent(self) -> bool:
+        return self.handler[1] == SUBENTRY_AGENT
+
+    @property
+    def _recommended(self) -> dict[str, Any]:
+        return RECOMMENDED_AGENT if self._is_agent else RECOMMENDED_AI_TASK
+
+    @property
+    def _default_name(self) -> str:
+        return DEFAULT_AGENT_NAME if self._is_agent else DEFAULT_AI_TASK_NAME
 
     async def async_step_user(self, user_input: dict[str, Any] | None = None) -> SubentryFlowResult:
         """Add one."""
-        return await self._async_agent_form("user", user_input, self.recommended)
+        return await self._async_form("user", user_input, self._recommended)
 
     async def async_step_reconfigure(
         self, user_input: dict[str, Any] | None = None
     ) -> SubentryFlowResult:
         """Edit one."""
-        current = {**self.recommended, **self._get_reconfigure_subentry().data}
-        return await self._async_agent_form("reconfigure", user_input, current)
+        current = {**self._recommended, **self._get_reconfigure_subentry().data}
+        return await self._async_form("reconfigure", user_input, current)
 
     def _schema(self) -> vol.Schema:
-        apis = [
-            SelectOptionDict(label=api.name, value=api.id) for api in llm.async_get_apis(self.hass)
-        ]
         schema: dict[vol.Marker, Any] = {}
         if self.source == "user":
-            schema[vol.Required(CONF_NAME, default=self.default_name)] = str
+            schema[vol.Required(CONF_NAME, default=self._default_name)] = str
+        schema[vol.Required(CONF_DEPLOYMENT)] = str
+        schema[vol.Required(CONF_API_MODE)] = _select(API_MODES, CONF_API_MODE)
+        if self._is_agent:
+            apis = [
+                SelectOptionDict(label=api.name, value=api.id)
+                for api in llm.async_get_apis(self.hass)
+            ]
+            schema[vol.Optional(CONF_PROMPT)] = TemplateSelector()
+            schema[vol.Optional(CONF_LLM_HASS_API)] = SelectSelector(
+                SelectSelectorConfig(
+                    options=llm_api_choices(apis),
+                    multiple=LLM_API_ACCEPTS_LIST,
+                    translation_key=CONF_LLM_HASS_API,
+                )
+            )
         schema.update(
             {
-                vol.Required(CONF_DEPLOYMENT): str,
-                vol.Required(CONF_API_MODE): _select(API_MODES, CONF_API_MODE),
-                vol.Optional(CONF_PROMPT): TemplateSelector(),
-                vol.Optional(CONF_LLM_HASS_API): SelectSelector(
-                    SelectSelectorConfig(
-                        options=llm_api_choices(apis),
-                        multiple=LLM_API_ACCEPTS_LIST,
-                        translation_key=CONF_LLM_HASS_API,
-                    )
-                ),
                 vol.Required(CONF_TEMPERATURE): _number(0, 2, 0.05),
                 vol.Required(CONF_TOP_P): _number(0, 1, 0.05),
                 vol.Required(CONF_MAX_TOKENS): _number(16, 128_000, 1),
@@ -587,36 +703,43 @@ class AgentSubentryFlow(ConfigSubentryFlow):
                     REASONING_EFFORTS, CONF_REASONING_EFFORT
                 ),
                 vol.Required(CONF_REQUEST_TIMEOUT): _number(5, 600, 1, "s"),
-                vol.Required(CONF_EARLY_TIMEOUT): _number(0, 120, 0.5, "s"),
-                vol.Required(CONF_SLIDING_WINDOW_MAX_TOKENS): _number(256, 1_000_000, 1),
-                # Empty: what the deployment's model takes (memory.tokens.context_limit_for_model).
-                vol.Optional(CONF_CONTEXT_LIMIT): _number(0, 10_000_000, 1, "tokens"),
-                vol.Required(CONF_PREFER_LOCAL_INTENTS): BooleanSelector(),
             }
         )
+        if self._is_agent:
+            schema.update(
+                {
+                    vol.Required(CONF_EARLY_TIMEOUT): _number(0, 120, 0.5, "s"),
+                    vol.Required(CONF_SLIDING_WINDOW_MAX_TOKENS): _number(256, 1_000_000, 1),
+                    # Empty: what the deployment's model takes
+                    # (memory.tokens.context_limit_for_model).
+                    vol.Optional(CONF_CONTEXT_LIMIT): _number(0, 10_000_000, 1, "tokens"),
+                    vol.Required(CONF_PREFER_LOCAL_INTENTS): BooleanSelector(),
+                }
+            )
         return vol.Schema(schema)
 
-    async def _async_agent_form(
+    async def _async_form(
         self, step_id: str, user_input: dict[str, Any] | None, current: Mapping[str, Any]
     ) -> SubentryFlowResult:
         errors: dict[str, str] = {}
         if user_input is not None:
             data = {key: _whole(value) for key, value in user_input.items()}
-            if self.controls_home:
+            if self._is_agent:
                 data[CONF_LLM_HASS_API] = llm_api_option(data.get(CONF_LLM_HASS_API))
             data[CONF_DEPLOYMENT] = str(data[CONF_DEPLOYMENT]).strip()
             if not data.get(CONF_CONTEXT_LIMIT):
                 data.pop(CONF_CONTEXT_LIMIT, None)  # 0 or empty: follow the deployment
             title = data.pop(CONF_NAME, None)
-            errors = await self._async_check_agent(data)
+            errors = await self._async_check(data)
             if not errors:
                 if step_id == "user":
-                    return self.async_create_entry(title=title or self.default_name, data=data)
+                    return self.async_create_entry(title=title or self._default_name, data=data)
                 return self.async_update_and_abort(
                     self._get_entry(), self._get_reconfigure_subentry(), data=data
                 )
         suggested = dict(user_input or current)
-        suggested[CONF_LLM_HASS_API] = llm_api_suggested(suggested.get(CONF_LLM_HASS_API))
+        if self._is_agent:
+            suggested[CONF_LLM_HASS_API] = llm_api_suggested(suggested.get(CONF_LLM_HASS_API))
         return self.async_show_form(
             step_id=step_id,
             data_schema=self.add_suggested_values_to_schema(self._schema(), suggested),
@@ -624,7 +747,7 @@ class AgentSubentryFlow(ConfigSubentryFlow):
             description_placeholders={"responses_version": RESPONSES_MIN_API_VERSION},
         )
 
-    async def _async_check_agent(self, data: dict[str, Any]) -> dict[str, str]:
+    async def _async_check(self, data: dict[str, Any]) -> dict[str, str]:
         """Check the options, then prove the deployment answers."""
         entry = self._get_entry()
         if data.get(CONF_EARLY_TIMEOUT, 0) >= data[CONF_REQUEST_TIMEOUT]:
@@ -647,48 +770,3 @@ class AgentSubentryFlow(ConfigSubentryFlow):
             return {}
         # A rejected request here is most often a reasoning model without an effort.
         return {CONF_DEPLOYMENT if kind is ErrorKind.NOT_FOUND else "base": error}
-
-
-RECOMMENDED_AI_TASK = {
-    key: RECOMMENDED_AGENT[key]
-    for key in (
-        CONF_DEPLOYMENT,
-        CONF_API_MODE,
-        CONF_TEMPERATURE,
-        CONF_TOP_P,
-        CONF_MAX_TOKENS,
-        CONF_REASONING_EFFORT,
-        CONF_REQUEST_TIMEOUT,
-    )
-}
-
-
-class AITaskSubentryFlow(AgentSubentryFlow):
-    """Add or edit one AI task entity (Home Assistant 2025.8 and later).
-
-    The agent's form without what belongs to a conversation: instructions come with
-    each task, it controls nothing, and it keeps no conversation window.
-    """
-
-    default_name = DEFAULT_AI_TASK_NAME
-    controls_home = False
-    recommended = RECOMMENDED_AI_TASK
-
-    def _schema(self) -> vol.Schema:
-        schema: dict[vol.Marker, Any] = {}
-        if self.source == "user":
-            schema[vol.Required(CONF_NAME, default=self.default_name)] = str
-        schema.update(
-            {
-                vol.Required(CONF_DEPLOYMENT): str,
-                vol.Required(CONF_API_MODE): _select(API_MODES, CONF_API_MODE),
-                vol.Required(CONF_TEMPERATURE): _number(0, 2, 0.05),
-                vol.Required(CONF_TOP_P): _number(0, 1, 0.05),
-                vol.Required(CONF_MAX_TOKENS): _number(16, 128_000, 1),
-                vol.Required(CONF_REASONING_EFFORT): _select(
-                    REASONING_EFFORTS, CONF_REASONING_EFFORT
-                ),
-                vol.Required(CONF_REQUEST_TIMEOUT): _number(5, 600, 1, "s"),
-            }
-        )
-        return vol.Schema(schema)

@@ -2,7 +2,12 @@
 
 from datetime import timedelta
 import logging
-from typing import Final
+from typing import Any, Final
+
+from homeassistant.const import CONF_LLM_HASS_API
+from homeassistant.helpers import llm
+
+from .compat import llm_api_option
 
 DOMAIN: Final = "azure_openai_memory"
 LOGGER = logging.getLogger(__package__)
@@ -61,6 +66,23 @@ RECOMMENDED_REQUEST_TIMEOUT: Final = 30.0
 RECOMMENDED_EARLY_TIMEOUT: Final = 10.0
 RECOMMENDED_SLIDING_WINDOW_MAX_TOKENS: Final = 4000
 RECOMMENDED_PREFER_LOCAL_INTENTS: Final = True
+# The first agent of a deployment that refuses classic parameters (max_tokens) is a
+# reasoning model: it gets the effort the API assumes when none is sent.
+FIRST_AGENT_REASONING_EFFORT: Final = "medium"
+RECOMMENDED_AGENT: Final[dict[str, Any]] = {
+    CONF_DEPLOYMENT: RECOMMENDED_DEPLOYMENT,
+    CONF_API_MODE: RECOMMENDED_API_MODE,
+    CONF_PROMPT: llm.DEFAULT_INSTRUCTIONS_PROMPT,
+    CONF_LLM_HASS_API: llm_api_option(llm.LLM_API_ASSIST),
+    CONF_TEMPERATURE: RECOMMENDED_TEMPERATURE,
+    CONF_TOP_P: RECOMMENDED_TOP_P,
+    CONF_MAX_TOKENS: RECOMMENDED_MAX_TOKENS,
+    CONF_REASONING_EFFORT: RECOMMENDED_REASONING_EFFORT,
+    CONF_REQUEST_TIMEOUT: RECOMMENDED_REQUEST_TIMEOUT,
+    CONF_EARLY_TIMEOUT: RECOMMENDED_EARLY_TIMEOUT,
+    CONF_SLIDING_WINDOW_MAX_TOKENS: RECOMMENDED_SLIDING_WINDOW_MAX_TOKENS,
+    CONF_PREFER_LOCAL_INTENTS: RECOMMENDED_PREFER_LOCAL_INTENTS,
+}
 
 # Entry options: memory features and retention.
 CONF_CONVERSATION_IDLE_MINUTES: Final = "conversation_idle_minutes"
@@ -79,7 +101,8 @@ RECOMMENDED_TIMESERIES_KEEP_DAYS: Final = 90
 
 # The entry's own options. The two series settings (CONF_TIMESERIES_MAX_ENTRIES,
 # CONF_TIMESERIES_KEEP_DAYS) belong to the installation: the time-series store keeps
-# them; the options flow shows them and entries of config version 1.1 had them here.
+# them; the options flow shows them and returns a change of them in the options, which
+# the entry's update hands to the store (entries of config version 1.1 kept them here).
 # History: recording is an entry's choice; retention belongs to the installation's database.
 CONF_HISTORY_RECORDING: Final = "history_recording"
 CONF_HISTORY_RETENTION_DAYS: Final = "history_retention_days"
@@ -124,6 +147,20 @@ VALIDATION_TIMEOUT: Final = 10.0
 # AI task subentries (Home Assistant 2025.8 and later): one AI task entity each.
 SUBENTRY_AI_TASK: Final = "ai_task_data"
 DEFAULT_AI_TASK_NAME: Final = "Azure OpenAI AI task"
+# The agent's settings without what belongs to a conversation: instructions come with
+# each task, it controls nothing, and it keeps no conversation window.
+RECOMMENDED_AI_TASK: Final[dict[str, Any]] = {
+    key: RECOMMENDED_AGENT[key]
+    for key in (
+        CONF_DEPLOYMENT,
+        CONF_API_MODE,
+        CONF_TEMPERATURE,
+        CONF_TOP_P,
+        CONF_MAX_TOKENS,
+        CONF_REASONING_EFFORT,
+        CONF_REQUEST_TIMEOUT,
+    )
+}
 # Memories (seed 002). The four MEMORY_CONFIG settings belong to the installation (the
 # memories store keeps them; the options flow shows them); the embeddings deployment,
 # the switch and the budget are the entry's own options.
@@ -141,6 +178,12 @@ RECOMMENDED_RELEVANCE_SCORE_THRESHOLD: Final = 2
 RECOMMENDED_EMBEDDINGS_DEPLOYMENT: Final = ""
 RECOMMENDED_MEMORY_CONTEXT: Final = True
 RECOMMENDED_MEMORY_TOKEN_BUDGET: Final = 500
+# The entry's own memory options, as the options form shows them before they are saved.
+RECOMMENDED_MEMORY_OPTIONS: Final = {
+    CONF_EMBEDDINGS_DEPLOYMENT: RECOMMENDED_EMBEDDINGS_DEPLOYMENT,
+    CONF_MEMORY_CONTEXT: RECOMMENDED_MEMORY_CONTEXT,
+    CONF_MEMORY_TOKEN_BUDGET: RECOMMENDED_MEMORY_TOKEN_BUDGET,
+}
 # Memories a turn is offered at most (fewer when the budget is spent).
 MEMORY_CONTEXT_LIMIT: Final = 10
 

@@ -21,14 +21,30 @@ from .harness import NEEDS_NEW_ENOUGH_PYTHON, Home, wait_for_agents
 pytestmark = [NEEDS_NEW_ENOUGH_PYTHON, pytest.mark.timeout(300)]
 
 
+def shown(form: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    """What a form shows in its fields, by section ("" for fields outside any section)."""
+
+    def values(fields: list[dict[str, Any]]) -> dict[str, Any]:
+        return {
+            field["name"]: field["description"]["suggested_value"]
+            for field in fields
+            if "suggested_value" in (field.get("description") or {})
+        }
+
+    sections = {"": values(form["data_schema"])}
+    for field in form["data_schema"]:
+        if field.get("type") == "expandable":
+            sections[field["name"]] = values(field["schema"])
+    return sections
+
+
 def fill(form: dict[str, Any], **changes: Any) -> dict[str, Any]:
     """What a user sends after changing some fields of a form shown with suggested values."""
-    values = {
-        field["name"]: field["description"]["suggested_value"]
-        for field in form["data_schema"]
-        if "suggested_value" in (field.get("description") or {})
-    }
-    return {**values, **changes}
+    sections = shown(form)
+    sent = {**sections.pop(""), **changes}
+    for name, part in sections.items():
+        sent[name] = {key: sent.pop(key, value) for key, value in part.items()}
+    return sent
 
 
 def test_set_up_as_scripts_develop_leaves_it(home: Home) -> None:
@@ -131,18 +147,28 @@ def test_options_flow_changes_and_keeps_the_memory_options(home: Home) -> None:
     assert seen is not None, said
     form = client.post("/api/config/config_entries/options/flow", {"handler": home.dev.entry_id})
     assert form["step_id"] == "init"
-    shown = fill(form)
-    assert shown["conversation_idle_minutes"] == 1440
+    assert shown(form)["conversations"]["conversation_idle_minutes"] == {
+        "days": 1,
+        "hours": 0,
+        "minutes": 0,
+        "seconds": 0,
+    }
     done = client.post(
         f"/api/config/config_entries/options/flow/{form['flow_id']}",
-        fill(form, conversation_idle_minutes=120, timeseries_keep_days=30),
+        fill(form, conversation_idle_minutes={"hours": 2}, timeseries_keep_days=30),
     )
     assert done["type"] == "create_entry", done
     wait_for_agents(home, len(agents_of(client, home.dev.entry_id)))
 
     again = client.post("/api/config/config_entries/options/flow", {"handler": home.dev.entry_id})
-    shown = fill(again)
-    assert (shown["conversation_idle_minutes"], shown["timeseries_keep_days"]) == (120, 30)
+    sections = shown(again)
+    assert sections["conversations"]["conversation_idle_minutes"] == {
+        "days": 0,
+        "hours": 2,
+        "minutes": 0,
+        "seconds": 0,
+    }
+    assert sections["timeseries"]["timeseries_keep_days"] == 30
     client.request("DELETE", f"/api/config/config_entries/options/flow/{again['flow_id']}")
     # The reloaded entry still answers, and its window survived the reload: the question
     # and answer before it are seen too.

@@ -12,7 +12,12 @@ from homeassistant.core import Event, HomeAssistant, callback
 from homeassistant.helpers.event import async_track_time_interval
 
 from ..const import (
+    CONF_ARCHIVE_RETENTION_DAYS,
     CONF_EMBEDDINGS_DEPLOYMENT,
+    CONF_HIGH_CONFIDENCE_THRESHOLD,
+    CONF_MAX_MEMORIES_PER_TYPE,
+    CONF_RELEVANCE_SCORE_THRESHOLD,
+    LOGGER,
     RECOMMENDED_ARCHIVE_RETENTION_DAYS,
     RECOMMENDED_HIGH_CONFIDENCE_THRESHOLD,
     RECOMMENDED_MAX_MEMORIES_PER_TYPE,
@@ -51,14 +56,54 @@ async def async_setup_memories(hass: HomeAssistant, history: HistoryRecorder) ->
     )
 
 
+SETTING_KEYS = (
+    CONF_ARCHIVE_RETENTION_DAYS,
+    CONF_HIGH_CONFIDENCE_THRESHOLD,
+    CONF_MAX_MEMORIES_PER_TYPE,
+    CONF_RELEVANCE_SCORE_THRESHOLD,
+)
+
+
 def _defaults() -> FactSettings:
-    """The installation's settings until the options flow stores its own."""
+    """The installation's settings until the options form hands over its own."""
     return FactSettings(
         archive_retention_days=RECOMMENDED_ARCHIVE_RETENTION_DAYS,
         high_confidence_threshold=RECOMMENDED_HIGH_CONFIDENCE_THRESHOLD,
         max_memories_per_type=RECOMMENDED_MAX_MEMORIES_PER_TYPE,
         relevance_score_threshold=RECOMMENDED_RELEVANCE_SCORE_THRESHOLD,
     )
+
+
+@callback
+def async_apply_options(hass: HomeAssistant, options: dict[str, Any]) -> None:
+    """The MEMORY_CONFIG an options form handed over in an entry's options goes to the store.
+
+    Pops it from options: the memories' store is where it is kept, for every entry.
+    """
+    given = {key: options.pop(key) for key in SETTING_KEYS if key in options}
+    if not given:
+        return
+    memories = hass.data[DATA_MEMORIES]
+    current = memories.settings
+    try:
+        settings = FactSettings(
+            archive_retention_days=float(
+                given.get(CONF_ARCHIVE_RETENTION_DAYS, current.archive_retention_days)
+            ),
+            high_confidence_threshold=int(
+                given.get(CONF_HIGH_CONFIDENCE_THRESHOLD, current.high_confidence_threshold)
+            ),
+            max_memories_per_type=int(
+                given.get(CONF_MAX_MEMORIES_PER_TYPE, current.max_memories_per_type)
+            ),
+            relevance_score_threshold=float(
+                given.get(CONF_RELEVANCE_SCORE_THRESHOLD, current.relevance_score_threshold)
+            ),
+        )
+    except (TypeError, ValueError) as err:
+        LOGGER.warning("Memory settings not carried over: %s", err)
+    else:
+        memories.async_update_settings(settings)
 
 
 @callback

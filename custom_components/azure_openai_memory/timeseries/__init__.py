@@ -38,20 +38,32 @@ async def async_setup_timeseries(hass: HomeAssistant, history: HistoryRecorder) 
     async_register_timeseries_services(hass, store, history)
 
 
+SETTING_KEYS = (CONF_TIMESERIES_MAX_ENTRIES, CONF_TIMESERIES_KEEP_DAYS)
+
+
 def async_take_options(hass: HomeAssistant, options: dict[str, Any]) -> None:
     """Series settings an old entry kept in its options move to the series' store.
 
     Pops them from options. With several entries the first one migrated gives its values,
     and a store that has settings of its own keeps them.
     """
-    old = {
-        key: options.pop(key)
-        for key in (CONF_TIMESERIES_MAX_ENTRIES, CONF_TIMESERIES_KEEP_DAYS)
-        if key in options
-    }
-    store = hass.data[DATA_TIMESERIES]
-    if not old or store.settings_stored:
+    if hass.data[DATA_TIMESERIES].settings_stored:
+        for key in SETTING_KEYS:
+            options.pop(key, None)
         return
+    async_apply_options(hass, options)
+
+
+def async_apply_options(hass: HomeAssistant, options: dict[str, Any]) -> None:
+    """Series settings an options form handed over in an entry's options go to the store.
+
+    Pops them from options: the store is where they are kept. Unlike the migration, a
+    value handed over is the user's latest choice and replaces what the store has.
+    """
+    old = {key: options.pop(key) for key in SETTING_KEYS if key in options}
+    if not old:
+        return
+    store = hass.data[DATA_TIMESERIES]
     current = store.settings
     try:
         settings = TimeseriesSettings(
