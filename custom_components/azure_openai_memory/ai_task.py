@@ -5,7 +5,6 @@ instructions pass through the same context.py entry point as a conversation turn
 stored data a task names reaches the model as delimited data, bounded in tokens.
 """
 
-import asyncio
 from dataclasses import replace
 import json
 import re
@@ -21,12 +20,9 @@ from homeassistant.components.ai_task import (
 from homeassistant.config_entries import ConfigSubentry
 from homeassistant.core import HomeAssistant
 from homeassistant.exceptions import HomeAssistantError
-from homeassistant.helpers import device_registry as dr
 
-from .availability import async_request_failed, async_request_succeeded
 from .compat import AddConfigEntryEntitiesCallback
 from .const import (
-    CONF_CONTEXT_LIMIT,
     CONF_DEPLOYMENT,
     CONF_TIMESERIES_CONTEXT,
     DOMAIN,
@@ -34,13 +30,11 @@ from .const import (
     SUBENTRY_AI_TASK,
 )
 from .context import MAX_CONTEXT_TOKENS, async_turn_data, memories_budget
-from .conversation import MAX_TOOL_ITERATIONS, _pending_from_content
-from .data import AzureOpenAIMemoryConfigEntry, Runtime
-from .llm.client import JsonFormat, RequestOptions, Usage, create_llm_client, request_options
-from .llm.errors import ErrorKind, classify_error
+from .data import AzureOpenAIMemoryConfigEntry
+from .entity import AzureOpenAIMemoryBaseLLMEntity, RequestFailed, tool_specs
+from .llm.client import JsonFormat, RequestOptions, Usage, create_llm_client
 from .llm.structure import structured_output_schema
-from .llm.tools import tool_spec
-from .memory.tokens import TokenCounter, context_limit_for_model, load_counter
+from .memory.tokens import TokenCounter, load_counter
 from .memory.window import MESSAGE_OVERHEAD_TOKENS
 
 # Tasks of automations run side by side; each is one request.
@@ -75,11 +69,9 @@ def format_name(task_name: str) -> str:
     return _FORMAT_NAME.sub("_", task_name).strip("_")[:64] or "result"
 
 
-class AzureOpenAIMemoryTask(AITaskEntity):
+class AzureOpenAIMemoryTask(AITaskEntity, AzureOpenAIMemoryBaseLLMEntity):
     """Generates data for automations with one Azure OpenAI deployment."""
 
-    _attr_has_entity_name = True
-    _attr_name = None
     _attr_supported_features = AITaskEntityFeature.GENERATE_DATA
 
     def __init__(
@@ -89,40 +81,21 @@ class AzureOpenAIMemoryTask(AITaskEntity):
         counter: TokenCounter,
     ) -> None:
         """One entity per subentry, on a device of its own as the agents have."""
-        self.entry = entry
-        self.subentry = subentry
+        super().__init__(entry, subentry)
         self.counter = counter
-        self._attr_unique_id = subentry.subentry_id
-        self._attr_device_info = dr.DeviceInfo(
-            identifiers={(DOMAIN, subentry.subentry_id)},
-            name=subentry.title,
-            manufacturer="Microsoft",
-            model=subentry.data.get(CONF_DEPLOYMENT),
-            entry_type=dr.DeviceEntryType.SERVICE,
-        )
-
-    @property
-    def runtime(self) -> Runtime:
-        """The entry's runtime."""
-        return self.entry.runtime_data
 
     async def _async_generate_data(
         self, task: GenDataTask, chat_log: conversation.ChatLog
     ) -> GenDataTaskResult:
         """Ask once; with a structure, the answer must be the JSON object it describes."""
-        options = request_options(self.runtime.settings, self.subentry.data)
+        options = self.request_options()
         system_prompt = getattr(chat_log.content[0], "content", None) or ""
         if task.structure is not None:
             schema = structured_output_schema(task.structure)
             options = replace(options, response_format=JsonFormat(format_name(task.name), schema))
             if not options.json_schema_supported:
                 system_prompt += "\n" + JSON_ONLY_INSTRUCTION.format(schema=json.dumps(schema))
-        tools: list[dict[str, Any]] = []
-        if chat_log.llm_api is not None:
-            tools = [
-                tool_spec(tool, chat_log.llm_api.custom_serializer)
-                for tool in chat_log.llm_api.tools
-            ]
+        tools = tool_specs(chat_log)
         messages = await self._async_messages(system_prompt, task.instructions, options, tools)
         text = await self._async_ask(chat_log, messages, options, tools)
         if task.structure is None:
@@ -162,17 +135,13 @@ class AzureOpenAIMemoryTask(AITaskEntity):
         )
         for_memories = memories_budget(self.entry.options)
         if series or for_memories:
-            limit = int(
-                self.subentry.data.get(CONF_CONTEXT_LIMIT)
-                or context_limit_for_model(options.deployment)
-            )
             used = await self.hass.async_add_executor_job(
                 self.counter.count,
                 system_prompt + instructions + (json.dumps(tools) if tools else ""),
             )
             budget = min(
                 MAX_CONTEXT_TOKENS + for_memories,
-                limit - options.max_tokens - used - 3 * MESSAGE_OVERHEAD_TOKENS,
+                self.context_limit - options.max_tokens - used - 3 * MESSAGE_OVERHEAD_TOKENS,
             )
             context = await async_turn_data(
                 self.hass,
@@ -201,31 +170,12 @@ class AzureOpenAIMemoryTask(AITaskEntity):
         """
         client = create_llm_client(self.runtime.client, options)
         usage = Usage()
-        text = ""
         try:
-            async with asyncio.timeout(options.timeout):
-                for _round in range(MAX_TOOL_ITERATIONS):
-                    text = ""
-                    async for content in chat_log.async_add_delta_content_stream(
-                        self.entity_id, client.stream(messages, tools, usage)
-                    ):
-                        messages.append(_pending_from_content(content).to_api_message())
-                        if isinstance(content, conversation.AssistantContent):
-                            text += content.content or ""
-                    if not chat_log.unresponded_tool_results:
-                        break
-        except Exception as err:
-            kind = ErrorKind.TIMEOUT if isinstance(err, TimeoutError) else classify_error(err)
-            self.runtime.stats.record_error(kind.value)
-            async_request_failed(
-                self.hass, self.entry, self.runtime.health, self.subentry, self.entity_id, kind, err
-            )
-            if kind is ErrorKind.INVALID_AUTH:
-                self.entry.async_start_reauth(self.hass)
+            async with self.async_request(options, usage):
+                return await self.async_tool_rounds(
+                    chat_log, messages, lambda messages: client.stream(messages, tools, usage)
+                )
+        except RequestFailed as err:
             raise HomeAssistantError(
-                translation_domain=DOMAIN, translation_key=f"api_{kind.value}"
-            ) from err
-        finally:
-            self.runtime.stats.record_usage(usage.input_tokens, usage.output_tokens)
-        async_request_succeeded(self.hass, self.entry, self.runtime.health, self.subentry)
-        return text
+                translation_domain=DOMAIN, translation_key=f"api_{err.kind.value}"
+            ) from err.__cause__

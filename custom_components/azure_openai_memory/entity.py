@@ -1,0 +1,135 @@
+"""What every entity that asks Azure OpenAI shares: its device, its limits, its requests.
+
+A request streams into the chat log round after round while the model asks for tools.
+Every failure is counted and reported the same way: one log line while the resource
+stays down, a Repairs issue for what a user must fix, a reauthentication for a refused
+key.
+"""
+
+import asyncio
+from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
+from typing import Any
+
+from homeassistant.components import conversation
+from homeassistant.config_entries import ConfigSubentry
+from homeassistant.helpers import device_registry as dr
+from homeassistant.helpers.entity import Entity
+
+from .availability import async_request_failed, async_request_succeeded
+from .const import CONF_DEPLOYMENT, DOMAIN
+from .data import AzureOpenAIMemoryConfigEntry, Runtime
+from .llm.client import Delta, RequestOptions, Usage, context_limit, request_options
+from .llm.errors import ErrorKind, classify_error
+from .llm.tools import tool_spec
+from .memory.window import MessageEntry
+from .turn import pending_from_content
+
+# Max number of back and forth with the LLM to generate a response
+MAX_TOOL_ITERATIONS = 10
+
+type DeltaStream = Callable[[list[dict[str, Any]]], AsyncIterator[Delta]]
+
+
+class RequestFailed(Exception):
+    """A request could not be answered; kind says why. It is counted and reported already."""
+
+    def __init__(self, kind: ErrorKind) -> None:
+        super().__init__(kind.value)
+        self.kind = kind
+
+
+def tool_specs(chat_log: conversation.ChatLog) -> list[dict[str, Any]]:
+    """The tools of the chat log's LLM API, none without one."""
+    if chat_log.llm_api is None:
+        return []
+    return [tool_spec(tool, chat_log.llm_api.custom_serializer) for tool in chat_log.llm_api.tools]
+
+
+class AzureOpenAIMemoryBaseLLMEntity(Entity):
+    """An entity answered by one deployment of the entry's Azure resource (a subentry)."""
+
+    _attr_has_entity_name = True
+    _attr_name = None
+
+    def __init__(self, entry: AzureOpenAIMemoryConfigEntry, subentry: ConfigSubentry) -> None:
+        """One entity per subentry, each on a device of its own."""
+        self.entry = entry
+        self.subentry = subentry
+        self._attr_unique_id = subentry.subentry_id
+        self._attr_device_info = dr.DeviceInfo(
+            identifiers={(DOMAIN, subentry.subentry_id)},
+            name=subentry.title,
+            manufacturer="Microsoft",
+            model=subentry.data.get(CONF_DEPLOYMENT),
+            entry_type=dr.DeviceEntryType.SERVICE,
+        )
+
+    @property
+    def runtime(self) -> Runtime:
+        """The entry's runtime."""
+        return self.entry.runtime_data
+
+    @property
+    def context_limit(self) -> int:
+        """Tokens one request may carry."""
+        return context_limit(self.subentry.data)
+
+    def request_options(self) -> RequestOptions:
+        """What every request of this entity sends."""
+        return request_options(self.runtime.settings, self.subentry.data)
+
+    @asynccontextmanager
+    async def async_request(self, options: RequestOptions, usage: Usage) -> AsyncIterator[None]:
+        """One answer of the model, within the timeout; what it used is counted either way.
+
+        A failure (the timeout included) is reported and raised as RequestFailed.
+        """
+        try:
+            async with asyncio.timeout(options.timeout):
+                yield
+        except Exception as err:
+            kind = ErrorKind.TIMEOUT if isinstance(err, TimeoutError) else classify_error(err)
+            self._report_failure(kind, err)
+            raise RequestFailed(kind) from err
+        finally:
+            self.runtime.stats.record_usage(usage.input_tokens, usage.output_tokens)
+        async_request_succeeded(self.hass, self.entry, self.runtime.health, self.subentry)
+
+    async def async_tool_rounds(
+        self,
+        chat_log: conversation.ChatLog,
+        messages: list[dict[str, Any]],
+        stream: DeltaStream,
+        produced: list[MessageEntry] | None = None,
+        agent_id: str | None = None,
+    ) -> str:
+        """Stream rounds into the chat log until the model answers without asking for a tool.
+
+        Each answer, tool call and tool result joins produced as it arrives, and messages
+        (the next round sends them). Returns the last round's answer.
+        """
+        answer = ""
+        for _round in range(MAX_TOOL_ITERATIONS):
+            answer = ""
+            async for content in chat_log.async_add_delta_content_stream(
+                agent_id or self.entity_id, stream(messages)
+            ):
+                message = pending_from_content(content)
+                if produced is not None:
+                    produced.append(message)
+                messages.append(message.to_api_message())
+                if isinstance(content, conversation.AssistantContent):
+                    answer += content.content or ""
+            if not chat_log.unresponded_tool_results:
+                break
+        return answer
+
+    def _report_failure(self, kind: ErrorKind, err: Exception) -> None:
+        """Count every failure; log when the resource starts failing; ask for a new key."""
+        self.runtime.stats.record_error(kind.value)
+        async_request_failed(
+            self.hass, self.entry, self.runtime.health, self.subentry, self.entity_id, kind, err
+        )
+        if kind is ErrorKind.INVALID_AUTH:
+            self.entry.async_start_reauth(self.hass)

@@ -1,0 +1,175 @@
+"""One conversation turn: what it produces, and how it enters the agent's windows.
+
+A turn's messages stay pending until the turn completes: a failed or cut-off turn leaves
+the window as it was, so the next request never carries half an exchange.
+"""
+
+import asyncio
+from collections.abc import Callable
+from dataclasses import dataclass, field
+import json
+from typing import Any
+import weakref
+
+from homeassistant.components import conversation
+from homeassistant.core import HomeAssistant
+import orjson
+
+from .const import DOMAIN, LOGGER
+from .history.recorder import TurnRecording
+from .memory.summaries import HOME_GROUP
+from .memory.window import AgentWindows, MessageEntry, ToolCallEntry
+from .stats import ROUTE_LOCAL
+
+TAG_INPUT = "input"
+TAG_OUTPUT = "output"
+TAG_TOOL_CALL = "tool_call"
+
+
+def pending(
+    role: str,
+    content: str,
+    tags: frozenset[str],
+    tool_calls: tuple[ToolCallEntry, ...] = (),
+    tool_call_id: str | None = None,
+) -> MessageEntry:
+    """A message of the running turn; counted and kept only if the turn completes."""
+    return MessageEntry(role, content, 0.0, 0, tags, tool_calls, tool_call_id)
+
+
+def pending_from_content(content: conversation.Content) -> MessageEntry:
+    """What the chat log received (an answer, tool calls or a tool's result) as a message."""
+    if isinstance(content, conversation.ToolResultContent):
+        return pending(
+            "tool",
+            json.dumps(content.tool_result),
+            frozenset({TAG_TOOL_CALL}),
+            tool_call_id=content.tool_call_id,
+        )
+    calls = tuple(
+        ToolCallEntry(call.id, call.tool_name, call.tool_args)
+        for call in getattr(content, "tool_calls", None) or ()
+    )
+    tags = frozenset({TAG_TOOL_CALL}) if calls else frozenset({TAG_OUTPUT})
+    return pending("assistant", content.content or "", tags, calls)
+
+
+type DeltaListener = Callable[[conversation.ChatLog, dict[str, Any]], None]
+
+
+@dataclass
+class Turn:
+    """What one LLM turn needs and produces.
+
+    The turn streams into a private copy of the chat log. While `attached`, its deltas
+    reach the pipeline's listener (voice hears the answer as it comes); after an early
+    answer the pipeline run is over, and nothing of the late answer goes near it.
+    """
+
+    conversation_id: str
+    source: str | None
+    user_text: str
+    chat_log: conversation.ChatLog
+    listener: DeltaListener | None
+    recording: TurnRecording
+    attached: bool = True
+    spoken: bool = False
+    pending: list[MessageEntry] = field(default_factory=list)
+    answer: str = ""
+    # Where the talk happens (summaries' group): its past comes with the turn.
+    group: str = HOME_GROUP
+
+    def forward(self, _log: conversation.ChatLog, delta: dict[str, Any]) -> None:
+        """The private log's delta listener; notes when words have reached the listener."""
+        if self.attached and self.listener is not None:
+            self.listener(self.chat_log, delta)
+            self.spoken = self.spoken or bool(delta.get("content"))
+
+    def record_tools(self) -> None:
+        """Every tool call of the turn, with its result (also when the turn failed after it)."""
+        results = {m.tool_call_id: m.content for m in self.pending if m.role == "tool"}
+        for message in self.pending:
+            for call in message.tool_calls:
+                raw = results.get(call.id)
+                try:
+                    result = orjson.loads(raw) if raw is not None else None
+                except orjson.JSONDecodeError:
+                    result = raw
+                self.recording.used_tool(call.name, call.arguments, result)
+
+
+class WindowWriter:
+    """Writes an agent's completed turns into its windows, and saves them later.
+
+    Turns of one speaker run one after another, in the order they were asked, keyed by
+    who speaks (satellite, device, user) rather than by conversation id: a follow-up under
+    a new id continues the same window, so it must wait for the turn still writing to it.
+    A lock lives as long as a turn holds or awaits it.
+    """
+
+    def __init__(
+        self, hass: HomeAssistant, windows: AgentWindows, save: Callable[[], None]
+    ) -> None:
+        self._hass = hass
+        self._windows = windows
+        self._save = save
+        self._locks: weakref.WeakValueDictionary[str, asyncio.Lock] = weakref.WeakValueDictionary()
+
+    def lock(self, conversation_id: str, source: str | None) -> asyncio.Lock:
+        """The lock a speaker's LLM turn holds from the request until its commit."""
+        key = source or conversation_id
+        if (lock := self._locks.get(key)) is None:
+            lock = self._locks[key] = asyncio.Lock()
+        return lock
+
+    def commit(self, turn: Turn) -> None:
+        """Record a completed turn in the window, in order, and save later."""
+        windows = self._windows
+        for message in turn.pending:
+            windows.add_message(
+                turn.conversation_id,
+                message.role,
+                message.content,
+                message.tags,
+                tool_calls=message.tool_calls,
+                tool_call_id=message.tool_call_id,
+            )
+        self._save()
+        stats = windows.get_stats(turn.conversation_id) or {}
+        LOGGER.debug(
+            "Window: conv=%s, msgs=%s, tokens=%s/%s (%s%%)",
+            turn.conversation_id,
+            stats.get("message_count"),
+            stats.get("current_tokens"),
+            stats.get("max_tokens"),
+            stats.get("utilization"),
+        )
+
+    def add_local_turn(
+        self, conversation_id: str, source: str | None, text: str, speech: str
+    ) -> None:
+        """A turn Home Assistant answered itself; after any earlier turn of its speaker."""
+        lock = self._locks.get(source or conversation_id)
+        if lock is None:
+            self._add_local_turn(conversation_id, source, text, speech)
+        else:
+            # An earlier turn of this speaker is still running: this one comes after.
+            self._hass.async_create_task(
+                self._async_add_local_turn_after(lock, conversation_id, source, text, speech),
+                f"{DOMAIN} local turn {conversation_id}",
+            )
+
+    async def _async_add_local_turn_after(
+        self, lock: asyncio.Lock, conversation_id: str, source: str | None, text: str, speech: str
+    ) -> None:
+        async with lock:
+            self._add_local_turn(conversation_id, source, text, speech)
+
+    def _add_local_turn(
+        self, conversation_id: str, source: str | None, text: str, speech: str
+    ) -> None:
+        windows = self._windows
+        windows.continue_conversation(conversation_id, source)
+        windows.add_message(conversation_id, "user", text, {TAG_INPUT, ROUTE_LOCAL})
+        windows.add_message(conversation_id, "assistant", speech, {TAG_OUTPUT, ROUTE_LOCAL})
+        self._save()
