@@ -1,0 +1,321 @@
+"""The options flow: memory settings in collapsible sections, durations as durations."""
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from datetime import timedelta
+from typing import Any
+
+from homeassistant.config_entries import (
+    ConfigEntryState,
+    ConfigFlowResult,
+    OptionsFlow,
+)
+from homeassistant.data_entry_flow import section
+from homeassistant.exceptions import HomeAssistantError
+from homeassistant.helpers.selector import (
+    BooleanSelector,
+    DurationSelector,
+    DurationSelectorConfig,
+    TextSelector,
+    TimeSelector,
+)
+import voluptuous as vol
+
+from .const import (
+    CONF_ARCHIVE_RETENTION_DAYS,
+    CONF_CONTINUATION_MINUTES,
+    CONF_CONVERSATION_IDLE_MINUTES,
+    CONF_EMBEDDINGS_DEPLOYMENT,
+    CONF_HIGH_CONFIDENCE_THRESHOLD,
+    CONF_HISTORY_RECORDING,
+    CONF_HISTORY_RETENTION_DAYS,
+    CONF_MAX_CONVERSATIONS,
+    CONF_MAX_MEMORIES_PER_TYPE,
+    CONF_MEMORY_CONTEXT,
+    CONF_MEMORY_TOKEN_BUDGET,
+    CONF_RELEVANCE_SCORE_THRESHOLD,
+    CONF_SUMMARIES,
+    CONF_SUMMARY_CONTEXT_TOKENS,
+    CONF_SUMMARY_GROUP_MODE,
+    CONF_SUMMARY_TIME,
+    CONF_TIMESERIES_CONTEXT,
+    CONF_TIMESERIES_KEEP_DAYS,
+    CONF_TIMESERIES_MAX_ENTRIES,
+    RECOMMENDED_HISTORY_RETENTION_DAYS,
+    RECOMMENDED_MEMORY_OPTIONS,
+    RECOMMENDED_OPTIONS,
+    SUMMARY_GROUP_MODES,
+)
+from .data import DATA_HISTORY, DATA_MEMORIES, DATA_TIMESERIES
+from .flow_common import (
+    number,
+    select,
+    whole,
+)
+from .llm.embeddings import async_check_embeddings
+from .llm.errors import API_ERRORS, ErrorKind, classify_error
+
+SECTION_CONVERSATIONS = "conversations"
+SECTION_TIMESERIES = "timeseries"
+SECTION_MEMORIES = "memories"
+SECTION_HISTORY = "history"
+SECTION_SUMMARIES = "summaries"
+
+# The home's settings among the options form's fields: each kind's store keeps them, the
+# form shows them and returns those the user changed (see _async_apply_home_options).
+HOME_SETTINGS = (
+    CONF_TIMESERIES_MAX_ENTRIES,
+    CONF_TIMESERIES_KEEP_DAYS,
+    CONF_ARCHIVE_RETENTION_DAYS,
+    CONF_HIGH_CONFIDENCE_THRESHOLD,
+    CONF_MAX_MEMORIES_PER_TYPE,
+    CONF_RELEVANCE_SCORE_THRESHOLD,
+    CONF_HISTORY_RETENTION_DAYS,
+)
+
+
+@dataclass(frozen=True, slots=True)
+class MinutesField:
+    """An option stored in minutes that the form shows as a duration, and its bounds."""
+
+    low: float
+    high: float
+    with_days: bool
+    error: str
+
+
+# Retentions stay counts of days: what they govern is purged once a day.
+MINUTES_FIELDS = {
+    CONF_CONVERSATION_IDLE_MINUTES: MinutesField(
+        5, 30 * 24 * 60, with_days=True, error="conversation_idle_out_of_range"
+    ),
+    CONF_CONTINUATION_MINUTES: MinutesField(
+        0, 24 * 60, with_days=False, error="continuation_out_of_range"
+    ),
+}
+
+
+_MINUTE = timedelta(minutes=1)
+
+
+def _duration_selector(field: MinutesField) -> DurationSelector:
+    return DurationSelector(
+        DurationSelectorConfig(enable_day=field.with_days, allow_negative=False)
+    )
+
+
+def _options_schema() -> vol.Schema:
+    """The options form, in sections.
+
+    Built anew for each form: Home Assistant 2025.4 writes suggested values into the
+    schema of the section it is given.
+    """
+    return vol.Schema(
+        {
+            vol.Required(SECTION_CONVERSATIONS): section(
+                vol.Schema(
+                    {
+                        vol.Required(CONF_CONVERSATION_IDLE_MINUTES): _duration_selector(
+                            MINUTES_FIELDS[CONF_CONVERSATION_IDLE_MINUTES]
+                        ),
+                        vol.Required(CONF_MAX_CONVERSATIONS): number(1, 10_000, 1),
+                        vol.Required(CONF_CONTINUATION_MINUTES): _duration_selector(
+                            MINUTES_FIELDS[CONF_CONTINUATION_MINUTES]
+                        ),
+                    }
+                ),
+                {"collapsed": False},
+            ),
+            vol.Required(SECTION_TIMESERIES): section(
+                vol.Schema(
+                    {
+                        vol.Required(CONF_TIMESERIES_CONTEXT): BooleanSelector(),
+                        vol.Required(CONF_TIMESERIES_MAX_ENTRIES): number(100, 1_000_000, 100),
+                        vol.Required(CONF_TIMESERIES_KEEP_DAYS): number(1, 3650, 1, "d"),
+                    }
+                ),
+                {"collapsed": True},
+            ),
+            vol.Required(SECTION_MEMORIES): section(
+                vol.Schema(
+                    {
+                        # This entry's embeddings deployment (empty: none), switch and budget.
+                        vol.Optional(CONF_EMBEDDINGS_DEPLOYMENT): TextSelector(),
+                        vol.Optional(CONF_MEMORY_CONTEXT): BooleanSelector(),
+                        vol.Optional(CONF_MEMORY_TOKEN_BUDGET): number(50, 20_000, 50, "tokens"),
+                        # The seed's MEMORY_CONFIG, the installation's.
+                        vol.Optional(CONF_ARCHIVE_RETENTION_DAYS): number(1, 3650, 1, "d"),
+                        vol.Optional(CONF_HIGH_CONFIDENCE_THRESHOLD): number(2, 100, 1),
+                        vol.Optional(CONF_MAX_MEMORIES_PER_TYPE): number(1, 100_000, 1),
+                        vol.Optional(CONF_RELEVANCE_SCORE_THRESHOLD): number(0, 100, 1),
+                    }
+                ),
+                {"collapsed": True},
+            ),
+            vol.Required(SECTION_HISTORY): section(
+                vol.Schema(
+                    {
+                        vol.Required(CONF_HISTORY_RECORDING): BooleanSelector(),
+                        vol.Required(CONF_HISTORY_RETENTION_DAYS): number(1, 3650, 1, "d"),
+                    }
+                ),
+                {"collapsed": True},
+            ),
+            vol.Required(SECTION_SUMMARIES): section(
+                vol.Schema(
+                    {
+                        vol.Required(CONF_SUMMARIES): BooleanSelector(),
+                        vol.Required(CONF_SUMMARY_TIME): TimeSelector(),
+                        vol.Required(CONF_SUMMARY_GROUP_MODE): select(
+                            SUMMARY_GROUP_MODES, "summary_group_mode"
+                        ),
+                        vol.Required(CONF_SUMMARY_CONTEXT_TOKENS): number(0, 4000, 50, "tokens"),
+                    }
+                ),
+                {"collapsed": True},
+            ),
+        }
+    )
+
+
+def _minutes(duration: Mapping[str, float]) -> float:
+    """A duration selector's value in minutes, as the option is stored."""
+    minutes = timedelta(**{unit: float(n) for unit, n in duration.items()}) / _MINUTE
+    return int(minutes) if minutes.is_integer() else minutes
+
+
+def _duration(minutes: float, with_days: bool) -> dict[str, float]:
+    """A stored number of minutes as the duration selector shows it."""
+    rest = float(minutes) * 60
+    parts: dict[str, float] = {}
+    if with_days:
+        parts["days"], rest = divmod(rest, 86_400)
+    parts["hours"], rest = divmod(rest, 3600)
+    parts["minutes"], parts["seconds"] = divmod(rest, 60)
+    return {unit: whole(n) for unit, n in parts.items()}
+
+
+def _form_values(schema: vol.Schema, options: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
+    """Stored options as the sectioned form shows them: durations for minutes."""
+    shown = {
+        key: _duration(value, MINUTES_FIELDS[key].with_days)
+        if key in MINUTES_FIELDS and isinstance(value, int | float)
+        else value
+        for key, value in options.items()
+    }
+    return {
+        str(name): {str(key): shown[str(key)] for key in part.schema.schema if str(key) in shown}
+        for name, part in schema.schema.items()
+    }
+
+
+def _stored_values(
+    user_input: Mapping[str, Mapping[str, Any]], errors: dict[str, str]
+) -> dict[str, Any]:
+    """The submitted sections as options are stored: one level, minutes, whole numbers."""
+    options: dict[str, Any] = {}
+    for name, part in user_input.items():
+        for key, value in part.items():
+            if (field := MINUTES_FIELDS.get(key)) is None:
+                options[key] = whole(value)
+                continue
+            options[key] = minutes = _minutes(value)
+            if not field.low <= minutes <= field.high:
+                errors[name] = field.error
+    return options
+
+
+class MemoryOptionsFlow(OptionsFlow):
+    """The entry's memory options, beside the installation's settings of the home's stores.
+
+    The form writes no store: the installation's settings the user changed come back in
+    the options, and the entry's update hands them to their stores (see
+    _async_apply_home_options in __init__.py). Only proving input happens here.
+    """
+
+    async def _async_check_embeddings(self, options: dict[str, Any]) -> None:
+        """Prove a newly named embeddings deployment with one request, before anything is saved."""
+        deployment = str(options.get(CONF_EMBEDDINGS_DEPLOYMENT) or "").strip()
+        entry = self.config_entry
+        if not deployment or deployment == entry.options.get(CONF_EMBEDDINGS_DEPLOYMENT):
+            return
+        if entry.state is not ConfigEntryState.LOADED:
+            return  # proved by its first use instead; failing, memories rank by words
+        try:
+            await async_check_embeddings(entry.runtime_data.client, deployment)
+        except API_ERRORS as err:
+            if classify_error(err) is ErrorKind.NOT_FOUND:
+                raise EmbeddingsRefused("embeddings_deployment_not_found") from err
+            raise EmbeddingsRefused("embeddings_deployment_failed") from err
+
+    async def _async_home_settings(self) -> tuple[dict[str, Any], bool]:
+        """The installation's settings as their stores hold them; whether history answered."""
+        series = self.hass.data[DATA_TIMESERIES].settings
+        memories = self.hass.data[DATA_MEMORIES].settings
+        try:
+            retention = await self.hass.data[DATA_HISTORY].async_retention_days()
+        except HomeAssistantError:  # unavailable: shown as the default, not saved if changed
+            retention, history_answers = float(RECOMMENDED_HISTORY_RETENTION_DAYS), False
+        else:
+            history_answers = True
+        return {
+            CONF_TIMESERIES_MAX_ENTRIES: series.max_entries,
+            CONF_TIMESERIES_KEEP_DAYS: series.keep_days,
+            CONF_ARCHIVE_RETENTION_DAYS: memories.archive_retention_days,
+            CONF_HIGH_CONFIDENCE_THRESHOLD: memories.high_confidence_threshold,
+            CONF_MAX_MEMORIES_PER_TYPE: memories.max_memories_per_type,
+            CONF_RELEVANCE_SCORE_THRESHOLD: memories.relevance_score_threshold,
+            CONF_HISTORY_RETENTION_DAYS: retention,
+        }, history_answers
+
+    async def async_step_init(self, user_input: dict[str, Any] | None = None) -> ConfigFlowResult:
+        """One form in sections; a change of the entry's part reloads the entry."""
+        home, history_answers = await self._async_home_settings()
+        schema = _options_schema()
+        errors: dict[str, str] = {}
+        if user_input is not None:
+            submitted = _stored_values(user_input, errors)
+            # The installation's settings come back only where they differ from the stores.
+            options = {
+                key: value
+                for key, value in submitted.items()
+                if key not in HOME_SETTINGS or value != home[key]
+            }
+            if CONF_HISTORY_RETENTION_DAYS in options and not history_answers:
+                errors[SECTION_HISTORY] = "history_unavailable"
+            if not errors:
+                try:
+                    await self._async_check_embeddings(options)
+                except EmbeddingsRefused as err:
+                    errors[SECTION_MEMORIES] = err.key
+            if not errors:
+                if CONF_EMBEDDINGS_DEPLOYMENT in options:
+                    options[CONF_EMBEDDINGS_DEPLOYMENT] = str(
+                        options[CONF_EMBEDDINGS_DEPLOYMENT]
+                    ).strip()
+                return self.async_create_entry(data=options)
+        # A setting of the home still waiting in the options is the user's latest choice.
+        shown = _form_values(
+            schema,
+            {
+                **RECOMMENDED_OPTIONS,
+                **RECOMMENDED_MEMORY_OPTIONS,
+                **home,
+                **self.config_entry.options,
+            },
+        )
+        for name, part in (user_input or {}).items():
+            shown[name] = {**shown.get(name, {}), **part}
+        return self.async_show_form(
+            step_id="init",
+            data_schema=self.add_suggested_values_to_schema(schema, shown),
+            errors=errors,
+        )
+
+
+class EmbeddingsRefused(Exception):
+    """A new embeddings deployment did not answer; key is the form's error."""
+
+    def __init__(self, key: str) -> None:
+        super().__init__(key)
+        self.key = key
