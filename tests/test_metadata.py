@@ -70,7 +70,10 @@ def test_every_translation_key_in_code_exists() -> None:
     raised |= set(re.findall(r'TimeseriesError\(\s*"([a-z_]+)"', code))
     raised |= set(re.findall(r'FactError\(\s*"([a-z_]+)"', code))
     assert raised <= exceptions, raised - exceptions
-    flow = (PACKAGE / "config_flow.py").read_text()
+    flow = "\n".join(
+        (PACKAGE / name).read_text()
+        for name in ("config_flow.py", "flow_common.py", "options_flow.py", "subentry_flow.py")
+    )
     entry_errors = {
         "invalid_url",
         "invalid_auth",
