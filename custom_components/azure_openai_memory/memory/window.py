@@ -1,4 +1,5 @@
-"""Per-conversation memory limited in tokens: the AgentWindows.
+"""Per-conversation windows limited in tokens: a ConversationWindow per conversation, and
+AgentWindows holding one agent's windows.
 
 Eviction is first in, first out over *groups*: a message alone, or an assistant tool
 call together with its tool results (the API rejects a tool result whose call is gone).
