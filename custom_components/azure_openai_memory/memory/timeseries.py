@@ -18,6 +18,7 @@ from bisect import bisect_left, bisect_right, insort
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta, tzinfo
+from heapq import heapify, heappop, heappush
 import math
 import re
 import sys
@@ -30,6 +31,10 @@ from .errors import InputError
 MAX_ENTRIES_PER_CALL = 10_000
 # Uncovered stretches shorter than this are not reported as gaps (see _gaps).
 MIN_GAP_SECONDS = 1.0
+# Fetched windows that never touch stay one interval each, and every merge, listing and
+# stored file pays for all of them: beyond this many per series the two closest
+# neighbours become one, and queries over the bridged stretch say coverage is approximate.
+MAX_COVERAGE_INTERVALS = 1_000
 DEFAULT_MAX_ENTRIES = 10_000
 DEFAULT_KEEP_DAYS = 90.0
 # The version of a series' stored form; 2: max_entries is the series' own cap or null.
@@ -53,6 +58,14 @@ _FIRST_BULK = 16
 _NUMBER = re.compile(r"^[+-]?\d+(?:\.\d*)?$")
 # The canonical stored form: UTC, whole seconds, Z (what format_time writes).
 _CANONICAL = re.compile(r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(?:\.\d{6})?Z$")
+# An epoch number this large or larger (either sign) is milliseconds. As seconds, 1e11 is
+# the year 5138, which no fetched data means; as milliseconds it is 3 March 1973, older
+# than what any API serves. So seconds up to the year 5138 and milliseconds from 1973 on
+# both read right; microseconds land beyond the year 9999 and are refused.
+MILLISECONDS_FROM = 1e11
+# The first and last second a date can show: 0001-01-01T00:00:00Z, 9999-12-31T23:59:59Z.
+EARLIEST = -62_135_596_800.0
+LATEST = 253_402_300_799.0
 
 
 class TimeseriesError(InputError):
@@ -108,28 +121,61 @@ def validate_key(key: str) -> str:
 
 
 def parse_time(value: Any, default_tz: tzinfo, what: str = "time") -> float:
-    """ISO 8601 (offset or Z; naive means default_tz) or epoch seconds -> epoch seconds."""
-    if isinstance(value, bool):
+    """ISO 8601 (offset or Z; naive means default_tz) or an epoch number -> epoch seconds.
+
+    Epoch numbers of MILLISECONDS_FROM or more are milliseconds, as many APIs send them.
+    A time no date can show (before the year 1, after 9999) is refused here, so that
+    nothing downstream meets it only when formatting an answer.
+    """
+    moment = _epoch_seconds(value, default_tz)
+    if moment is None or not EARLIEST <= moment <= LATEST:
         raise TimeseriesError("invalid_time", field=what, value=value)
-    if isinstance(value, int | float):
-        if not math.isfinite(value):
-            raise TimeseriesError("invalid_time", field=what, value=value)
-        return float(value)
-    if isinstance(value, datetime):
-        moment = value
-    elif isinstance(value, str):
+    return moment
+
+
+def _epoch_seconds(value: Any, default_tz: tzinfo) -> float | None:
+    """Any time parse_time accepts, unchecked for range; None when it is no time at all."""
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, str):
         text = value.strip()
         if _NUMBER.match(text):
-            return float(text)
+            return _epoch_number(float(text))
         try:
-            moment = datetime.fromisoformat(text)
-        except ValueError as err:
-            raise TimeseriesError("invalid_time", field=what, value=value) from err
-    else:
-        raise TimeseriesError("invalid_time", field=what, value=value)
-    if moment.tzinfo is None:
-        moment = moment.replace(tzinfo=default_tz)
-    return moment.timestamp()
+            value = datetime.fromisoformat(text)
+        except ValueError:
+            return None
+    if isinstance(value, int | float):
+        try:
+            return _epoch_number(float(value))
+        except OverflowError:  # an int beyond any float
+            return None
+    if not isinstance(value, datetime):
+        return None
+    if value.tzinfo is None:
+        value = value.replace(tzinfo=default_tz)
+    return value.timestamp()
+
+
+def _epoch_number(number: float) -> float | None:
+    if not math.isfinite(number):
+        return None
+    return number / 1000 if abs(number) >= MILLISECONDS_FROM else number
+
+
+def _canonical_time(stamp: Any) -> float | None:
+    """A timestamp already in the stored form, read fast; None for anything else.
+
+    The pattern admits impossible dates (30 February, hour 24) and fractions past LATEST:
+    those go the slow way, which refuses them.
+    """
+    if type(stamp) is not str or not _CANONICAL.match(stamp):
+        return None
+    try:
+        moment = datetime.fromisoformat(stamp).timestamp()
+    except ValueError:
+        return None
+    return moment if moment <= LATEST else None
 
 
 def format_time(epoch: float) -> str:
@@ -149,23 +195,41 @@ def parse_last(text: str) -> float:
     return amount * _UNITS[match.group(2)]
 
 
-def _add_interval(intervals: list[list[float]], start: float, end: float) -> None:
-    """Insert [start, end] into sorted, disjoint intervals, merging what touches."""
-    merged: list[list[float]] = []
-    placed = False
-    for lo, hi in intervals:
-        if hi < start:
-            merged.append([lo, hi])
-        elif lo > end:
-            if not placed:
-                merged.append([start, end])
-                placed = True
-            merged.append([lo, hi])
-        else:
-            start, end = min(lo, start), max(hi, end)
-    if not placed:
-        merged.append([start, end])
-    intervals[:] = merged
+def since(end: float, last: str) -> float:
+    """The start of the range `last` long that ends at end; refused before the year 1."""
+    start = end - parse_last(last)
+    if not start >= EARLIEST:
+        raise TimeseriesError("last_out_of_range", value=last)
+    return start
+
+
+def _start(interval: Sequence[float]) -> float:
+    return interval[0]
+
+
+def _end(interval: Sequence[float]) -> float:
+    return interval[1]
+
+
+def _add_interval(intervals: list[list[float]], start: float, end: float) -> int:
+    """Insert [start, end] into sorted, disjoint intervals, merging what touches; its index.
+
+    Two bisections find the run of intervals it touches, so a merge costs O(log n + k)
+    steps for k intervals swallowed (the list shifts its tail in one block move), not a
+    pass over every interval.
+    """
+    first = bisect_left(intervals, start, key=_end)  # the first one ending at or after start
+    stop = bisect_right(intervals, end, lo=first, key=_start)  # the first starting after end
+    if first < stop:
+        start, end = min(start, intervals[first][0]), max(end, intervals[stop - 1][1])
+    intervals[first:stop] = [[start, end]]
+    return first
+
+
+def _gap_after(intervals: Sequence[Sequence[float]], index: int) -> tuple[float, float, float]:
+    """The gap between an interval and the next: (its length, where it starts, where it ends)."""
+    left_end, right_start = intervals[index][1], intervals[index + 1][0]
+    return right_start - left_end, left_end, right_start
 
 
 def _gaps(
@@ -178,9 +242,8 @@ def _gaps(
     """
     gaps: list[tuple[float, float]] = []
     cursor = start
-    for lo, hi in intervals:
-        if hi < cursor:
-            continue
+    for index in range(bisect_left(intervals, start, key=_end), len(intervals)):
+        lo, hi = intervals[index]
         if lo > end:
             break
         if lo > cursor:
@@ -218,6 +281,12 @@ class TimeSeries:
     total_fetched: int = 0
     duplicates_avoided: int = 0
     covered: list[list[float]] = field(default_factory=list)
+    # The stretch within which gaps were bridged to keep MAX_COVERAGE_INTERVALS: there,
+    # coverage may claim time that was never fetched.
+    bridged: tuple[float, float] | None = None
+    # Once the interval cap is reached: the gaps between neighbouring intervals, smallest
+    # first, as _gap_after gives them; entries a later change outlived are skipped.
+    _gap_heap: list[tuple[float, float, float]] | None = field(default=None, repr=False)
     _blobs: dict[str, str] = field(default_factory=dict, repr=False)
     _times: dict[str, float] = field(default_factory=dict, repr=False)
     _order: list[tuple[float, str]] = field(default_factory=list, repr=False)
@@ -274,9 +343,8 @@ class TimeSeries:
             ):
                 raise TimeseriesError("entry_bad_id", index=index, field=id_field)
             entry = dict(raw)
-            if type(stamp) is str and _CANONICAL.match(stamp):
-                moment = datetime.fromisoformat(stamp).timestamp()
-            else:
+            moment = _canonical_time(stamp)
+            if moment is None:
                 try:
                     moment = parse_time(stamp, default_tz, timestamp_field)
                 except TimeseriesError as err:
@@ -344,7 +412,7 @@ class TimeSeries:
             moments = [item.time for item in prepared]
             window = (min(moments), max(moments))
         if window is not None:
-            _add_interval(self.covered, *window)
+            self._cover(*window)
         evicted = self.enforce_cap(default_max_entries)
 
         self.accumulated_since = self.accumulated_since or now
@@ -397,8 +465,59 @@ class TimeSeries:
         self._text_bytes -= freed
 
     def _trim_coverage(self, start: float) -> None:
-        """Nothing before start is covered any more."""
-        self.covered = [[max(lo, start), hi] for lo, hi in self.covered if hi >= start]
+        """Nothing before start is covered any more.
+
+        A new list, never the old one changed: a caller may hold the old one to compare.
+        """
+        covered = self.covered
+        first = bisect_left(covered, start, key=_end)
+        if first < len(covered) and covered[first][0] < start:
+            self.covered = [[start, covered[first][1]], *covered[first + 1 :]]
+        else:
+            self.covered = covered[first:]
+        if self.bridged is not None:
+            lo, hi = self.bridged
+            self.bridged = None if hi <= start else (max(lo, start), hi)
+
+    def _cover(self, start: float, end: float) -> None:
+        """Record [start, end] as fetched, within MAX_COVERAGE_INTERVALS."""
+        covered = self.covered
+        index = _add_interval(covered, start, end)
+        if self._gap_heap is not None:
+            for left in (index - 1, index):
+                if 0 <= left < len(covered) - 1:
+                    heappush(self._gap_heap, _gap_after(covered, left))
+        if len(covered) > MAX_COVERAGE_INTERVALS:
+            self._bridge()
+
+    def _bridge(self) -> None:
+        """Merge the closest neighbours until MAX_COVERAGE_INTERVALS intervals remain.
+
+        The smallest gap claims the least unfetched time. A heap of the gaps finds it in
+        O(log n): a gap whose two ends are no longer neighbours (split by a later fetch,
+        swallowed, trimmed) is dropped when it comes up, and the heap is built afresh once
+        such entries could outnumber the live ones. Gaps under MIN_GAP_SECONDS are never
+        reported, so bridging them leaves coverage exact.
+        """
+        covered = self.covered
+        heap = self._gap_heap
+        while len(covered) > MAX_COVERAGE_INTERVALS:
+            if not heap or len(heap) > 2 * len(covered) + 16:
+                heap = [_gap_after(covered, i) for i in range(len(covered) - 1)]
+                heapify(heap)
+                self._gap_heap = heap
+            size, left_end, right_start = heappop(heap)
+            index = bisect_left(covered, left_end, key=_end)
+            if (
+                index + 1 >= len(covered)
+                or covered[index][1] != left_end
+                or covered[index + 1][0] != right_start
+            ):
+                continue  # outlived
+            covered[index : index + 2] = [[covered[index][0], covered[index + 1][1]]]
+            if size >= MIN_GAP_SECONDS:
+                lo, hi = self.bridged or (left_end, right_start)
+                self.bridged = (min(lo, left_end), max(hi, right_start))
 
     def enforce_cap(self, default_max_entries: int = DEFAULT_MAX_ENTRIES) -> int:
         """Drop the oldest entries beyond the cap in force; how many went.
@@ -411,9 +530,14 @@ class TimeSeries:
         return max(excess, 0)
 
     def query(self, start: float, end: float) -> dict[str, Any]:
-        """Entries in [start, end] (newest first), coverage, gaps, and the state's range."""
+        """Entries in [start, end] (newest first), coverage, gaps, and the state's range.
+
+        The range is held to the calendar's (years 1 to 9999): a caller's "the last
+        million weeks" means everything, and every gap must be a time an answer can show.
+        """
         if start > end:
             raise TimeseriesError("start_after_end")
+        start, end = min(max(start, EARLIEST), LATEST), min(max(end, EARLIEST), LATEST)
         lo = bisect_left(self._order, (start,))
         hi = bisect_right(self._order, end, key=lambda k: k[0])
         entries = [
@@ -431,10 +555,19 @@ class TimeSeries:
             reason = "Fetched windows leave gaps: " + ", ".join(
                 f"{format_time(a)} to {format_time(b)}" for a, b in gaps
             )
+        approximate = False
+        if (bridged := self.bridged) is not None and bridged[0] < end and bridged[1] > start:
+            approximate = True
+            reason += (
+                f" (approximate: to keep at most {MAX_COVERAGE_INTERVALS} fetched windows, "
+                f"gaps between {format_time(bridged[0])} and {format_time(bridged[1])} "
+                "were merged away and are not listed)"
+            )
         return {
             "entries": entries,
             "count": len(entries),
             "coverage": coverage,
+            "coverage_approximate": approximate,
             "needs_api_call": coverage != "full",
             "reason": reason,
             "gaps": [{"start": format_time(a), "end": format_time(b)} for a, b in gaps],
@@ -448,8 +581,11 @@ class TimeSeries:
         return {"oldest": format_time(self._order[0][0]), "newest": format_time(self._order[-1][0])}
 
     def cleanup(self, keep_days: float, now: float) -> dict[str, Any]:
-        """Forget entries older than keep_days."""
-        cutoff = now - timedelta(days=keep_days).total_seconds()
+        """Forget entries older than keep_days; more days than the calendar holds keep all."""
+        try:
+            cutoff = max(now - timedelta(days=keep_days).total_seconds(), EARLIEST)
+        except OverflowError:  # more days than a timedelta holds
+            cutoff = EARLIEST
         old_count = len(self)
         self._forget(bisect_left(self._order, (cutoff,)))
         self._trim_coverage(cutoff)
@@ -486,6 +622,10 @@ class TimeSeries:
             "timestamp_field": self.timestamp_field,
             "max_entries": self.max_entries,  # null: the installation's cap applies
             "covered": [[format_time(lo), format_time(hi)] for lo, hi in self.covered],
+            # null while coverage is exact; else where gaps were bridged (see _bridge)
+            "coverage_bridged": (
+                None if self.bridged is None else [format_time(t) for t in self.bridged]
+            ),
             "metadata": {
                 "total_api_calls": self.total_api_calls,
                 "total_fetched": self.total_fetched,
@@ -512,6 +652,11 @@ class TimeSeries:
                 [parse_time(lo, UTC), parse_time(hi, UTC)] for lo, hi in data.get("covered", [])
             ],
         )
+        if (bridged := data.get("coverage_bridged")) is not None:
+            lo, hi = bridged
+            series.bridged = (parse_time(lo, UTC), parse_time(hi, UTC))
+        if len(series.covered) > MAX_COVERAGE_INTERVALS:
+            series._bridge()  # stored before the cap existed
         order = []
         text_bytes = 0
         for blob in data.get("entries", []):
@@ -569,8 +714,11 @@ _RANGE_IN_TEXT = re.compile(
 
 
 def range_in_text(text: str) -> float | None:
-    """'in the last 2 days' -> seconds; None when the text names no range."""
+    """'in the last 2 days' -> seconds; None when the text names no range (or a zero one)."""
     match = _RANGE_IN_TEXT.search(text.lower())
     if match is None:
         return None
-    return parse_last(f"{match.group(1) or 1} {match.group(2)}")
+    try:
+        return parse_last(f"{match.group(1) or 1} {match.group(2)}")
+    except TimeseriesError:
+        return None

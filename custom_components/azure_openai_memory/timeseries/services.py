@@ -12,8 +12,8 @@ from ..memory.timeseries import (
     TimeSeries,
     TimeseriesError,
     format_time,
-    parse_last,
     parse_time,
+    since,
     validate_key,
 )
 from ..services import ServiceSpec, async_register, translated
@@ -72,7 +72,7 @@ def _query_range(data: dict[str, Any], now: float) -> tuple[float, float]:
         if "start_time" in data:
             raise TimeseriesError("range_conflict")
         end = parse_time(data["end_time"], tz, "end_time") if "end_time" in data else now
-        return end - parse_last(data["last"]), end
+        return since(end, data["last"]), end
     if "start_time" not in data:
         raise TimeseriesError("range_required")
     start = parse_time(data["start_time"], tz, "start_time")
