@@ -1,6 +1,6 @@
 """Time-series figures, each next to its target (issues 4 and 7).
 
-One series: the reference is the seed's merge (rebuild a dict of every entry, sort all
+One series: the reference is the naive merge (rebuild a dict of every entry, sort all
 by timestamp) run on the same data in the same process.
 
 Coverage of a year of hourly fetch windows that never touch: the reference is the
@@ -55,7 +55,7 @@ def entry(i: int) -> dict[str, Any]:
 
 
 def seed_merge(state: dict[str, Any], new_entries: list[dict[str, Any]]) -> dict[str, Any]:
-    """The seed's merge_timeseries_state, minus loadState/saveState."""
+    """The naive merge: rebuild a dict of every entry and sort them all."""
     entries_by_id = {e["id"]: e for e in state["entries"]}
     duplicates = 0
     for new_entry in new_entries:
@@ -110,7 +110,7 @@ def one_series() -> list[bool]:
         seed_merge(seed_state, entries)
         seeds.append((time.perf_counter() - start) * 1000)
     ours_ms, seed_ms = statistics.median(ours), statistics.median(seeds)
-    print(f"series of {len(series):,} entries; seed merge median {seed_ms:.1f} ms\n")
+    print(f"series of {len(series):,} entries; naive merge median {seed_ms:.1f} ms\n")
     results.append(
         report(
             "merge 1,000 (half duplicates) into 100,000, median",
@@ -122,7 +122,7 @@ def one_series() -> list[bool]:
     )
     results.append(
         report(
-            "speed-up over the seed's merge",
+            "speed-up over the naive merge",
             seed_ms / ours_ms,
             "x",
             ">= 10x",

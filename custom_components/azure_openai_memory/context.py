@@ -60,6 +60,11 @@ def _json(entry: Any) -> str:
 
 def _notes(result: dict[str, Any]) -> list[str]:
     """What we (not the data) say about a series' coverage for the asked range."""
+    if result["coverage"] == "full" and result.get("coverage_approximate"):
+        return [
+            "Fetched over the asked range, but some short gaps may have been merged away "
+            "(the key's coverage is approximate): answer from it, and say so if precision matters."
+        ]
     if result["coverage"] == "full":
         return ["Complete for the asked range: answer from it, no fetching needed."]
     gaps = result["gaps"]
