@@ -4,7 +4,7 @@ Each kind of memory registers its own services (timeseries, memories, history, s
 window); this module only holds the plumbing they have in common.
 """
 
-from collections.abc import Callable, Coroutine, Iterable
+from collections.abc import Callable, Coroutine, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -18,6 +18,10 @@ from .data import AzureOpenAIMemoryConfigEntry
 from .memory.errors import InputError
 
 type Handler = Callable[[ServiceCall], Coroutine[Any, Any, ServiceResponse]]
+
+# Characters of a value that a refusal quotes back; the rest is cut to an ellipsis, so a
+# refusal of a 100,000-character value is short in the answer and in the log.
+MAX_ECHOED = 60
 
 
 @dataclass(frozen=True)
@@ -34,7 +38,9 @@ class ServiceSpec:
 def async_register(hass: HomeAssistant, specs: Iterable[ServiceSpec]) -> None:
     """Register services of this domain; destructive ones for administrators only."""
     for spec in specs:
-        handler = admin_only(hass, spec.handler) if spec.admin else spec.handler
+        handler = refusing(spec.handler)
+        if spec.admin:
+            handler = admin_only(hass, handler)
         hass.services.async_register(
             DOMAIN,
             spec.name,
@@ -57,12 +63,33 @@ def admin_only(hass: HomeAssistant, handler: Handler) -> Handler:
     return checked
 
 
+def refusing(handler: Handler) -> Handler:
+    """Bad input that memory/ found and the handler did not translate is translated here: a
+    caller always gets a validation error, never an unknown error with a traceback."""
+
+    async def checked(call: ServiceCall) -> ServiceResponse:
+        try:
+            return await handler(call)
+        except InputError as err:
+            raise translated(err) from err
+
+    return checked
+
+
+def _echoed(placeholders: Mapping[str, str]) -> dict[str, str]:
+    return {
+        name: value if len(value) <= MAX_ECHOED else value[:MAX_ECHOED] + "…"
+        for name, value in placeholders.items()
+    }
+
+
 def translated(err: InputError) -> ServiceValidationError:
-    """Bad input found by memory/, as a translated validation error."""
+    """Bad input found by memory/, as a translated validation error; every value it quotes
+    back is cut to MAX_ECHOED characters."""
     return ServiceValidationError(
         translation_domain=DOMAIN,
         translation_key=err.key,
-        translation_placeholders=err.placeholders,
+        translation_placeholders=_echoed(err.placeholders),
     )
 
 
@@ -70,15 +97,7 @@ def loaded_entry(hass: HomeAssistant, entry_id: str) -> AzureOpenAIMemoryConfigE
     """The loaded entry a call names, or a translated validation error."""
     entry = hass.config_entries.async_get_entry(entry_id)
     if entry is None or entry.domain != DOMAIN:
-        raise ServiceValidationError(
-            translation_domain=DOMAIN,
-            translation_key="unknown_entry",
-            translation_placeholders={"entry_id": entry_id},
-        )
+        raise translated(InputError("unknown_entry", entry_id=entry_id))
     if entry.state is not ConfigEntryState.LOADED:
-        raise ServiceValidationError(
-            translation_domain=DOMAIN,
-            translation_key="entry_not_loaded",
-            translation_placeholders={"entry_id": entry_id},
-        )
+        raise translated(InputError("entry_not_loaded", entry_id=entry_id))
     return entry

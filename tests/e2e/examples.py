@@ -78,6 +78,12 @@ def _snapshot(answer: dict[str, Any], _: Context) -> None:
     assert [e["event_type"] for e in snapshot["events"]] == ["action", "decision"]
 
 
+def _snapshots(answer: dict[str, Any], context: Context) -> None:
+    (listed,) = answer["snapshots"]
+    assert listed["snapshot_id"] == context["history_snapshot"]["snapshot"]["snapshot_id"]
+    assert (listed["event_count"], answer["total"]) == (2, 1)
+
+
 def _chain(answer: dict[str, Any], context: Context) -> None:
     ids = [e["event_id"] for e in answer["events"]]
     assert ids == [
@@ -224,6 +230,9 @@ SERVICE_EXAMPLES: dict[str, ServiceExample] = {
     "history_snapshot": ServiceExample(
         lambda _: {"agent_id": "automation.water_the_garden", "description": "after watering"},
         _snapshot,
+    ),
+    "history_snapshots": ServiceExample(
+        lambda _: {"agent_id": "automation.water_the_garden"}, _snapshots
     ),
     "history_event_chain": ServiceExample(
         lambda c: {"event_id": c["history_record_child"]["event"]["event_id"]}, _chain

@@ -28,6 +28,7 @@ from ..memory.history import (
     AgentHistoryEvent,
     HistoryError,
     HistoryEventType,
+    HistoryPurge,
     HistoryStore,
 )
 
@@ -40,7 +41,12 @@ ISSUE_UNAVAILABLE = "history_unavailable"
 SETTING_RETENTION_DAYS = "retention_days"
 # A tool's result kept in its event; the rest is cut (the window keeps what the model saw).
 MAX_RECORDED_RESULT = 4096
+# Bytes of a question or answer as stored (UTF-8, inside JSON): well within the store's
+# limit on an event, in any script.
 MAX_RECORDED_TEXT = 16_384
+CUT_MARKER = " …"
+# The earliest time a purge cuts at (year 1): keeping more days than that keeps everything.
+_EARLIEST_CUTOFF = -62_135_596_800.0
 
 
 def _issue(hass: HomeAssistant, issue_id: str, placeholders: dict[str, str]) -> None:
@@ -55,9 +61,32 @@ def _issue(hass: HomeAssistant, issue_id: str, placeholders: dict[str, str]) -> 
     )
 
 
+def _stored_size(text: str) -> int:
+    return len(orjson.dumps(text)) - 2  # without the quotes
+
+
 def _text(text: str) -> str:
-    """A question or answer as recorded: whole, unless it is longer than anyone speaks."""
-    return text if len(text) <= MAX_RECORDED_TEXT else text[:MAX_RECORDED_TEXT] + " …"
+    """A question or answer as recorded: whole, unless it is longer than anyone speaks.
+
+    Measured in bytes as stored, not in characters: a character takes one to four bytes in
+    UTF-8 (more once escaped in JSON), and an event over the store's limit would not be
+    recorded at all. Cut at a character boundary, never inside one.
+    """
+    try:
+        size = _stored_size(text)
+    except orjson.JSONEncodeError:  # a lone surrogate, which UTF-8 cannot hold
+        text = text.encode("utf-8", "replace").decode()
+        size = _stored_size(text)
+    if size <= MAX_RECORDED_TEXT:
+        return text
+    budget = MAX_RECORDED_TEXT - len(CUT_MARKER.encode())
+    while (excess := size - budget) > 0:
+        # A character is stored in at least its UTF-8 bytes, so dropping `excess` bytes
+        # from the end is enough: one round.
+        encoded = text.encode()
+        text = encoded[: len(encoded) - excess].decode("utf-8", "ignore")
+        size = _stored_size(text)
+    return text + CUT_MARKER
 
 
 def _bounded(value: Any) -> Any:
@@ -147,7 +176,12 @@ class HistoryRecorder:
                 tags=tuple(tags),
             )
         except HistoryError as err:  # our own data should always fit; never fail a turn
-            _LOGGER.debug("History event not recorded: %s", err)
+            _LOGGER.warning(
+                "A %s event of %s was not recorded in the history (%s)",
+                event_type.value,
+                agent_id,
+                err.key,
+            )
             return None
         if not self.available:
             return None
@@ -200,12 +234,13 @@ class HistoryRecorder:
 
     async def async_delete_older_than(
         self, keep_days: float | None, now: float
-    ) -> tuple[int, float]:
-        """Delete events older than keep_days (default: the retention); (deleted, cutoff)."""
+    ) -> tuple[HistoryPurge, float]:
+        """Delete what is older than keep_days (default: the retention): events and
+        snapshots; (what went, the cut-off)."""
         if keep_days is None:
             keep_days = await self.async_retention_days()
-        cutoff = now - keep_days * 86400
-        return await self.async_run(self.store.delete_events_before, cutoff), cutoff
+        cutoff = max(now - keep_days * 86400, _EARLIEST_CUTOFF)
+        return await self.async_run(self.store.purge_before, cutoff), cutoff
 
     async def async_purge(self, now: float) -> int:
         """Delete what is older than the retention; how many events went.
@@ -214,13 +249,18 @@ class HistoryRecorder:
         next day's purge catches up.
         """
         try:
-            deleted, cutoff = await self.async_delete_older_than(None, now)
+            purged, cutoff = await self.async_delete_older_than(None, now)
         except (HomeAssistantError, RuntimeError) as err:
             _LOGGER.debug("History purge skipped: %s", err)
             return 0
-        if deleted:
-            _LOGGER.debug("History purge: %d events older than %s deleted", deleted, cutoff)
-        return deleted
+        if purged.events or purged.snapshots:
+            _LOGGER.debug(
+                "History purge: %d events and %d snapshots older than %s deleted",
+                purged.events,
+                purged.snapshots,
+                cutoff,
+            )
+        return purged.events
 
     async def async_erase_memories(self, ids: list[str]) -> int:
         """Delete the remember and recall tool calls and memory_* service events that

@@ -1,4 +1,8 @@
-"""The history services: record, query, statistics, snapshot, event chain, purge."""
+"""The history services: record, query, statistics, snapshot, snapshots, event chain, purge.
+
+Bad input is found by memory.history (and parse_time) and raised as their errors, which the
+shared registration (services.async_register) translates.
+"""
 
 from collections.abc import Callable, Coroutine
 from typing import Any
@@ -13,13 +17,14 @@ from ..const import DOMAIN
 from ..data import agent_names
 from ..memory.history import AgentHistoryEvent, HistoryError, HistoryQuery, HistorySnapshot
 from ..memory.timeseries import TimeseriesError, format_time, parse_time
-from ..services import Handler, ServiceSpec, async_register, translated
+from ..services import Handler, ServiceSpec, async_register
 from .recorder import HistoryRecorder
 
 SERVICE_HISTORY_RECORD = "history_record"
 SERVICE_HISTORY_QUERY = "history_query"
 SERVICE_HISTORY_STATISTICS = "history_statistics"
 SERVICE_HISTORY_SNAPSHOT = "history_snapshot"
+SERVICE_HISTORY_SNAPSHOTS = "history_snapshots"
 SERVICE_HISTORY_EVENT_CHAIN = "history_event_chain"
 SERVICE_HISTORY_PURGE = "history_purge"
 # The conversations (most recent) whose statistics a snapshot keeps.
@@ -64,6 +69,13 @@ HISTORY_SNAPSHOT_SCHEMA = vol.Schema(
         vol.Optional("limit", default=100): vol.Coerce(int),
     }
 )
+HISTORY_SNAPSHOTS_SCHEMA = vol.Schema(
+    {
+        vol.Optional("agent_id"): cv.string,
+        vol.Optional("limit", default=100): vol.Coerce(int),
+        vol.Optional("offset", default=0): vol.Coerce(int),
+    }
+)
 HISTORY_EVENT_CHAIN_SCHEMA = vol.Schema({vol.Required("event_id"): cv.string})
 HISTORY_PURGE_SCHEMA = vol.Schema(
     {vol.Optional("keep_days"): vol.All(vol.Coerce(float), vol.Range(min=0))}
@@ -103,43 +115,34 @@ def _agent_state(hass: HomeAssistant, agent_id: str) -> dict[str, Any] | None:
 
 async def _async_history_record(recorder: HistoryRecorder, call: ServiceCall) -> ServiceResponse:
     data = call.data
-    try:
-        event = AgentHistoryEvent.new(
-            data["agent_id"],
-            data["event_type"],
-            data["event_data"],
-            session_id=data.get("session_id"),
-            parent_event_id=data.get("parent_event_id"),
-            tags=tuple(data["tags"]),
-            metadata=data.get("metadata"),
-            ref=data.get("ref"),
-        )
-    except HistoryError as err:
-        raise translated(err) from err
-    try:
-        await recorder.async_run(recorder.store.record_event, event)
-    except HistoryError as err:  # a parent that was never recorded
-        raise translated(err) from err
+    event = AgentHistoryEvent.new(
+        data["agent_id"],
+        data["event_type"],
+        data["event_data"],
+        session_id=data.get("session_id"),
+        parent_event_id=data.get("parent_event_id"),
+        tags=tuple(data["tags"]),
+        metadata=data.get("metadata"),
+        ref=data.get("ref"),
+    )
+    await recorder.async_run(recorder.store.record_event, event)
     recorder.async_announce(event)
     return {"event": event.as_dict()}
 
 
 async def _async_history_query(recorder: HistoryRecorder, call: ServiceCall) -> ServiceResponse:
     data = dict(call.data)
-    try:
-        query = HistoryQuery(
-            agent_id=data.get("agent_id"),
-            session_id=data.get("session_id"),
-            event_type=data.get("event_type"),
-            tags=tuple(data["tags"]),
-            start_time=_history_time(data, "start_time"),
-            end_time=_history_time(data, "end_time"),
-            limit=data["limit"],
-            offset=data["offset"],
-            ascending=data["ascending"],
-        )
-    except (TimeseriesError, HistoryError) as err:
-        raise translated(err) from err
+    query = HistoryQuery(
+        agent_id=data.get("agent_id"),
+        session_id=data.get("session_id"),
+        event_type=data.get("event_type"),
+        tags=tuple(data["tags"]),
+        start_time=_history_time(data, "start_time"),
+        end_time=_history_time(data, "end_time"),
+        limit=data["limit"],
+        offset=data["offset"],
+        ascending=data["ascending"],
+    )
     events, total = await recorder.async_run(recorder.store.query_events, query)
     return {"events": [event.as_dict() for event in events], "total": total}
 
@@ -151,23 +154,29 @@ async def _async_history_statistics(
     return stats.as_dict()
 
 
+async def _async_read_snapshot(recorder: HistoryRecorder, snapshot_id: str) -> ServiceResponse:
+    try:
+        stored = await recorder.async_run(recorder.store.get_snapshot, snapshot_id)
+    except HistoryError as err:
+        if err.key != "invalid_event_id":
+            raise
+        raise HistoryError("invalid_snapshot_id", value=snapshot_id) from err
+    if stored is None:
+        raise HistoryError("unknown_snapshot", snapshot_id=snapshot_id)
+    return {"snapshot": stored.as_dict()}
+
+
 async def _async_history_snapshot(
     hass: HomeAssistant, recorder: HistoryRecorder, call: ServiceCall
 ) -> ServiceResponse:
     data = call.data
     store = recorder.store
     if snapshot_id := data.get("snapshot_id"):
-        stored = await recorder.async_run(store.get_snapshot, snapshot_id)
-        if stored is None:
-            raise translated(HistoryError("unknown_snapshot", snapshot_id=snapshot_id))
-        return {"snapshot": stored.as_dict()}
+        return await _async_read_snapshot(recorder, snapshot_id)
     agent_id = data.get("agent_id")
     if not agent_id:
-        raise translated(HistoryError("snapshot_needs_agent"))
-    try:
-        query = HistoryQuery(agent_id=agent_id, limit=data["limit"])
-    except HistoryError as err:
-        raise translated(err) from err
+        raise HistoryError("snapshot_needs_agent")
+    query = HistoryQuery(agent_id=agent_id, limit=data["limit"])
     events, _total = await recorder.async_run(store.query_events, query)
     snapshot = HistorySnapshot(
         snapshot_id=str(uuid4()),
@@ -179,28 +188,36 @@ async def _async_history_snapshot(
         metadata=data.get("metadata"),
         agent_state=_agent_state(hass, agent_id),
     )
-    try:
-        await recorder.async_run(store.create_snapshot, snapshot)
-    except HistoryError as err:
-        raise translated(err) from err
+    await recorder.async_run(store.create_snapshot, snapshot)
     return {"snapshot": snapshot.as_dict()}
+
+
+async def _async_history_snapshots(recorder: HistoryRecorder, call: ServiceCall) -> ServiceResponse:
+    """The snapshots kept, newest first, without their events (history_snapshot with a
+    snapshot_id reads one whole)."""
+    data = call.data
+    listed, total = await recorder.async_run(
+        recorder.store.query_snapshots, data.get("agent_id"), data["limit"], data["offset"]
+    )
+    return {"snapshots": [snapshot.as_dict() for snapshot in listed], "total": total}
 
 
 async def _async_history_event_chain(
     recorder: HistoryRecorder, call: ServiceCall
 ) -> ServiceResponse:
-    try:
-        chain = await recorder.async_run(recorder.store.get_event_chain, call.data["event_id"])
-    except HistoryError as err:
-        raise translated(err) from err
+    chain = await recorder.async_run(recorder.store.get_event_chain, call.data["event_id"])
     return {"events": [event.as_dict() for event in chain]}
 
 
 async def _async_history_purge(recorder: HistoryRecorder, call: ServiceCall) -> ServiceResponse:
-    deleted, cutoff = await recorder.async_delete_older_than(
+    purged, cutoff = await recorder.async_delete_older_than(
         call.data.get("keep_days"), dt_util.utcnow().timestamp()
     )
-    return {"deleted": deleted, "cutoff": format_time(cutoff)}
+    return {
+        "deleted": purged.events,
+        "deleted_snapshots": purged.snapshots,
+        "cutoff": format_time(cutoff),
+    }
 
 
 def async_register_history_services(hass: HomeAssistant, recorder: HistoryRecorder) -> None:
@@ -243,6 +260,12 @@ def async_register_history_services(hass: HomeAssistant, recorder: HistoryRecord
                 snapshot,
                 HISTORY_SNAPSHOT_SCHEMA,
                 SupportsResponse.OPTIONAL,
+            ),
+            ServiceSpec(
+                SERVICE_HISTORY_SNAPSHOTS,
+                bound(_async_history_snapshots),
+                HISTORY_SNAPSHOTS_SCHEMA,
+                SupportsResponse.ONLY,
             ),
             ServiceSpec(
                 SERVICE_HISTORY_EVENT_CHAIN,

@@ -27,6 +27,10 @@ How it is stored, and why:
   window of events (1 s by default). The other writes (`record_events`, snapshots, purges,
   settings) are jobs on the same thread, run after the queue is committed, so a parent
   queued earlier is always written before its child.
+* A purge deletes in batches (PURGE_BATCH events, one transaction each), so what a turn
+  queued meanwhile is committed between two; the snapshots go with the retention too.
+  PRAGMA optimize runs at open and after a purge, with a bounded analysis_limit: the
+  planner's statistics stay current for milliseconds of work.
 * synchronous=NORMAL under WAL: a committed batch survives a crash of Home Assistant; a power
   cut may lose the last commits, never the file's consistency.
 * WAL lets readers run beside the writer: reads take a connection from a small pool (from any
@@ -46,6 +50,7 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from concurrent.futures import Future
 from contextlib import contextmanager, suppress
 from datetime import UTC, datetime
+from functools import partial
 import logging
 from pathlib import Path
 import sqlite3
@@ -57,13 +62,17 @@ from .history_models import (
     _US,
     MAX_EVENT_DATA_BYTES,
     MAX_QUERY_LIMIT,
+    MAX_QUERY_OFFSET,
     AgentHistoryEvent,
     HistoryError,
     HistoryEventType,
+    HistoryPurge,
     HistoryQuery,
     HistorySnapshot,
     HistoryStatistics,
+    ListedSnapshot,
     _agent_text,
+    _check_count,
     _decode_json,
     _encode_json,
     _event_type,
@@ -77,6 +86,7 @@ from .history_models import (
 )
 from .history_schema import (
     _MIGRATIONS,  # noqa: F401 (reached by the tests through this module)
+    OPTIMIZE,
     SCHEMA_VERSION,
     MigrationStep,
     _damaged_header,
@@ -97,14 +107,18 @@ __all__ = [
     "DEFAULT_MAX_QUEUE",
     "MAX_EVENT_DATA_BYTES",
     "MAX_QUERY_LIMIT",
+    "MAX_QUERY_OFFSET",
+    "PURGE_BATCH",
     "SCHEMA_VERSION",
     "AgentHistoryEvent",
     "HistoryError",
     "HistoryEventType",
+    "HistoryPurge",
     "HistoryQuery",
     "HistorySnapshot",
     "HistoryStatistics",
     "HistoryStore",
+    "ListedSnapshot",
     "MigrationStep",
 ]
 
@@ -114,6 +128,8 @@ DEFAULT_BATCH_WINDOW = 1.0
 DEFAULT_MAX_QUEUE = 10_000
 # How long a write waits for another process's lock before it counts as failed.
 BUSY_TIMEOUT = 1.0
+# Events a purge deletes per transaction; queued events are committed between two.
+PURGE_BATCH = 5000
 
 # Idle read connections kept for reuse; more may be open while many threads read at once.
 _IDLE_READERS = 4
@@ -240,10 +256,12 @@ class HistoryStore:
         max_queue: int = DEFAULT_MAX_QUEUE,
         on_failure: Callable[[Exception], None] | None = None,
         clock: Callable[[], float] = time.time,
+        purge_batch: int = PURGE_BATCH,
     ) -> None:
         self._path = Path(path)
         self._batch_window = max(0.0, batch_window)
         self._max_queue = max(1, max_queue)
+        self._purge_batch = max(1, purge_batch)
         self._on_failure = on_failure
         self._clock = clock
         # Seconds a write waits on another process's lock; set before open() to change it.
@@ -455,37 +473,29 @@ class HistoryStore:
         self._submit(write)
 
     def delete_events_before(self, timestamp: float) -> int:
-        """Delete events older than `timestamp` (one at exactly it is kept); how many went.
+        """Delete what is older than `timestamp` (see purge_before); how many events went."""
+        return self.purge_before(timestamp).events
 
-        The foreign keys' actions (children lose their parent, snapshots lose the link) are
-        applied here in bulk, with the foreign keys off for the statement: SQLite would
-        otherwise scan snapshot_events once per deleted event (it has no index on event_id).
+    def purge_before(self, timestamp: float) -> HistoryPurge:
+        """Delete events older than `timestamp` (one at exactly it is kept), the snapshots
+        taken before it and the snapshots left without any of their events: a snapshot goes
+        with the retention, as its events do.
+
+        In batches of `purge_batch` events, each its own transaction and its own job on the
+        writer thread, so what was queued meanwhile is committed between two batches and a
+        large purge never holds the write lock for long. Then PRAGMA optimize: a purge is
+        what changes the tables' sizes most.
         """
         cutoff = _to_us(timestamp)
-        doomed = "SELECT event_id FROM agent_history_events WHERE timestamp < ?"
-
-        def delete(conn: sqlite3.Connection) -> int:
-            conn.execute("PRAGMA foreign_keys = OFF")
-            try:
-                with _transaction(conn):
-                    conn.execute(
-                        f"DELETE FROM snapshot_events WHERE event_id IN ({doomed})", (cutoff,)
-                    )
-                    # The unary + keeps the planner on idx_history_parent.
-                    conn.execute(
-                        "UPDATE agent_history_events SET parent_event_id = NULL "
-                        f"WHERE parent_event_id IN ({doomed}) AND +timestamp >= ?",
-                        (cutoff, cutoff),
-                    )
-                    count: int = conn.execute(
-                        "DELETE FROM agent_history_events WHERE timestamp < ?", (cutoff,)
-                    ).rowcount
-            finally:
-                conn.execute("PRAGMA foreign_keys = ON")
-            return count
-
-        deleted: int = self._submit(delete)
-        return deleted
+        events = snapshots = 0
+        while True:
+            deleted, emptied = self._submit(partial(_purge_batch, cutoff, self._purge_batch))
+            events += deleted
+            snapshots += emptied
+            if deleted < self._purge_batch:
+                break
+        snapshots += self._submit(partial(_purge_snapshots_before, cutoff))
+        return HistoryPurge(events=events, snapshots=snapshots)
 
     def delete_memory_events(
         self, memory_ids: Iterable[str], tools: Iterable[str], service_prefix: str
@@ -731,6 +741,39 @@ class HistoryStore:
             ).fetchall()
             return [_decode_snapshot(conn, row) for row in rows]
 
+    def query_snapshots(
+        self, agent_id: str | None = None, limit: int = 100, offset: int = 0
+    ) -> tuple[list[ListedSnapshot], int]:
+        """One page of the snapshots (of one agent, or of all), newest first, without their
+        events; and how many there are in all."""
+        _check_count("limit", limit, 1, MAX_QUERY_LIMIT)
+        _check_count("offset", offset, 0, MAX_QUERY_OFFSET)
+        where, params = ("WHERE agent_id = ?", (agent_id,)) if agent_id is not None else ("", ())
+        with self._reading() as conn:
+            rows = conn.execute(
+                "SELECT snapshot_id, agent_id, timestamp, git_commit, description, metadata, "
+                "(SELECT COUNT(*) FROM snapshot_events e WHERE e.snapshot_id = s.snapshot_id) "
+                f"FROM history_snapshots s {where} "
+                "ORDER BY timestamp DESC, rowid DESC LIMIT ? OFFSET ?",
+                (*params, limit, offset),
+            ).fetchall()
+            total: int = conn.execute(
+                f"SELECT COUNT(*) FROM history_snapshots {where}", params
+            ).fetchone()[0]
+        listed = [
+            ListedSnapshot(
+                snapshot_id=row[0],
+                agent_id=row[1],
+                timestamp=_from_us(row[2]),
+                event_count=row[6],
+                ref=row[3],
+                description=row[4],
+                metadata=_decode_json(row[5]),
+            )
+            for row in rows
+        ]
+        return listed, total
+
     @contextmanager
     def _reading(self, *, flush: bool = True) -> Iterator[sqlite3.Connection]:
         """A read connection in one read transaction (one consistent view of the database)."""
@@ -901,6 +944,75 @@ class HistoryStore:
         """Wait until `count` queued batches have been committed (False on timeout)."""
         with self._cond:
             return self._cond.wait_for(lambda: self._commits >= count, timeout)
+
+
+# The events of one purge batch, and the snapshots that held any of them (the write
+# connection's own temporary tables).
+_PURGE_TABLES = (
+    "CREATE TEMP TABLE IF NOT EXISTS purged_events "
+    "(row INTEGER PRIMARY KEY, event_id TEXT NOT NULL UNIQUE)",
+    "CREATE TEMP TABLE IF NOT EXISTS purged_snapshots (snapshot_id TEXT PRIMARY KEY)",
+)
+_PURGED = "SELECT event_id FROM temp.purged_events"
+
+
+def _purge_batch(cutoff: int, limit: int, conn: sqlite3.Connection) -> tuple[int, int]:
+    """Delete up to `limit` of the oldest events before `cutoff`, in one transaction;
+    (events deleted, snapshots left without events and deleted with them).
+
+    The foreign keys' actions (children lose their parent, snapshots lose the link) are
+    applied here in bulk, with the foreign keys off: SQLite would otherwise scan
+    snapshot_events once per deleted event (it has no index on event_id). Every child
+    outside the batch is unlinked, so the database is consistent after each batch.
+    """
+    conn.execute("PRAGMA foreign_keys = OFF")
+    try:
+        with _transaction(conn):
+            for statement in _PURGE_TABLES:
+                conn.execute(statement)
+            conn.execute("DELETE FROM temp.purged_events")
+            conn.execute("DELETE FROM temp.purged_snapshots")
+            conn.execute(
+                "INSERT INTO temp.purged_events (row, event_id) "
+                "SELECT rowid, event_id FROM agent_history_events WHERE timestamp < ? "
+                "ORDER BY timestamp LIMIT ?",
+                (cutoff, limit),
+            )
+            conn.execute(
+                "INSERT OR IGNORE INTO temp.purged_snapshots "
+                f"SELECT snapshot_id FROM snapshot_events WHERE event_id IN ({_PURGED})"
+            )
+            conn.execute(f"DELETE FROM snapshot_events WHERE event_id IN ({_PURGED})")
+            conn.execute(
+                "UPDATE agent_history_events SET parent_event_id = NULL "
+                f"WHERE parent_event_id IN ({_PURGED}) AND event_id NOT IN ({_PURGED})"
+            )
+            events: int = conn.execute(
+                "DELETE FROM agent_history_events "
+                "WHERE rowid IN (SELECT row FROM temp.purged_events)"
+            ).rowcount
+            snapshots: int = conn.execute(
+                "DELETE FROM history_snapshots "
+                "WHERE snapshot_id IN (SELECT snapshot_id FROM temp.purged_snapshots) "
+                "AND NOT EXISTS (SELECT 1 FROM snapshot_events e "
+                "WHERE e.snapshot_id = history_snapshots.snapshot_id)"
+            ).rowcount
+            conn.execute("DELETE FROM temp.purged_events")
+            conn.execute("DELETE FROM temp.purged_snapshots")
+    finally:
+        conn.execute("PRAGMA foreign_keys = ON")
+    return events, snapshots
+
+
+def _purge_snapshots_before(cutoff: int, conn: sqlite3.Connection) -> int:
+    """Delete the snapshots taken before `cutoff` (their links go by the foreign key), then
+    let SQLite refresh the statistics the purge put out of date; how many snapshots went."""
+    with _transaction(conn):
+        deleted: int = conn.execute(
+            "DELETE FROM history_snapshots WHERE timestamp < ?", (cutoff,)
+        ).rowcount
+    conn.execute(OPTIMIZE).fetchall()
+    return deleted
 
 
 _SELECT_SNAPSHOT = (

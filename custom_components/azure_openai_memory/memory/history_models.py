@@ -36,6 +36,8 @@ class HistoryEventType(StrEnum):
 
 MAX_EVENT_DATA_BYTES = 64 * 1024
 MAX_QUERY_LIMIT = 10_000
+# SQLite's largest integer: a larger offset could not even be asked for.
+MAX_QUERY_OFFSET = 2**63 - 1
 
 _US = 1_000_000
 _JSON_OPTIONS = orjson.OPT_NON_STR_KEYS
@@ -110,7 +112,7 @@ def _encode_json(value: Any, field: str, limit: int | None = MAX_EVENT_DATA_BYTE
     except TypeError:  # orjson.JSONEncodeError is a TypeError
         raise HistoryError("event_data_not_json", field=field) from None
     if limit is not None and len(encoded) > limit:
-        raise HistoryError("event_data_too_large", field=field, max_bytes=limit)
+        raise HistoryError("event_data_too_large", field=field, size=len(encoded), max=limit)
     return encoded.decode()
 
 
@@ -224,14 +226,11 @@ class AgentHistoryEvent:
         }
 
 
-def _check_count(field: str, value: object, low: int, high: int | None) -> None:
-    if (
-        not isinstance(value, int)
-        or isinstance(value, bool)
-        or value < low
-        or (high is not None and value > high)
-    ):
-        raise HistoryError("history_limit_out_of_range", field=field, value=value, max=high)
+def _check_count(field: str, value: object, low: int, high: int) -> None:
+    if not isinstance(value, int) or isinstance(value, bool) or not low <= value <= high:
+        raise HistoryError(
+            "history_limit_out_of_range", field=field, value=value, min=low, max=high
+        )
 
 
 @dataclass(frozen=True, slots=True)
@@ -254,7 +253,7 @@ class HistoryQuery:
         if type(self.tags) is not tuple:
             object.__setattr__(self, "tags", _tags(self.tags))
         _check_count("limit", self.limit, 1, MAX_QUERY_LIMIT)
-        _check_count("offset", self.offset, 0, None)
+        _check_count("offset", self.offset, 0, MAX_QUERY_OFFSET)
         for value in (self.start_time, self.end_time):
             if value is not None:
                 _to_us(value)
@@ -326,3 +325,38 @@ class HistoryStatistics:
             "unique_sessions": self.unique_sessions,
             "refs": list(self.refs),
         }
+
+
+@dataclass(frozen=True, slots=True)
+class ListedSnapshot:
+    """A snapshot as a listing shows it: without its events and state, which can be large
+    (read one snapshot whole by its id), but with how many events it holds."""
+
+    snapshot_id: str
+    agent_id: str
+    timestamp: float
+    event_count: int
+    ref: str | None = None
+    description: str | None = None
+    metadata: dict[str, Any] | None = None
+
+    def as_dict(self) -> dict[str, Any]:
+        """The service shape, time as ISO 8601 UTC."""
+        return {
+            "snapshot_id": self.snapshot_id,
+            "agent_id": self.agent_id,
+            "timestamp": format_time(self.timestamp),
+            "event_count": self.event_count,
+            "ref": self.ref,
+            "description": self.description,
+            "metadata": self.metadata,
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class HistoryPurge:
+    """What a purge deleted: events, and snapshots (taken before the cut-off, or left
+    without any of their events)."""
+
+    events: int
+    snapshots: int

@@ -13,6 +13,13 @@ SCHEMA_VERSION = 1
 _SQLITE_MAGIC = b"SQLite format 3\x00"
 _WAL_SIZE_LIMIT = 16 * 2**20
 _CORRUPTION_CODES = (sqlite3.SQLITE_CORRUPT, sqlite3.SQLITE_NOTADB)
+# Rows ANALYZE reads per index: approximate statistics, in milliseconds however large the
+# history (an exact ANALYZE reads every row of every index).
+_ANALYSIS_LIMIT = 1000
+# PRAGMA optimize at open: 0x10000 looks at every table, not only those this connection has
+# queried (SQLite 3.46 and later; older versions skip the bit and look at none at open).
+OPTIMIZE_AT_OPEN = "PRAGMA optimize = 0x10002"
+OPTIMIZE = "PRAGMA optimize"
 
 
 _SCHEMA_1 = (
@@ -140,10 +147,14 @@ def _prepare_writer(conn: sqlite3.Connection) -> int:
     # A WAL grown by a large batch or purge is cut back after its next checkpoint.
     conn.execute(f"PRAGMA journal_size_limit = {_WAL_SIZE_LIMIT}")
     conn.execute("PRAGMA foreign_keys = ON")
+    conn.execute(f"PRAGMA analysis_limit = {_ANALYSIS_LIMIT}")
     version = _migrate(conn, _MIGRATIONS)
     # Reads the last page of each table: a damaged tree fails here, not mid-turn.
     for table in ("agent_history_events", "history_snapshots", "snapshot_events"):
         conn.execute(f"SELECT max(rowid) FROM {table}").fetchone()
+    # The planner's statistics, refreshed only where they are missing or out of date
+    # (usually nothing to do): without them it guesses each index's selectivity.
+    conn.execute(OPTIMIZE_AT_OPEN).fetchall()
     return version
 
 
