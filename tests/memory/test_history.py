@@ -50,6 +50,18 @@ SEED_INDEXES = {
     "idx_history_parent",
 }
 SEED_VIEWS = {"v_recent_agent_activity", "v_agent_event_summary", "v_event_chains"}
+# Schema version 2: the side tables and counters, and the triggers that keep them.
+INDEX_TABLES = {
+    "history_event_types",
+    "history_event_tags",
+    "history_counts",
+    "history_tag_counts",
+    "history_sessions",
+    "history_agent_sessions",
+    "history_agent_session_counts",
+    "history_bulk_insert",
+}
+INDEX_TRIGGERS = {"history_event_added", "history_event_removed", "history_event_changed"}
 
 
 def make(
@@ -845,9 +857,10 @@ def test_schema_objects_and_settings(store: HistoryStore, path: Path) -> None:
         ):
             objects.setdefault(kind, set()).add(name)
         assert objects == {
-            "table": SEED_TABLES | {"history_settings"},
+            "table": SEED_TABLES | {"history_settings"} | INDEX_TABLES,
             "index": SEED_INDEXES,
             "view": SEED_VIEWS,
+            "trigger": INDEX_TRIGGERS,
         }
         columns = [row[1] for row in conn.execute("PRAGMA table_info(agent_history_events)")]
         assert columns == [
@@ -865,12 +878,12 @@ def test_schema_objects_and_settings(store: HistoryStore, path: Path) -> None:
         ]
         snapshot_columns = [row[1] for row in conn.execute("PRAGMA table_info(history_snapshots)")]
         assert "git_commit" in snapshot_columns
-        assert conn.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION == 1
+        assert conn.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION == 2
         assert conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
     # The writer's connection: foreign keys on, NORMAL sync under WAL.
     assert store._submit(lambda conn: conn.execute("PRAGMA foreign_keys").fetchone()[0]) == 1
     assert store._submit(lambda conn: conn.execute("PRAGMA synchronous").fetchone()[0]) == 1
-    assert store.schema_version == 1
+    assert store.schema_version == 2
     assert store.path == path
     assert store.size_bytes() > 0
 
@@ -941,8 +954,8 @@ def test_hand_written_rows_read_back(store: HistoryStore, path: Path) -> None:
     )
 
 
-def _version_1_database(path: Path) -> None:
-    """A database as schema version 1 left it, holding one event."""
+def _current_database(path: Path) -> None:
+    """A database of the current schema version, holding one event."""
     store = HistoryStore(path)
     store.open()
     store.record_event(make())
@@ -950,21 +963,21 @@ def _version_1_database(path: Path) -> None:
 
 
 def test_migration_steps_run_in_order_and_keep_data(path: Path) -> None:
-    _version_1_database(path)
+    _current_database(path)
 
-    def to_version_2(conn: sqlite3.Connection) -> None:
+    def to_next_version(conn: sqlite3.Connection) -> None:
         conn.execute("ALTER TABLE agent_history_events ADD COLUMN language TEXT")
         conn.execute("UPDATE agent_history_events SET language = 'en'")
 
     with closing(sqlite3.connect(path, isolation_level=None)) as conn:
-        assert _migrate(conn, _MIGRATIONS) == 1  # up to date: nothing runs
-        assert _migrate(conn, [*_MIGRATIONS, to_version_2]) == 2
-        assert conn.execute("PRAGMA user_version").fetchone()[0] == 2
+        assert _migrate(conn, _MIGRATIONS) == SCHEMA_VERSION  # up to date: nothing runs
+        assert _migrate(conn, [*_MIGRATIONS, to_next_version]) == SCHEMA_VERSION + 1
+        assert conn.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION + 1
         assert conn.execute("SELECT language FROM agent_history_events").fetchall() == [("en",)]
 
 
 def test_failed_migration_step_changes_nothing(path: Path) -> None:
-    _version_1_database(path)
+    _current_database(path)
 
     def broken(conn: sqlite3.Connection) -> None:
         conn.execute("CREATE TABLE half_done (x)")
@@ -974,7 +987,7 @@ def test_failed_migration_step_changes_nothing(path: Path) -> None:
     with closing(sqlite3.connect(path, isolation_level=None)) as conn:
         with pytest.raises(sqlite3.OperationalError):
             _migrate(conn, [*_MIGRATIONS, broken])
-        assert conn.execute("PRAGMA user_version").fetchone()[0] == 1
+        assert conn.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION
         assert conn.execute("SELECT COUNT(*) FROM agent_history_events").fetchone()[0] == 1
         assert conn.execute(
             "SELECT COUNT(*) FROM sqlite_master WHERE name = 'half_done'"
@@ -1011,9 +1024,9 @@ def test_queries_are_answered_from_indexes(store: HistoryStore) -> None:
     assert "idx_history_agent_timestamp" in page
     assert "TEMP B-TREE" not in page
     by_type = next(p for s, p in plans.items() if "GROUP BY event_type" in s)
-    assert "COVERING INDEX idx_history_agent_type" in by_type
-    sessions = next(p for s, p in plans.items() if "DISTINCT session_id" in s)
-    assert "COVERING INDEX idx_history_agent_id" in sessions
+    assert "history_counts" in by_type  # the counters (schema version 2)
+    sessions = next(p for s, p in plans.items() if "session_counts" in s)
+    assert "PRIMARY KEY" in sessions
     for statement, plan in plans.items():
         if "MIN(timestamp)" in statement and "git_commit_hash" not in statement:
             assert "idx_history_agent_timestamp" in plan

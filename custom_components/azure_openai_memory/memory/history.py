@@ -15,9 +15,8 @@ How it is stored, and why:
   in: every read orders by (timestamp, rowid). `created_at` keeps whole seconds; it
   only says when a row was written and nothing orders by it. The views read the columns as
   stored, so their times are microseconds too.
-* The index columns are chosen so the statistics read indexes only:
-  `idx_history_agent_id` is (agent_id, session_id), which still filters by agent and also
-  counts an agent's sessions without touching the table.
+* `idx_history_agent_id` is (agent_id, session_id): it filters by agent and, until a
+  database is indexed (see below), counts an agent's sessions without touching the table.
 * New event ids are UUID version 7 (time first, then random bits; see _new_event_id), so
   the primary key grows at its end instead of at random pages; ids of any UUID version are
   accepted.
@@ -27,10 +26,22 @@ How it is stored, and why:
   window of events (1 s by default). The other writes (`record_events`, snapshots, purges,
   settings) are jobs on the same thread, run after the queue is committed, so a parent
   queued earlier is always written before its child.
-* A purge deletes in batches (PURGE_BATCH events, one transaction each), so what a turn
-  queued meanwhile is committed between two; the snapshots go with the retention too.
+* A purge deletes in batches (one transaction each, sized to take PURGE_STEP seconds, at
+  most PURGE_BATCH events), so what a turn queued meanwhile is committed between two; the
+  snapshots go with the retention too. The side tables and counters of the deleted events
+  are taken out a batch at a time (history_schema.take_out_of_index), not row by row.
   PRAGMA optimize runs at open and after a purge, with a bounded analysis_limit: the
-  planner's statistics stay current for milliseconds of work.
+  planner's statistics stay current for milliseconds of work. Those statistics are
+  approximate (and absent until SQLite 3.46 analyses at open), so the reads that matter
+  name their index (INDEXED BY, CROSS JOIN) rather than leave the choice to them.
+* Schema version 2 adds side tables and counters kept by triggers (see history_schema):
+  each query is read in time order from the index that narrows it most, and a total or
+  a statistic is summed from counters (see _EventRead). A version 1 database gets them at
+  open in milliseconds; its events are indexed afterwards by the writer when nothing else
+  waits (INDEX_BATCH a transaction), reads answering as version 1 did until then.
+* A database created by this store has auto_vacuum=INCREMENTAL: after a purge the writer
+  hands the freed pages back to the file system when nothing else waits, a step at a
+  time. An older file keeps its size and reuses its free pages.
 * synchronous=NORMAL under WAL: a committed batch survives a crash of Home Assistant; a power
   cut may lose the last commits, never the file's consistency.
 * WAL lets readers run beside the writer: reads take a connection from a small pool (from any
@@ -49,6 +60,7 @@ from collections import deque
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from concurrent.futures import Future
 from contextlib import contextmanager, suppress
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from functools import partial
 import logging
@@ -94,6 +106,12 @@ from .history_schema import (
     _migrate,  # noqa: F401 (reached by the tests through this module)
     _prepare_writer,
     _transaction,
+    day_of,
+    day_start,
+    index_batch,
+    index_pending,
+    insert_in_bulk,
+    take_out_of_index,
 )
 from .timeseries import format_time
 
@@ -105,10 +123,13 @@ __all__ = [
     "BUSY_TIMEOUT",
     "DEFAULT_BATCH_WINDOW",
     "DEFAULT_MAX_QUEUE",
+    "INDEX_BATCH",
     "MAX_EVENT_DATA_BYTES",
     "MAX_QUERY_LIMIT",
     "MAX_QUERY_OFFSET",
     "PURGE_BATCH",
+    "PURGE_STEP",
+    "RECLAIM_PAGES",
     "SCHEMA_VERSION",
     "AgentHistoryEvent",
     "HistoryError",
@@ -128,11 +149,26 @@ DEFAULT_BATCH_WINDOW = 1.0
 DEFAULT_MAX_QUEUE = 10_000
 # How long a write waits for another process's lock before it counts as failed.
 BUSY_TIMEOUT = 1.0
-# Events a purge deletes per transaction; queued events are committed between two.
+# Events a purge deletes per transaction at most; queued events are committed between two.
 PURGE_BATCH = 5000
+# Seconds one purge batch aims to take (its size follows the pace of the one before); the
+# first batch's size, and the fewest events a batch deletes however slow the disk.
+PURGE_STEP = 0.02
+_FIRST_PURGE_BATCH = 500
+_SMALLEST_PURGE_BATCH = 100
+# Events of an upgraded database indexed per transaction while the writer is idle.
+INDEX_BATCH = 2000
+# Free pages handed back to the file system per transaction after a purge, at most; the
+# first step's, and the fewest however slow the disk.
+RECLAIM_PAGES = 4096
+_FIRST_RECLAIM_PAGES = 128
+_FEWEST_RECLAIM_PAGES = 16
 
+_AUTO_VACUUM_INCREMENTAL = 2
 # Idle read connections kept for reuse; more may be open while many threads read at once.
 _IDLE_READERS = 4
+# Events inserted at once from which they are indexed set by set, not by the trigger.
+_BULK_ROWS = 64
 # Parameters per `IN (...)` lookup, well under SQLite's limit of bound variables.
 _LOOKUP_CHUNK = 500
 
@@ -230,12 +266,225 @@ def _insert_events(conn: sqlite3.Connection, rows: Sequence[_Row], *, strict: bo
             raise HistoryError("unknown_event", field="parent_event_id", event_id=min(missing))
         _LOGGER.debug("History: %d events name a parent that is not stored", len(missing))
         rows = [_without_parent(row) if row[_PARENT] in missing else row for row in rows]
-    conn.executemany(_INSERT_EVENT, rows)
+    if len(rows) < _BULK_ROWS:
+        conn.executemany(_INSERT_EVENT, rows)
+    else:
+        insert_in_bulk(conn, partial(conn.executemany, _INSERT_EVENT, rows))
 
 
 def _is_write_failure(err: BaseException) -> TypeGuard[sqlite3.DatabaseError]:
     """A fault of the database or disk (locked, full, damaged), not of what was written."""
     return isinstance(err, sqlite3.DatabaseError) and not isinstance(err, sqlite3.IntegrityError)
+
+
+# --- Reading a query -----------------------------------------------------------------------
+
+_E_COLUMNS = ", ".join(f"e.{column}" for column in _EVENT_COLUMNS.split(", "))
+# A type and agent with at most this many events are read whole and sorted by time; more
+# are read in time order from the index that holds them most densely, until a page is full.
+_SORTED_AT_MOST = 5000
+# Whether an event carries a tag, answered from the tags' table (no JSON is read); {0} is
+# the table whose row names the event: the lead tag's row when there is one, so that an
+# event without the other tags is passed over before it is read.
+_HAS_TAG = (
+    "EXISTS (SELECT 1 FROM history_event_tags x WHERE x.tag = ? "
+    "AND x.timestamp = {0}.timestamp AND x.event_id = {0}.event_id)"
+)
+
+
+@dataclass(slots=True)
+class _EventRead:
+    """How one query reads its events: the tables (`e` is the events), the conditions
+    besides time, the time column that orders the page and takes the range, and the
+    counters its total can be summed from (None: it is counted).
+
+    A page is read in time order from one index, so it stops after limit + offset rows.
+    Which index: a session's own (a session is a conversation: few events), else the
+    rarest tag's table, else the type's table, else the agent's index, else the time
+    index. A total over a long range sums the counters of its whole days and counts only
+    the two partial days at its ends.
+    """
+
+    source: str
+    terms: list[str]
+    params: list[Any]
+    time: str
+    ascending: bool
+    start: int | None
+    end: int | None
+    counters: tuple[str, list[tuple[str, Any]]] | None = None
+
+    @classmethod
+    def plain(cls, query: HistoryQuery) -> "_EventRead":
+        """Version 1's read: the events alone, SQLite choosing the index."""
+        read = cls("agent_history_events e", [], [], "e.timestamp", query.ascending, *_range(query))
+        read.add_columns(query)
+        for tag in dict.fromkeys(query.tags):
+            read.terms.append("EXISTS (SELECT 1 FROM json_each(e.tags) WHERE value = ?)")
+            read.params.append(tag)
+        return read
+
+    @classmethod
+    def planned(cls, conn: sqlite3.Connection, query: HistoryQuery) -> "_EventRead":
+        """The read through the side tables and counters (every event indexed)."""
+        start, end = _range(query)
+        tags = list(dict.fromkeys(query.tags))
+        kind = None if query.event_type is None else query.event_type.value
+        agent = query.agent_id
+
+        def events(index: str) -> _EventRead:
+            return cls(
+                f"agent_history_events e INDEXED BY {index}",
+                [],
+                [],
+                "e.timestamp",
+                query.ascending,
+                start,
+                end,
+            )
+
+        if query.session_id is not None:
+            read = events("idx_history_session_id")
+        elif tags:
+            lead = min(tags, key=lambda tag: (_tag_total(conn, tag), tags.index(tag)))
+            tags.remove(lead)
+            read = cls(
+                "history_event_tags g CROSS JOIN agent_history_events e",
+                ["g.tag = ?", "e.event_id = g.event_id"],
+                [lead],
+                "g.timestamp",
+                query.ascending,
+                start,
+                end,
+            )
+            if agent is None and kind is None and not tags:
+                read.counters = ("history_tag_counts", [("tag = ?", lead)])
+        else:
+            read = cls._by_agent_and_type(conn, events, agent, kind, query)
+            filters = {"agent_id": agent, "event_type": kind}
+            read.counters = (
+                "history_counts",
+                [
+                    (f"{column} = ?", value)
+                    for column, value in filters.items()
+                    if value is not None
+                ],
+            )
+        read.add_columns(query)
+        row = "g" if read.source.startswith("history_event_tags") else "e"
+        for tag in tags:
+            read.terms.append(_HAS_TAG.format(row))
+            read.params.append(tag)
+        return read
+
+    @classmethod
+    def _by_agent_and_type(
+        cls,
+        conn: sqlite3.Connection,
+        events: Callable[[str], "_EventRead"],
+        agent: str | None,
+        kind: str | None,
+        query: HistoryQuery,
+    ) -> "_EventRead":
+        start, end = _range(query)
+        by_type = cls(
+            "history_event_types t CROSS JOIN agent_history_events e",
+            ["t.event_type = ?", "e.event_id = t.event_id"],
+            [kind],
+            "t.timestamp",
+            query.ascending,
+            start,
+            end,
+        )
+        if kind is None:
+            return events(
+                "idx_history_timestamp" if agent is None else "idx_history_agent_timestamp"
+            )
+        if agent is None:
+            return by_type
+        both, of_type, of_agent = conn.execute(
+            "SELECT TOTAL(events * (agent_id = ? AND event_type = ?)), "
+            "TOTAL(events * (event_type = ?)), TOTAL(events * (agent_id = ?)) FROM history_counts",
+            (agent, kind, kind, agent),
+        ).fetchone()
+        wanted = query.offset + query.limit
+        # Rows read: all of the agent's events of the type (then sorted), or, in time
+        # order, as many of the type's (or the agent's) as hold a page of both.
+        if both <= _SORTED_AT_MOST or both * both <= wanted * min(of_type, of_agent):
+            return events("idx_history_agent_type")
+        return by_type if of_type <= of_agent else events("idx_history_agent_timestamp")
+
+    def add_columns(self, query: HistoryQuery) -> None:
+        for column, value in (
+            ("agent_id", query.agent_id),
+            ("session_id", query.session_id),
+            ("event_type", None if query.event_type is None else query.event_type.value),
+        ):
+            if value is not None:
+                self.terms.append(f"e.{column} = ?")
+                self.params.append(value)
+
+    def _where(self, start: int | None, end: int | None) -> tuple[str, list[Any]]:
+        terms, params = list(self.terms), list(self.params)
+        if start is not None:
+            terms.append(f"{self.time} >= ?")
+            params.append(start)
+        if end is not None:
+            terms.append(f"{self.time} <= ?")
+            params.append(end)
+        return (f"WHERE {' AND '.join(terms)}" if terms else ""), params
+
+    def page(self, limit: int, offset: int) -> tuple[str, list[Any]]:
+        """The statement of one page, ordered by (timestamp, rowid)."""
+        where, params = self._where(self.start, self.end)
+        order = "ASC" if self.ascending else "DESC"
+        return (
+            f"SELECT {_E_COLUMNS} FROM {self.source} {where} "
+            f"ORDER BY {self.time} {order}, e.rowid {order} LIMIT ? OFFSET ?",
+            [*params, limit, offset],
+        )
+
+    def _counted(self, conn: sqlite3.Connection, start: int | None, end: int | None) -> int:
+        where, params = self._where(start, end)
+        counted: int = conn.execute(
+            f"SELECT COUNT(*) FROM {self.source} {where}", params
+        ).fetchone()[0]
+        return counted
+
+    def count(self, conn: sqlite3.Connection) -> int:
+        """How many events the query selects."""
+        if self.counters is None:
+            return self._counted(conn, self.start, self.end)
+        first = None if self.start is None else day_of(self.start - 1) + 1
+        last = None if self.end is None else day_of(self.end + 1) - 1
+        if first is not None and last is not None and first > last:
+            return self._counted(conn, self.start, self.end)  # within two days
+        table, conditions = self.counters
+        if first is not None:
+            conditions = [*conditions, ("day >= ?", first)]
+        if last is not None:
+            conditions = [*conditions, ("day <= ?", last)]
+        where = " AND ".join(term for term, _ in conditions)
+        sql = f"SELECT SUM(events) FROM {table}" + (f" WHERE {where}" if where else "")
+        params = [value for _, value in conditions]
+        total = int(conn.execute(sql, params).fetchone()[0] or 0)
+        if self.start is not None and first is not None and self.start < day_start(first):
+            total += self._counted(conn, self.start, day_start(first) - 1)
+        if self.end is not None and last is not None and self.end >= day_start(last + 1):
+            total += self._counted(conn, day_start(last + 1), self.end)
+        return total
+
+
+def _range(query: HistoryQuery) -> tuple[int | None, int | None]:
+    return (
+        None if query.start_time is None else _to_us(query.start_time),
+        None if query.end_time is None else _to_us(query.end_time),
+    )
+
+
+def _tag_total(conn: sqlite3.Connection, tag: str) -> int:
+    total = conn.execute("SELECT SUM(events) FROM history_tag_counts WHERE tag = ?", (tag,))
+    return int(total.fetchone()[0] or 0)
 
 
 # --- The store ----------------------------------------------------------------------------
@@ -257,11 +506,13 @@ class HistoryStore:
         on_failure: Callable[[Exception], None] | None = None,
         clock: Callable[[], float] = time.time,
         purge_batch: int = PURGE_BATCH,
+        index_batch: int = INDEX_BATCH,
     ) -> None:
         self._path = Path(path)
         self._batch_window = max(0.0, batch_window)
         self._max_queue = max(1, max_queue)
         self._purge_batch = max(1, purge_batch)
+        self._index_batch = max(1, index_batch)
         self._on_failure = on_failure
         self._clock = clock
         # Seconds a write waits on another process's lock; set before open() to change it.
@@ -283,6 +534,16 @@ class HistoryStore:
         self._readers_lock = threading.Lock()
         self._open = False
         self._schema_version = 0
+        # True once every event is in the side tables and counters (see history_schema);
+        # until then reads answer from the events themselves. Written by the writer thread.
+        self._indexed = True
+        # When the writer next indexes a batch; None when there is nothing (more) to do.
+        self._index_at: float | None = None
+        # When the writer next gives free pages back after a purge (None: nothing to give),
+        # how many in that step, and how many were free after the last (guarded by _cond).
+        self._reclaim_at: float | None = None
+        self._reclaim_pages = _FIRST_RECLAIM_PAGES
+        self._reclaim_free: int | None = None
 
     # -- Life cycle ------------------------------------------------------------------------
 
@@ -309,6 +570,11 @@ class HistoryStore:
             return len(self._pending) + self._in_flight
 
     @property
+    def indexed(self) -> bool:
+        """False while the events of an upgraded database are being indexed."""
+        return self._indexed
+
+    @property
     def failing(self) -> bool:
         """True from a failed write until the next successful one."""
         return self._failing
@@ -331,6 +597,10 @@ class HistoryStore:
         if moved is not None:  # the caller reports it (the path is returned)
             _LOGGER.debug("History database was corrupt; moved to %s, a new one started", moved)
         self._schema_version = version
+        self._indexed = not index_pending(conn)
+        with self._cond:
+            self._index_at = None if self._indexed else 0.0
+            self._reclaim_at = None
         with self._cond:
             self._stopping = False
             self._failing = False
@@ -481,21 +751,47 @@ class HistoryStore:
         taken before it and the snapshots left without any of their events: a snapshot goes
         with the retention, as its events do.
 
-        In batches of `purge_batch` events, each its own transaction and its own job on the
-        writer thread, so what was queued meanwhile is committed between two batches and a
-        large purge never holds the write lock for long. Then PRAGMA optimize: a purge is
-        what changes the tables' sizes most.
+        In batches of at most `purge_batch` events, each its own transaction and its own job
+        on the writer thread, so what was queued meanwhile is committed between two batches;
+        each batch is sized to take about PURGE_STEP seconds, so a large purge never holds the
+        write lock for long. Then PRAGMA optimize (a purge is what changes the tables' sizes
+        most); the writer then hands the freed pages back in the background (reclaim_space).
         """
         cutoff = _to_us(timestamp)
         events = snapshots = 0
+        size = min(_FIRST_PURGE_BATCH, self._purge_batch)
+        smallest = min(_SMALLEST_PURGE_BATCH, size)
         while True:
-            deleted, emptied = self._submit(partial(_purge_batch, cutoff, self._purge_batch))
+            started = time.monotonic()
+            deleted, emptied = self._submit(partial(_purge_batch, cutoff, size))
             events += deleted
             snapshots += emptied
-            if deleted < self._purge_batch:
+            if deleted < size:
                 break
+            # The next batch sized to take PURGE_STEP seconds at the pace of this one: a
+            # slow disk gets smaller batches, so a write never waits much longer than that.
+            pace = size / max(time.monotonic() - started, 1e-3)
+            size = max(smallest, min(self._purge_batch, int(pace * PURGE_STEP)))
         snapshots += self._submit(partial(_purge_snapshots_before, cutoff))
+        self.reclaim_space()
         return HistoryPurge(events=events, snapshots=snapshots)
+
+    def reclaim_space(self) -> None:
+        """Have the pages a purge freed handed back to the file system, in the background:
+        the writer does it when nothing else waits, a step at a time, each sized like a
+        purge batch to take about PURGE_STEP seconds (moving a page costs far more than
+        deleting an event).
+
+        Only a database created with auto_vacuum=INCREMENTAL can (every one created by
+        this store). An older file keeps its size and reuses the freed pages for new
+        events; making it smaller takes one VACUUM, which rewrites the whole file and so
+        is left to its owner (with Home Assistant stopped).
+        """
+        with self._cond:
+            self._reclaim_at = 0.0
+            self._reclaim_pages = _FIRST_RECLAIM_PAGES
+            self._reclaim_free = None
+            self._cond.notify_all()
 
     def delete_memory_events(
         self, memory_ids: Iterable[str], tools: Iterable[str], service_prefix: str
@@ -623,39 +919,13 @@ class HistoryStore:
 
     def query_events(self, query: HistoryQuery) -> tuple[list[AgentHistoryEvent], int]:
         """One page of the events a query selects, and how many it selects in all."""
-        terms: list[str] = []
-        params: list[Any] = []
-        for column, value in (
-            ("agent_id", query.agent_id),
-            ("session_id", query.session_id),
-            ("event_type", None if query.event_type is None else query.event_type.value),
-        ):
-            if value is not None:
-                terms.append(f"{column} = ?")
-                params.append(value)
-        if query.start_time is not None:
-            terms.append("timestamp >= ?")
-            params.append(_to_us(query.start_time))
-        if query.end_time is not None:
-            terms.append("timestamp <= ?")
-            params.append(_to_us(query.end_time))
-        for tag in dict.fromkeys(query.tags):
-            terms.append("EXISTS (SELECT 1 FROM json_each(tags) WHERE value = ?)")
-            params.append(tag)
-        where = f"WHERE {' AND '.join(terms)}" if terms else ""
-        order = "ASC" if query.ascending else "DESC"
         with self._reading() as conn:
-            rows = conn.execute(
-                f"SELECT {_EVENT_COLUMNS} FROM agent_history_events {where} "
-                f"ORDER BY timestamp {order}, rowid {order} LIMIT ? OFFSET ?",
-                (*params, query.limit, query.offset),
-            ).fetchall()
+            read = _EventRead.planned(conn, query) if self._indexed else _EventRead.plain(query)
+            rows = conn.execute(*read.page(query.limit, query.offset)).fetchall()
             if 0 < len(rows) < query.limit or (not rows and query.offset == 0):
                 total = query.offset + len(rows)  # the page ends before the limit: no count
             else:
-                total = conn.execute(
-                    f"SELECT COUNT(*) FROM agent_history_events {where}", params
-                ).fetchone()[0]
+                total = read.count(conn)
         return [_decode_event(row) for row in rows], total
 
     def get_event_chain(self, event_id: str) -> list[AgentHistoryEvent]:
@@ -681,18 +951,30 @@ class HistoryStore:
     def get_statistics(self, agent_id: str | None = None) -> HistoryStatistics:
         """The statistics of one agent, or of all (agent_id None).
 
-        Each figure is one query answered from an index (see the schema), so none of them
-        reads the events themselves.
+        Counts come from the counters (see history_schema), times and references from
+        indexes, so no figure reads the events themselves. Until an upgraded database is
+        indexed, the counts are taken from the indexes of the events, as version 1 did.
         """
         where, params = ("WHERE agent_id = ?", (agent_id,)) if agent_id is not None else ("", ())
-        both = f"{where} AND" if where else "WHERE"
+        # The unary + keeps SQLite on the references' index: few events carry one, and the
+        # agent's own index would read all of that agent's events.
+        refs_where = "WHERE +agent_id = ? AND" if agent_id is not None else "WHERE"
         with self._reading() as conn:
+            if self._indexed:
+                counts = f"SELECT event_type, SUM(events) FROM history_counts {where} "
+                sessions_sql = (
+                    "SELECT COALESCE(SUM(sessions), 0) FROM history_agent_session_counts "
+                    "WHERE agent_id = ?"
+                    if agent_id is not None
+                    else "SELECT COUNT(*) FROM history_sessions"
+                )
+            else:
+                counts = f"SELECT event_type, COUNT(*) FROM agent_history_events {where} "
+                sessions_sql = (
+                    f"SELECT COUNT(DISTINCT session_id) FROM agent_history_events {where}"
+                )
             by_type = dict.fromkeys((kind.value for kind in HistoryEventType), 0)
-            for kind, count in conn.execute(
-                f"SELECT event_type, COUNT(*) FROM agent_history_events {where} "
-                "GROUP BY event_type",
-                params,
-            ):
+            for kind, count in conn.execute(f"{counts} GROUP BY event_type", params):
                 by_type[kind] = count
             earliest = conn.execute(
                 f"SELECT MIN(timestamp) FROM agent_history_events {where}", params
@@ -700,14 +982,12 @@ class HistoryStore:
             latest = conn.execute(
                 f"SELECT MAX(timestamp) FROM agent_history_events {where}", params
             ).fetchone()[0]
-            sessions = conn.execute(
-                f"SELECT COUNT(DISTINCT session_id) FROM agent_history_events {where}", params
-            ).fetchone()[0]
+            sessions = conn.execute(sessions_sql, params).fetchone()[0]
             refs = [
                 ref
                 for (ref,) in conn.execute(
                     "SELECT git_commit_hash FROM agent_history_events "
-                    f"{both} git_commit_hash IS NOT NULL "
+                    f"{refs_where} git_commit_hash IS NOT NULL "
                     "GROUP BY git_commit_hash ORDER BY MIN(timestamp), git_commit_hash",
                     params,
                 )
@@ -827,21 +1107,28 @@ class HistoryStore:
                 self._max_queue,
             )
 
+    def _wake_at(self) -> float | None:
+        """When the writer has something to do without being asked (called with _cond
+        held): the queue's deadline, or the next indexing batch."""
+        wake = [self._deadline] if self._pending else []
+        wake += [at for at in (self._index_at, self._reclaim_at) if at is not None]
+        return min(wake) if wake else None
+
     def _run(self, conn: sqlite3.Connection) -> None:
         try:
             while True:
                 with self._cond:
-                    while not (
-                        self._jobs
-                        or self._stopping
-                        or (self._pending and time.monotonic() >= self._deadline)
-                    ):
-                        timeout = self._deadline - time.monotonic() if self._pending else None
-                        self._cond.wait(timeout)
+                    while not (self._jobs or self._stopping):
+                        wake = self._wake_at()
+                        if wake is not None and time.monotonic() >= wake:
+                            break
+                        self._cond.wait(None if wake is None else wake - time.monotonic())
                     jobs, self._jobs = self._jobs, []
                     stopping = self._stopping
-                    batch = list(self._pending)
-                    self._pending.clear()
+                    due = self._pending and time.monotonic() >= self._deadline
+                    batch = list(self._pending) if due or jobs or stopping else []
+                    if batch:
+                        self._pending.clear()
                     self._in_flight = len(batch)
                 if batch:
                     self._write_batch(conn, batch)
@@ -849,8 +1136,75 @@ class HistoryStore:
                     self._run_job(conn, work, future)
                 if stopping:
                     break
+                if not jobs:
+                    self._idle_step(conn)
         finally:
             self._shut_down(conn)
+
+    def _idle_step(self, conn: sqlite3.Connection) -> None:
+        """What the writer does when nothing waits: index an upgraded database's events,
+        then give back the pages a purge freed; one step of either."""
+        now = time.monotonic()
+        if self._index_at is not None:
+            if now >= self._index_at:
+                self._index_step(conn)
+        elif self._reclaim_at is not None and now >= self._reclaim_at:
+            self._reclaim_step(conn)
+
+    def _reclaim_step(self, conn: sqlite3.Connection) -> None:
+        started = time.monotonic()
+        try:
+            left = _reclaim(self._reclaim_pages, conn)
+        except Exception as err:
+            with self._cond:
+                if _is_write_failure(err):
+                    self._reclaim_at = time.monotonic() + self._batch_window
+                else:
+                    _LOGGER.exception("History: free pages could not be given back")
+                    self._reclaim_at = None
+                    self._cond.notify_all()
+            if _is_write_failure(err):
+                self._failed(err)
+            return
+        self._succeeded()
+        with self._cond:
+            if self._reclaim_at is None:
+                return
+            if not left or (self._reclaim_free is not None and left >= self._reclaim_free):
+                self._reclaim_at = None  # all back, or nothing more came back
+                self._cond.notify_all()
+                return
+            pace = self._reclaim_pages / max(time.monotonic() - started, 1e-3)
+            self._reclaim_pages = max(
+                _FEWEST_RECLAIM_PAGES, min(RECLAIM_PAGES, int(pace * PURGE_STEP))
+            )
+            self._reclaim_free = left
+
+    def _index_step(self, conn: sqlite3.Connection) -> None:
+        """One batch of an upgraded database's events into the side tables; queued events
+        and jobs go first, so a batch is what a write waits for at most."""
+        try:
+            done = index_batch(conn, self._index_batch)
+        except Exception as err:
+            failing = _is_write_failure(err)
+            if not failing:
+                # Not a fault of the disk: trying again would fail again. Reads keep
+                # answering from the events themselves; the next start tries anew.
+                _LOGGER.exception("History events could not be indexed")
+            with self._cond:
+                self._index_at = time.monotonic() + self._batch_window if failing else None
+                self._cond.notify_all()
+            if failing:
+                self._failed(err)
+            return
+        self._succeeded()
+        if done:
+            conn.execute(OPTIMIZE).fetchall()
+            with self._cond:
+                self._index_at = None
+                self._indexed = True
+                self._cond.notify_all()
+            _LOGGER.debug("History: every event is indexed")
 
     def _write_batch(self, conn: sqlite3.Connection, batch: list[_Row]) -> None:
         try:
@@ -945,6 +1299,19 @@ class HistoryStore:
         with self._cond:
             return self._cond.wait_for(lambda: self._commits >= count, timeout)
 
+    def _wait_for_index(self, timeout: float) -> bool:
+        """Wait until every event is indexed (False on timeout)."""
+        with self._cond:
+            return self._cond.wait_for(lambda: self._indexed, timeout)
+
+    def _wait_until_idle(self, timeout: float) -> bool:
+        """Wait until the writer has nothing left to do in the background: no events to
+        index, no free pages to give back (False on timeout)."""
+        with self._cond:
+            return self._cond.wait_for(
+                lambda: self._index_at is None and self._reclaim_at is None, timeout
+            )
+
 
 # The events of one purge batch, and the snapshots that held any of them (the write
 # connection's own temporary tables).
@@ -987,6 +1354,12 @@ def _purge_batch(cutoff: int, limit: int, conn: sqlite3.Connection) -> tuple[int
                 "UPDATE agent_history_events SET parent_event_id = NULL "
                 f"WHERE parent_event_id IN ({_PURGED}) AND event_id NOT IN ({_PURGED})"
             )
+            take_out_of_index(
+                conn,
+                "FROM temp.purged_events p CROSS JOIN agent_history_events e ON e.rowid = p.row "
+                "WHERE true",
+                (),
+            )
             events: int = conn.execute(
                 "DELETE FROM agent_history_events "
                 "WHERE rowid IN (SELECT row FROM temp.purged_events)"
@@ -1013,6 +1386,16 @@ def _purge_snapshots_before(cutoff: int, conn: sqlite3.Connection) -> int:
         ).rowcount
     conn.execute(OPTIMIZE).fetchall()
     return deleted
+
+
+def _reclaim(pages: int, conn: sqlite3.Connection) -> int:
+    """Give up to `pages` free pages back (its own transaction); how many are still free.
+    0 when the database cannot (auto_vacuum is not INCREMENTAL)."""
+    if conn.execute("PRAGMA auto_vacuum").fetchone()[0] != _AUTO_VACUUM_INCREMENTAL:
+        return 0
+    conn.execute(f"PRAGMA incremental_vacuum({int(pages)})").fetchall()
+    free: int = conn.execute("PRAGMA freelist_count").fetchone()[0]
+    return free
 
 
 _SELECT_SNAPSHOT = (

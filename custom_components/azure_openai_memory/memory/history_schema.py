@@ -1,15 +1,38 @@
 """Agent history: the SQLite schema, its migrations, the write connection's PRAGMAs and the
-detection of a damaged database file. See history.py for how the history is stored."""
+detection of a damaged database file. See history.py for how the history is stored.
+
+Version 2 adds what answers a query or the statistics without reading every event:
+
+* `history_event_types` and `history_event_tags`: (type or tag, timestamp, event_id),
+  each a table ordered by its key, so the newest events of a type or tag are read in order
+  and nothing is sorted. Tags live in a JSON column, which no index can reach.
+* `history_counts` (events per UTC day, agent and type), `history_tag_counts` (events
+  per tag and day), `history_sessions` and `history_agent_sessions` (events per session,
+  and per agent and session) and `history_agent_session_counts` (sessions per agent): a
+  total or a statistic is a sum over a few thousand counters, not a count over up to
+  every event.
+
+Triggers keep them in step with every insert, delete and change of an event, whoever
+writes (our store, or SQL by hand). An event is *indexed* when its row in
+`history_event_types` exists; the other triggers act only on indexed events. A database
+of version 1 gets the tables and triggers at once (milliseconds) and its existing events
+are indexed afterwards, a batch at a time in the writer thread (`index_batch`), walking
+the events by id from a cursor kept in history_settings. Until that cursor is gone, reads
+answer from the events themselves, as version 1 did.
+"""
 
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager, suppress
 import logging
 from pathlib import Path
 import sqlite3
+from typing import Any
+
+import orjson
 
 _LOGGER = logging.getLogger(__name__)
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 _SQLITE_MAGIC = b"SQLite format 3\x00"
 _WAL_SIZE_LIMIT = 16 * 2**20
 _CORRUPTION_CODES = (sqlite3.SQLITE_CORRUPT, sqlite3.SQLITE_NOTADB)
@@ -20,6 +43,25 @@ _ANALYSIS_LIMIT = 1000
 # queried (SQLite 3.46 and later; older versions skip the bit and look at none at open).
 OPTIMIZE_AT_OPEN = "PRAGMA optimize = 0x10002"
 OPTIMIZE = "PRAGMA optimize"
+# The setting that holds how far the events of an upgraded database have been indexed (the
+# last event id done); there is none once every event is.
+INDEX_CURSOR = "index_cursor"
+_DAY_US = 86_400_000_000
+
+
+def _day(column: str) -> str:
+    """The UTC day of a stored time, as SQL: floor division, also before 1970."""
+    return f"(({column} - ((({column}) % {_DAY_US}) + {_DAY_US}) % {_DAY_US}) / {_DAY_US})"
+
+
+def day_of(micros: int) -> int:
+    """The UTC day of a stored time (the counters' key)."""
+    return micros // _DAY_US
+
+
+def day_start(day: int) -> int:
+    """The first microsecond of a day."""
+    return day * _DAY_US
 
 
 _SCHEMA_1 = (
@@ -100,10 +142,324 @@ def _create_version_1(conn: sqlite3.Connection) -> None:
         conn.execute(statement)
 
 
+def _text_values(column: str, alias: str = "j") -> str:
+    """The text values in a stored tags column (a JSON list), as a json_each table named
+    `alias`; a column that is not JSON holds none."""
+    return f"json_each(CASE WHEN json_valid({column}) THEN {column} ELSE '[]' END) AS {alias}"
+
+
+def _indexed(row: str) -> str:
+    return (
+        f"EXISTS (SELECT 1 FROM history_event_types WHERE event_type = {row}.event_type "
+        f"AND timestamp = {row}.timestamp AND event_id = {row}.event_id)"
+    )
+
+
+def _index_event(row: str) -> str:
+    """The statements that add one event to the side tables and counters."""
+    day = _day(f"{row}.timestamp")
+    pair = f"agent_id = {row}.agent_id AND session_id = {row}.session_id"
+    tags = f"FROM {_text_values(f'{row}.tags')} WHERE j.type = 'text'"
+    return f"""
+        INSERT INTO history_event_types (event_type, timestamp, event_id)
+            VALUES ({row}.event_type, {row}.timestamp, {row}.event_id);
+        INSERT INTO history_event_tags (tag, timestamp, event_id)
+            SELECT DISTINCT j.value, {row}.timestamp, {row}.event_id {tags};
+        INSERT INTO history_tag_counts (tag, day, events)
+            SELECT DISTINCT j.value, {day}, 1 {tags}
+            ON CONFLICT DO UPDATE SET events = events + 1;
+        INSERT INTO history_counts (day, agent_id, event_type, events)
+            VALUES ({day}, {row}.agent_id, {row}.event_type, 1)
+            ON CONFLICT DO UPDATE SET events = events + 1;
+        INSERT INTO history_sessions (session_id, events)
+            SELECT {row}.session_id, 1 WHERE {row}.session_id IS NOT NULL
+            ON CONFLICT DO UPDATE SET events = events + 1;
+        INSERT INTO history_agent_session_counts (agent_id, sessions)
+            SELECT {row}.agent_id, 1 WHERE {row}.session_id IS NOT NULL
+            AND NOT EXISTS (SELECT 1 FROM history_agent_sessions WHERE {pair})
+            ON CONFLICT DO UPDATE SET sessions = sessions + 1;
+        INSERT INTO history_agent_sessions (agent_id, session_id, events)
+            SELECT {row}.agent_id, {row}.session_id, 1 WHERE {row}.session_id IS NOT NULL
+            ON CONFLICT DO UPDATE SET events = events + 1;"""
+
+
+def _unindex_event(row: str) -> str:
+    """The statements that take one indexed event out again; a counter that reaches zero
+    goes."""
+    day = _day(f"{row}.timestamp")
+    counter = f"day = {day} AND agent_id = {row}.agent_id AND event_type = {row}.event_type"
+    pair = f"agent_id = {row}.agent_id AND session_id = {row}.session_id"
+    tags = f"SELECT j.value FROM {_text_values(f'{row}.tags')} WHERE j.type = 'text'"
+    return f"""
+        DELETE FROM history_event_types WHERE event_type = {row}.event_type
+            AND timestamp = {row}.timestamp AND event_id = {row}.event_id;
+        DELETE FROM history_event_tags WHERE tag IN ({tags})
+            AND timestamp = {row}.timestamp AND event_id = {row}.event_id;
+        UPDATE history_tag_counts SET events = events - 1 WHERE day = {day} AND tag IN ({tags});
+        DELETE FROM history_tag_counts WHERE day = {day} AND tag IN ({tags}) AND events <= 0;
+        UPDATE history_counts SET events = events - 1 WHERE {counter};
+        DELETE FROM history_counts WHERE {counter} AND events <= 0;
+        UPDATE history_sessions SET events = events - 1 WHERE session_id = {row}.session_id;
+        DELETE FROM history_sessions WHERE session_id = {row}.session_id AND events <= 0;
+        UPDATE history_agent_sessions SET events = events - 1 WHERE {pair};
+        UPDATE history_agent_session_counts SET sessions = sessions - 1
+            WHERE agent_id = {row}.agent_id
+            AND EXISTS (SELECT 1 FROM history_agent_sessions WHERE {pair} AND events <= 0);
+        DELETE FROM history_agent_session_counts
+            WHERE agent_id = {row}.agent_id AND sessions <= 0;
+        DELETE FROM history_agent_sessions WHERE {pair} AND events <= 0;"""
+
+
+_SCHEMA_2 = (
+    """CREATE TABLE history_event_types (
+        event_type TEXT NOT NULL,
+        timestamp INTEGER NOT NULL,
+        event_id TEXT NOT NULL,
+        PRIMARY KEY (event_type, timestamp, event_id)
+    ) WITHOUT ROWID""",
+    """CREATE TABLE history_event_tags (
+        tag TEXT NOT NULL,
+        timestamp INTEGER NOT NULL,
+        event_id TEXT NOT NULL,
+        PRIMARY KEY (tag, timestamp, event_id)
+    ) WITHOUT ROWID""",
+    """CREATE TABLE history_counts (
+        day INTEGER NOT NULL,
+        agent_id TEXT NOT NULL,
+        event_type TEXT NOT NULL,
+        events INTEGER NOT NULL,
+        PRIMARY KEY (day, agent_id, event_type)
+    ) WITHOUT ROWID""",
+    """CREATE TABLE history_tag_counts (
+        tag TEXT NOT NULL,
+        day INTEGER NOT NULL,
+        events INTEGER NOT NULL,
+        PRIMARY KEY (tag, day)
+    ) WITHOUT ROWID""",
+    """CREATE TABLE history_sessions (
+        session_id TEXT PRIMARY KEY NOT NULL,
+        events INTEGER NOT NULL
+    ) WITHOUT ROWID""",
+    """CREATE TABLE history_agent_sessions (
+        agent_id TEXT NOT NULL,
+        session_id TEXT NOT NULL,
+        events INTEGER NOT NULL,
+        PRIMARY KEY (agent_id, session_id)
+    ) WITHOUT ROWID""",
+    """CREATE TABLE history_agent_session_counts (
+        agent_id TEXT PRIMARY KEY NOT NULL,
+        sessions INTEGER NOT NULL
+    ) WITHOUT ROWID""",
+    # Holds a row only inside a transaction of the store's own that indexes the events it
+    # inserts itself, set by set (insert_in_bulk); no other connection ever sees one.
+    "CREATE TABLE history_bulk_insert (running INTEGER NOT NULL)",
+    f"""CREATE TRIGGER history_event_added AFTER INSERT ON agent_history_events
+    WHEN NOT EXISTS (SELECT 1 FROM history_bulk_insert)
+    BEGIN {_index_event("new")}
+    END""",
+    f"""CREATE TRIGGER history_event_removed AFTER DELETE ON agent_history_events
+    WHEN {_indexed("old")}
+    BEGIN {_unindex_event("old")}
+    END""",
+    f"""CREATE TRIGGER history_event_changed
+    AFTER UPDATE OF event_id, agent_id, timestamp, event_type, tags, session_id
+    ON agent_history_events
+    WHEN {_indexed("old")}
+    BEGIN {_unindex_event("old")} {_index_event("new")}
+    END""",
+)
+
+
+def _create_version_2(conn: sqlite3.Connection) -> None:
+    """The side tables, counters and their triggers. Events already stored are indexed
+    later, in batches (index_batch): at a million events that takes seconds, which an
+    upgrade must not add to Home Assistant's start."""
+    for statement in _SCHEMA_2:
+        conn.execute(statement)
+    if conn.execute("SELECT 1 FROM agent_history_events LIMIT 1").fetchone() is not None:
+        conn.execute(
+            "INSERT INTO history_settings (name, value) VALUES (?, ?)", (INDEX_CURSOR, '""')
+        )
+
+
 type MigrationStep = Callable[[sqlite3.Connection], None]
 # Step n takes a database from version n to n + 1; version 0 is an empty file.
-_MIGRATIONS: tuple[MigrationStep, ...] = (_create_version_1,)
+_MIGRATIONS: tuple[MigrationStep, ...] = (_create_version_1, _create_version_2)
 assert len(_MIGRATIONS) == SCHEMA_VERSION
+
+
+# --- Many events at once ------------------------------------------------------------------
+# Indexing the events of an upgraded database, and taking out those a purge deletes, are
+# done set by set rather than by the triggers row by row: a statement per table for a
+# whole batch. The events are first put in temp.indexing (the write connection's own);
+# a purge takes them out of the side tables before deleting them, so the triggers find
+# them no longer indexed and stand aside.
+
+_BULK_TABLES = (
+    """CREATE TEMP TABLE IF NOT EXISTS indexing (
+        event_id TEXT PRIMARY KEY, agent_id TEXT NOT NULL, timestamp INTEGER NOT NULL,
+        event_type TEXT NOT NULL, tags TEXT, session_id TEXT)""",
+    """CREATE TEMP TABLE IF NOT EXISTS tagging (
+        tag TEXT NOT NULL, timestamp INTEGER NOT NULL, event_id TEXT NOT NULL,
+        PRIMARY KEY (tag, timestamp, event_id)) WITHOUT ROWID""",
+)
+_FILL_INDEXING = (
+    "INSERT INTO temp.indexing (event_id, agent_id, timestamp, event_type, tags, session_id) "
+    "SELECT e.event_id, e.agent_id, e.timestamp, e.event_type, e.tags, e.session_id "
+)
+_FILL_TAGGING = (
+    "INSERT OR IGNORE INTO temp.tagging (tag, timestamp, event_id) "
+    f"SELECT j.value, b.timestamp, b.event_id FROM temp.indexing b, {_text_values('b.tags')} "
+    "WHERE j.type = 'text'"
+)
+_SESSIONS_OF_BATCH = "SELECT DISTINCT agent_id, session_id FROM temp.indexing"
+_ADD_BATCH = (
+    "INSERT INTO history_event_types (event_type, timestamp, event_id) "
+    "SELECT event_type, timestamp, event_id FROM temp.indexing",
+    "INSERT INTO history_event_tags (tag, timestamp, event_id) "
+    "SELECT tag, timestamp, event_id FROM temp.tagging",
+    "INSERT INTO history_tag_counts (tag, day, events) "
+    f"SELECT tag, {_day('timestamp')}, COUNT(*) FROM temp.tagging WHERE true GROUP BY 1, 2 "
+    "ON CONFLICT DO UPDATE SET events = events + excluded.events",
+    "INSERT INTO history_counts (day, agent_id, event_type, events) "
+    f"SELECT {_day('timestamp')}, agent_id, event_type, COUNT(*) FROM temp.indexing "
+    "WHERE true GROUP BY 1, 2, 3 ON CONFLICT DO UPDATE SET events = events + excluded.events",
+    "INSERT INTO history_sessions (session_id, events) "
+    "SELECT session_id, COUNT(*) FROM temp.indexing WHERE session_id IS NOT NULL "
+    "GROUP BY 1 ON CONFLICT DO UPDATE SET events = events + excluded.events",
+    "INSERT INTO history_agent_session_counts (agent_id, sessions) "
+    f"SELECT agent_id, COUNT(*) FROM ({_SESSIONS_OF_BATCH} b WHERE session_id IS NOT NULL "
+    "AND NOT EXISTS (SELECT 1 FROM history_agent_sessions a "
+    "WHERE a.agent_id = b.agent_id AND a.session_id = b.session_id)) WHERE true GROUP BY 1 "
+    "ON CONFLICT DO UPDATE SET sessions = sessions + excluded.sessions",
+    "INSERT INTO history_agent_sessions (agent_id, session_id, events) "
+    "SELECT agent_id, session_id, COUNT(*) FROM temp.indexing WHERE session_id IS NOT NULL "
+    "GROUP BY 1, 2 ON CONFLICT DO UPDATE SET events = events + excluded.events",
+)
+_TAKE_OUT_BATCH = (
+    "DELETE FROM history_event_types WHERE (event_type, timestamp, event_id) IN "
+    "(SELECT event_type, timestamp, event_id FROM temp.indexing)",
+    "DELETE FROM history_event_tags WHERE (tag, timestamp, event_id) IN "
+    "(SELECT tag, timestamp, event_id FROM temp.tagging)",
+    "UPDATE history_tag_counts AS c SET events = c.events - d.n "
+    f"FROM (SELECT tag, {_day('timestamp')} AS day, COUNT(*) AS n FROM temp.tagging "
+    "GROUP BY 1, 2) AS d WHERE c.tag = d.tag AND c.day = d.day",
+    "DELETE FROM history_tag_counts WHERE events <= 0",
+    "UPDATE history_counts AS c SET events = c.events - d.n "
+    f"FROM (SELECT {_day('timestamp')} AS day, agent_id, event_type, COUNT(*) AS n "
+    "FROM temp.indexing GROUP BY 1, 2, 3) AS d "
+    "WHERE c.day = d.day AND c.agent_id = d.agent_id AND c.event_type = d.event_type",
+    "DELETE FROM history_counts WHERE events <= 0 AND day BETWEEN "
+    f"(SELECT MIN({_day('timestamp')}) FROM temp.indexing) "
+    f"AND (SELECT MAX({_day('timestamp')}) FROM temp.indexing)",
+    "UPDATE history_sessions AS c SET events = c.events - d.n "
+    "FROM (SELECT session_id, COUNT(*) AS n FROM temp.indexing "
+    "WHERE session_id IS NOT NULL GROUP BY 1) AS d WHERE c.session_id = d.session_id",
+    "DELETE FROM history_sessions WHERE events <= 0 "
+    "AND session_id IN (SELECT session_id FROM temp.indexing)",
+    "UPDATE history_agent_sessions AS c SET events = c.events - d.n "
+    "FROM (SELECT agent_id, session_id, COUNT(*) AS n FROM temp.indexing "
+    "WHERE session_id IS NOT NULL GROUP BY 1, 2) AS d "
+    "WHERE c.agent_id = d.agent_id AND c.session_id = d.session_id",
+    "UPDATE history_agent_session_counts AS c SET sessions = c.sessions - d.n "
+    "FROM (SELECT agent_id, COUNT(*) AS n FROM history_agent_sessions "
+    f"WHERE events <= 0 AND (agent_id, session_id) IN ({_SESSIONS_OF_BATCH}) "
+    "GROUP BY 1) AS d WHERE c.agent_id = d.agent_id",
+    "DELETE FROM history_agent_session_counts WHERE sessions <= 0",
+    "DELETE FROM history_agent_sessions WHERE events <= 0 "
+    f"AND (agent_id, session_id) IN ({_SESSIONS_OF_BATCH})",
+)
+
+
+def _begin_bulk(conn: sqlite3.Connection) -> None:
+    for statement in _BULK_TABLES:
+        conn.execute(statement)
+    conn.execute("DELETE FROM temp.indexing")
+    conn.execute("DELETE FROM temp.tagging")
+
+
+def _end_bulk(conn: sqlite3.Connection) -> None:
+    conn.execute("DELETE FROM temp.indexing")
+    conn.execute("DELETE FROM temp.tagging")
+
+
+def take_out_of_index(conn: sqlite3.Connection, events: str, params: Sequence[Any]) -> None:
+    """Inside the caller's transaction: take the indexed events that `events` (a FROM
+    and WHERE over `agent_history_events e`) selects out of the side tables and counters,
+    before the caller deletes them."""
+    _begin_bulk(conn)
+    conn.execute(f"{_FILL_INDEXING} {events} AND {_indexed('e')}", params)
+    conn.execute(_FILL_TAGGING)
+    for statement in _TAKE_OUT_BATCH:
+        conn.execute(statement)
+    _end_bulk(conn)
+
+
+def insert_in_bulk(conn: sqlite3.Connection, insert: Callable[[], object]) -> None:
+    """Inside the caller's transaction: run `insert`, which adds events, with the insert
+    trigger standing aside, then index what it added set by set (many times faster than
+    the trigger row by row). The new events are those after the largest rowid before:
+    the caller holds the write lock, so nobody else adds any meanwhile."""
+    before = conn.execute("SELECT COALESCE(MAX(rowid), 0) FROM agent_history_events")
+    last = before.fetchone()[0]
+    conn.execute("INSERT INTO history_bulk_insert (running) VALUES (1)")
+    insert()
+    conn.execute("DELETE FROM history_bulk_insert")
+    _begin_bulk(conn)
+    conn.execute(
+        f"{_FILL_INDEXING} FROM agent_history_events e WHERE e.rowid > ? AND NOT {_indexed('e')}",
+        (last,),
+    )
+    conn.execute(_FILL_TAGGING)
+    for statement in _ADD_BATCH:
+        conn.execute(statement)
+    _end_bulk(conn)
+
+
+def index_pending(conn: sqlite3.Connection) -> bool:
+    """Whether events stored before version 2 are still to be indexed."""
+    found = conn.execute("SELECT 1 FROM history_settings WHERE name = ?", (INDEX_CURSOR,))
+    return found.fetchone() is not None
+
+
+def index_batch(conn: sqlite3.Connection, limit: int) -> bool:
+    """Index up to `limit` more of the events stored before version 2, in one transaction;
+    True once none is left (the cursor is gone).
+
+    Events are taken in id order after the cursor. Those written since the upgrade are
+    indexed by the triggers already and skipped here; one deleted meanwhile is simply not
+    found, so every event is counted once whatever happens between two batches.
+    """
+    with _transaction(conn):
+        found = conn.execute(
+            "SELECT value FROM history_settings WHERE name = ?", (INDEX_CURSOR,)
+        ).fetchone()
+        if found is None:
+            return True
+        cursor = orjson.loads(found[0])
+        last = conn.execute(
+            "SELECT max(event_id) FROM (SELECT event_id FROM agent_history_events "
+            "WHERE event_id > ? ORDER BY event_id LIMIT ?)",
+            (cursor, limit),
+        ).fetchone()[0]
+        if last is None:
+            conn.execute("DELETE FROM history_settings WHERE name = ?", (INDEX_CURSOR,))
+            return True
+        _begin_bulk(conn)
+        conn.execute(
+            f"{_FILL_INDEXING} FROM agent_history_events e "
+            f"WHERE e.event_id > ? AND e.event_id <= ? AND NOT {_indexed('e')}",
+            (cursor, last),
+        )
+        conn.execute(_FILL_TAGGING)
+        for statement in _ADD_BATCH:
+            conn.execute(statement)
+        _end_bulk(conn)
+        conn.execute(
+            "UPDATE history_settings SET value = ? WHERE name = ?",
+            (orjson.dumps(last).decode(), INDEX_CURSOR),
+        )
+    return False
 
 
 def _migrate(conn: sqlite3.Connection, steps: Sequence[MigrationStep]) -> int:
@@ -140,6 +496,10 @@ def _transaction(conn: sqlite3.Connection) -> Iterator[None]:
 def _prepare_writer(conn: sqlite3.Connection) -> int:
     """Set the write connection's PRAGMAs, bring the schema up to date and check that the
     tables can be read; the schema version after."""
+    if conn.execute("SELECT 1 FROM sqlite_master LIMIT 1").fetchone() is None:
+        # A new database: pages freed by purges can be handed back to the file system
+        # (see reclaim_space). Only possible before the first table exists.
+        conn.execute("PRAGMA auto_vacuum = INCREMENTAL")
     mode = conn.execute("PRAGMA journal_mode = WAL").fetchone()[0]
     if mode != "wal":
         _LOGGER.warning("History database journal is %s, not WAL", mode)
