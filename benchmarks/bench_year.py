@@ -6,7 +6,7 @@ one to a few turns), written through HistoryStore as the integration writes them
 10,000 memories with 256-dimension vectors; 100 time series of 10,000 entries; two years
 of daily summaries for three groups, folded into weeks, months and eras. It is built once
 (minutes) into benchmarks/.cache/ (git-ignored) and reused; a change of the history's
-schema or of this file's STATE_VERSION builds it again.
+schema module or of this file's STATE_VERSION builds it again (an older one is removed).
 
 This file measures the history store on that state (queries, statistics, a purge with
 writes going on, the upgrade of a version 1 database); benchmarks/test_bench_year.py sets
@@ -19,6 +19,7 @@ from contextlib import closing
 from datetime import UTC, datetime, timedelta
 from functools import partial
 import gc
+import hashlib
 import itertools
 import json
 import os
@@ -37,6 +38,7 @@ import orjson
 
 from benchmarks.bench_summaries import TEXT
 from custom_components.azure_openai_memory.const import DOMAIN
+from custom_components.azure_openai_memory.memory import history_schema
 from custom_components.azure_openai_memory.memory.facts import (
     FACTS_VERSION,
     FactSettings,
@@ -62,9 +64,10 @@ from custom_components.azure_openai_memory.memory.timeseries import (
 )
 from custom_components.azure_openai_memory.timeseries.store import INDEX_VERSION, SUMMARY_FIELDS
 
-# Change to build the cached state again.
+# Change to build the cached state again; a change of the history's schema module does too.
 STATE_VERSION = 2
-CACHE = Path(__file__).parent / ".cache" / f"year-{STATE_VERSION}-schema{SCHEMA_VERSION}"
+_SCHEMA = hashlib.sha256(Path(history_schema.__file__).read_bytes()).hexdigest()[:10]
+CACHE = Path(__file__).parent / ".cache" / f"year-{STATE_VERSION}-schema{SCHEMA_VERSION}-{_SCHEMA}"
 CONFIG = CACHE / "config"
 MANIFEST = CACHE / "manifest.json"
 HISTORY_PATH = Path(DOMAIN) / "history.db"
@@ -306,7 +309,8 @@ def year_state() -> dict[str, Any]:
     if MANIFEST.exists():
         manifest: dict[str, Any] = json.loads(MANIFEST.read_text())
         return manifest
-    shutil.rmtree(CACHE, ignore_errors=True)
+    for old in CACHE.parent.glob("year-*"):  # a state of an older schema: 700 MB each
+        shutil.rmtree(old, ignore_errors=True)
     storage = CONFIG / ".storage"
     storage.mkdir(parents=True)
     (CONFIG / DOMAIN).mkdir()

@@ -55,6 +55,7 @@ INDEX_TABLES = {
     "history_event_types",
     "history_event_tags",
     "history_counts",
+    "history_totals",
     "history_tag_counts",
     "history_sessions",
     "history_agent_sessions",
@@ -1024,7 +1025,7 @@ def test_queries_are_answered_from_indexes(store: HistoryStore) -> None:
     assert "idx_history_agent_timestamp" in page
     assert "TEMP B-TREE" not in page
     by_type = next(p for s, p in plans.items() if "GROUP BY event_type" in s)
-    assert "history_counts" in by_type  # the counters (schema version 2)
+    assert "history_totals" in by_type  # the counters (schema version 2)
     sessions = next(p for s, p in plans.items() if "session_counts" in s)
     assert "PRIMARY KEY" in sessions
     for statement, plan in plans.items():

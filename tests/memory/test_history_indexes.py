@@ -63,6 +63,7 @@ SIDE_TABLES = {
     "history_event_types": "SELECT event_type, timestamp, event_id FROM history_event_types",
     "history_event_tags": "SELECT tag, timestamp, event_id FROM history_event_tags",
     "history_counts": "SELECT day, agent_id, event_type, events FROM history_counts",
+    "history_totals": "SELECT agent_id, event_type, events FROM history_totals",
     "history_tag_counts": "SELECT tag, day, events FROM history_tag_counts",
     "history_sessions": "SELECT session_id, events FROM history_sessions",
     "history_agent_sessions": "SELECT agent_id, session_id, events FROM history_agent_sessions",
@@ -147,6 +148,7 @@ def recount(conn: sqlite3.Connection) -> dict[str, list[tuple[Any, ...]]]:
     ).fetchall()
     types, tags = [], []
     counts: Counter[tuple[Any, ...]] = Counter()
+    totals: Counter[tuple[Any, ...]] = Counter()
     tag_counts: Counter[tuple[Any, ...]] = Counter()
     sessions: Counter[tuple[Any, ...]] = Counter()
     pairs: Counter[tuple[Any, ...]] = Counter()
@@ -154,6 +156,7 @@ def recount(conn: sqlite3.Connection) -> dict[str, list[tuple[Any, ...]]]:
         day = stamp // DAY_US
         types.append((kind, stamp, event_id))
         counts[day, agent, kind] += 1
+        totals[agent, kind] += 1
         for tag in tag_values(stored_tags):
             tags.append((tag, stamp, event_id))
             tag_counts[tag, day] += 1
@@ -165,6 +168,7 @@ def recount(conn: sqlite3.Connection) -> dict[str, list[tuple[Any, ...]]]:
         "history_event_types": sorted(types),
         "history_event_tags": sorted(tags),
         "history_counts": sorted((*key, n) for key, n in counts.items()),
+        "history_totals": sorted((*key, n) for key, n in totals.items()),
         "history_tag_counts": sorted((*key, n) for key, n in tag_counts.items()),
         "history_sessions": sorted((*key, n) for key, n in sessions.items()),
         "history_agent_sessions": sorted((*key, n) for key, n in pairs.items()),

@@ -156,8 +156,9 @@ PURGE_BATCH = 5000
 PURGE_STEP = 0.02
 _FIRST_PURGE_BATCH = 500
 _SMALLEST_PURGE_BATCH = 100
-# Events of an upgraded database indexed per transaction while the writer is idle.
-INDEX_BATCH = 2000
+# Events of an upgraded database indexed per transaction at most, while the writer is idle
+# (each batch sized like a purge batch, to take about PURGE_STEP seconds).
+INDEX_BATCH = 5000
 # Free pages handed back to the file system per transaction after a purge, at most; the
 # first step's, and the fewest however slow the disk.
 RECLAIM_PAGES = 4096
@@ -296,7 +297,8 @@ _HAS_TAG = (
 class _EventRead:
     """How one query reads its events: the tables (`e` is the events), the conditions
     besides time, the time column that orders the page and takes the range, and the
-    counters its total can be summed from (None: it is counted).
+    counters its total can be summed from (per day, and for all days; None: it is
+    counted).
 
     A page is read in time order from one index, so it stops after limit + offset rows.
     Which index: a session's own (a session is a conversation: few events), else the
@@ -312,7 +314,7 @@ class _EventRead:
     ascending: bool
     start: int | None
     end: int | None
-    counters: tuple[str, list[tuple[str, Any]]] | None = None
+    counters: tuple[str, str, list[tuple[str, Any]]] | None = None
 
     @classmethod
     def plain(cls, query: HistoryQuery) -> "_EventRead":
@@ -358,12 +360,13 @@ class _EventRead:
                 end,
             )
             if agent is None and kind is None and not tags:
-                read.counters = ("history_tag_counts", [("tag = ?", lead)])
+                read.counters = ("history_tag_counts", "history_tag_counts", [("tag = ?", lead)])
         else:
             read = cls._by_agent_and_type(conn, events, agent, kind, query)
             filters = {"agent_id": agent, "event_type": kind}
             read.counters = (
                 "history_counts",
+                "history_totals",
                 [
                     (f"{column} = ?", value)
                     for column, value in filters.items()
@@ -404,7 +407,7 @@ class _EventRead:
             return by_type
         both, of_type, of_agent = conn.execute(
             "SELECT TOTAL(events * (agent_id = ? AND event_type = ?)), "
-            "TOTAL(events * (event_type = ?)), TOTAL(events * (agent_id = ?)) FROM history_counts",
+            "TOTAL(events * (event_type = ?)), TOTAL(events * (agent_id = ?)) FROM history_totals",
             (agent, kind, kind, agent),
         ).fetchone()
         wanted = query.offset + query.limit
@@ -459,7 +462,8 @@ class _EventRead:
         last = None if self.end is None else day_of(self.end + 1) - 1
         if first is not None and last is not None and first > last:
             return self._counted(conn, self.start, self.end)  # within two days
-        table, conditions = self.counters
+        by_day, all_days, conditions = self.counters
+        table = all_days if first is None and last is None else by_day
         if first is not None:
             conditions = [*conditions, ("day >= ?", first)]
         if last is not None:
@@ -513,6 +517,7 @@ class HistoryStore:
         self._max_queue = max(1, max_queue)
         self._purge_batch = max(1, purge_batch)
         self._index_batch = max(1, index_batch)
+        self._index_size = min(_FIRST_PURGE_BATCH, self._index_batch)  # writer thread only
         self._on_failure = on_failure
         self._clock = clock
         # Seconds a write waits on another process's lock; set before open() to change it.
@@ -770,8 +775,7 @@ class HistoryStore:
                 break
             # The next batch sized to take PURGE_STEP seconds at the pace of this one: a
             # slow disk gets smaller batches, so a write never waits much longer than that.
-            pace = size / max(time.monotonic() - started, 1e-3)
-            size = max(smallest, min(self._purge_batch, int(pace * PURGE_STEP)))
+            size = _paced(size, started, smallest, self._purge_batch)
         snapshots += self._submit(partial(_purge_snapshots_before, cutoff))
         self.reclaim_space()
         return HistoryPurge(events=events, snapshots=snapshots)
@@ -961,7 +965,7 @@ class HistoryStore:
         refs_where = "WHERE +agent_id = ? AND" if agent_id is not None else "WHERE"
         with self._reading() as conn:
             if self._indexed:
-                counts = f"SELECT event_type, SUM(events) FROM history_counts {where} "
+                counts = f"SELECT event_type, SUM(events) FROM history_totals {where} "
                 sessions_sql = (
                     "SELECT COALESCE(SUM(sessions), 0) FROM history_agent_session_counts "
                     "WHERE agent_id = ?"
@@ -1174,9 +1178,8 @@ class HistoryStore:
                 self._reclaim_at = None  # all back, or nothing more came back
                 self._cond.notify_all()
                 return
-            pace = self._reclaim_pages / max(time.monotonic() - started, 1e-3)
-            self._reclaim_pages = max(
-                _FEWEST_RECLAIM_PAGES, min(RECLAIM_PAGES, int(pace * PURGE_STEP))
+            self._reclaim_pages = _paced(
+                self._reclaim_pages, started, _FEWEST_RECLAIM_PAGES, RECLAIM_PAGES
             )
             self._reclaim_free = left
 
@@ -1184,7 +1187,8 @@ class HistoryStore:
         """One batch of an upgraded database's events into the side tables; queued events
         and jobs go first, so a batch is what a write waits for at most."""
         try:
-            done = index_batch(conn, self._index_batch)
+            started = time.monotonic()
+            done = index_batch(conn, self._index_size)
         except Exception as err:
             failing = _is_write_failure(err)
             if not failing:
@@ -1198,6 +1202,12 @@ class HistoryStore:
                 self._failed(err)
             return
         self._succeeded()
+        self._index_size = _paced(
+            self._index_size,
+            started,
+            min(_SMALLEST_PURGE_BATCH, self._index_batch),
+            self._index_batch,
+        )
         if done:
             conn.execute(OPTIMIZE).fetchall()
             with self._cond:
@@ -1386,6 +1396,14 @@ def _purge_snapshots_before(cutoff: int, conn: sqlite3.Connection) -> int:
         ).rowcount
     conn.execute(OPTIMIZE).fetchall()
     return deleted
+
+
+def _paced(size: int, started: float, smallest: int, largest: int) -> int:
+    """The size of the next step of a long job on the writer (purge, indexing, giving pages
+    back) that takes PURGE_STEP seconds at the pace of the step that began at `started`
+    (time.monotonic): a slow disk gets smaller steps, so a write never waits long."""
+    pace = size / max(time.monotonic() - started, 1e-3)
+    return max(smallest, min(largest, int(pace * PURGE_STEP)))
 
 
 def _reclaim(pages: int, conn: sqlite3.Connection) -> int:

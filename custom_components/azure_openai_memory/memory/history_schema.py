@@ -6,7 +6,8 @@ Version 2 adds what answers a query or the statistics without reading every even
 * `history_event_types` and `history_event_tags`: (type or tag, timestamp, event_id),
   each a table ordered by its key, so the newest events of a type or tag are read in order
   and nothing is sorted. Tags live in a JSON column, which no index can reach.
-* `history_counts` (events per UTC day, agent and type), `history_tag_counts` (events
+* `history_counts` (events per UTC day, agent and type), `history_totals` (events per
+  agent and type, all days together), `history_tag_counts` (events
   per tag and day), `history_sessions` and `history_agent_sessions` (events per session,
   and per agent and session) and `history_agent_session_counts` (sessions per agent): a
   total or a statistic is a sum over a few thousand counters, not a count over up to
@@ -171,6 +172,9 @@ def _index_event(row: str) -> str:
         INSERT INTO history_counts (day, agent_id, event_type, events)
             VALUES ({day}, {row}.agent_id, {row}.event_type, 1)
             ON CONFLICT DO UPDATE SET events = events + 1;
+        INSERT INTO history_totals (agent_id, event_type, events)
+            VALUES ({row}.agent_id, {row}.event_type, 1)
+            ON CONFLICT DO UPDATE SET events = events + 1;
         INSERT INTO history_sessions (session_id, events)
             SELECT {row}.session_id, 1 WHERE {row}.session_id IS NOT NULL
             ON CONFLICT DO UPDATE SET events = events + 1;
@@ -187,7 +191,8 @@ def _unindex_event(row: str) -> str:
     """The statements that take one indexed event out again; a counter that reaches zero
     goes."""
     day = _day(f"{row}.timestamp")
-    counter = f"day = {day} AND agent_id = {row}.agent_id AND event_type = {row}.event_type"
+    total = f"agent_id = {row}.agent_id AND event_type = {row}.event_type"
+    counter = f"day = {day} AND {total}"
     pair = f"agent_id = {row}.agent_id AND session_id = {row}.session_id"
     tags = f"SELECT j.value FROM {_text_values(f'{row}.tags')} WHERE j.type = 'text'"
     return f"""
@@ -199,6 +204,8 @@ def _unindex_event(row: str) -> str:
         DELETE FROM history_tag_counts WHERE day = {day} AND tag IN ({tags}) AND events <= 0;
         UPDATE history_counts SET events = events - 1 WHERE {counter};
         DELETE FROM history_counts WHERE {counter} AND events <= 0;
+        UPDATE history_totals SET events = events - 1 WHERE {total};
+        DELETE FROM history_totals WHERE {total} AND events <= 0;
         UPDATE history_sessions SET events = events - 1 WHERE session_id = {row}.session_id;
         DELETE FROM history_sessions WHERE session_id = {row}.session_id AND events <= 0;
         UPDATE history_agent_sessions SET events = events - 1 WHERE {pair};
@@ -229,6 +236,12 @@ _SCHEMA_2 = (
         event_type TEXT NOT NULL,
         events INTEGER NOT NULL,
         PRIMARY KEY (day, agent_id, event_type)
+    ) WITHOUT ROWID""",
+    """CREATE TABLE history_totals (
+        agent_id TEXT NOT NULL,
+        event_type TEXT NOT NULL,
+        events INTEGER NOT NULL,
+        PRIMARY KEY (agent_id, event_type)
     ) WITHOUT ROWID""",
     """CREATE TABLE history_tag_counts (
         tag TEXT NOT NULL,
@@ -324,6 +337,9 @@ _ADD_BATCH = (
     "INSERT INTO history_counts (day, agent_id, event_type, events) "
     f"SELECT {_day('timestamp')}, agent_id, event_type, COUNT(*) FROM temp.indexing "
     "WHERE true GROUP BY 1, 2, 3 ON CONFLICT DO UPDATE SET events = events + excluded.events",
+    "INSERT INTO history_totals (agent_id, event_type, events) "
+    "SELECT agent_id, event_type, COUNT(*) FROM temp.indexing "
+    "WHERE true GROUP BY 1, 2 ON CONFLICT DO UPDATE SET events = events + excluded.events",
     "INSERT INTO history_sessions (session_id, events) "
     "SELECT session_id, COUNT(*) FROM temp.indexing WHERE session_id IS NOT NULL "
     "GROUP BY 1 ON CONFLICT DO UPDATE SET events = events + excluded.events",
@@ -352,6 +368,10 @@ _TAKE_OUT_BATCH = (
     "DELETE FROM history_counts WHERE events <= 0 AND day BETWEEN "
     f"(SELECT MIN({_day('timestamp')}) FROM temp.indexing) "
     f"AND (SELECT MAX({_day('timestamp')}) FROM temp.indexing)",
+    "UPDATE history_totals AS c SET events = c.events - d.n "
+    "FROM (SELECT agent_id, event_type, COUNT(*) AS n FROM temp.indexing GROUP BY 1, 2) AS d "
+    "WHERE c.agent_id = d.agent_id AND c.event_type = d.event_type",
+    "DELETE FROM history_totals WHERE events <= 0",
     "UPDATE history_sessions AS c SET events = c.events - d.n "
     "FROM (SELECT session_id, COUNT(*) AS n FROM temp.indexing "
     "WHERE session_id IS NOT NULL GROUP BY 1) AS d WHERE c.session_id = d.session_id",
