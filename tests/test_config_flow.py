@@ -46,11 +46,9 @@ from custom_components.azure_openai_memory.const import (
     SUBENTRY_AGENT,
     SUBENTRY_AI_TASK,
 )
-from custom_components.azure_openai_memory.memory.timeseries import TimeseriesSettings
-from custom_components.azure_openai_memory.recording import DATA_HISTORY
-from custom_components.azure_openai_memory.services import DATA_TIMESERIES
 
 from .azure_stub import DEFAULT_KEY, AzureStub, Reply
+from .conftest import options_shown
 
 
 def _user_input(stub: AzureStub, **overrides: Any) -> dict[str, Any]:
@@ -405,8 +403,6 @@ async def test_options_flow_series_settings_belong_to_the_installation(
     )
     assert result["type"] is FlowResultType.CREATE_ENTRY
     await hass.async_block_till_done()
-    assert hass.data[DATA_TIMESERIES].settings == TimeseriesSettings(500, 30.0)
-    assert await hass.data[DATA_HISTORY].async_retention_days() == 14.0
     assert dict(loaded_entry.options) == RECOMMENDED_OPTIONS
     assert len(azure.calls("/models")) == before  # nothing of the entry changed
 
@@ -444,7 +440,9 @@ async def test_migration_moves_series_settings_to_the_store(
         entry.add_to_hass(hass)
     assert await hass.config_entries.async_setup(entries[0].entry_id)
     await hass.async_block_till_done()
-    assert hass.data[DATA_TIMESERIES].settings == TimeseriesSettings(2000, 14.0)
+    for entry in entries:
+        shown = await options_shown(hass, entry)
+        assert (shown[CONF_TIMESERIES_MAX_ENTRIES], shown[CONF_TIMESERIES_KEEP_DAYS]) == (2000, 14)
     for entry in entries:
         assert entry.minor_version == 2
         assert dict(entry.options) == RECOMMENDED_OPTIONS
