@@ -1,6 +1,7 @@
 """Fixtures: the real hass, the Azure stand-in over HTTP on 127.0.0.1, a configured entry."""
 
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
+import base64
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Iterator, Sequence
 from contextlib import AsyncExitStack
 from datetime import timedelta
 import json
@@ -17,6 +18,8 @@ from homeassistant.core import Context, HomeAssistant
 from homeassistant.helpers import entity_registry as er, frame
 from homeassistant.setup import async_setup_component
 from homeassistant.util import dt as dt_util
+import numpy as np
+import numpy.typing as npt
 import pytest
 from pytest_homeassistant_custom_component.common import (
     MockConfigEntry,
@@ -294,6 +297,56 @@ async def stored_memories(hass: HomeAssistant, hass_storage: dict[str, Any]) -> 
     file = await stored(hass, hass_storage, MEMORIES_KEY)
     assert file is not None
     return dict(file["data"])
+
+
+def memory_record(
+    number: int,
+    content: str,
+    memory_type: str = "household",
+    tags: Iterable[str] = (),
+    *,
+    at: float = 1_761_300_000.0,
+    vector: Sequence[float] | None = None,
+) -> dict[str, Any]:
+    """One memory as the memories file stores it."""
+    record: dict[str, Any] = {
+        "id": f"mem_{number:016x}",
+        "type": memory_type,
+        "content": content,
+        "source": "manual",
+        "source_reference": None,
+        "created_at": at,
+        "updated_at": at,
+        "confidence": "medium",
+        "occurrences": 1,
+        "tags": list(tags),
+    }
+    if vector is not None:
+        unit = np.asarray(vector, dtype=np.float64)
+        unit /= float(np.linalg.norm(unit))
+        record["vector"] = base64.b64encode(unit.astype(np.float16).tobytes()).decode()
+    return record
+
+
+def memories_file(
+    records: list[dict[str, Any]],
+    archived: list[dict[str, Any]] | None = None,
+    **extra: Any,
+) -> dict[str, Any]:
+    """The memories file (version 1) holding these records; extra: vectors_from, settings."""
+    return {
+        "version": 1,
+        "minor_version": 1,
+        "key": MEMORIES_KEY,
+        "data": {"memories": records, "archived": archived or [], **extra},
+    }
+
+
+def stored_vector(record: dict[str, Any]) -> npt.NDArray[np.float16] | None:
+    """A stored memory's vector (float16), or None when it has none."""
+    if "vector" not in record:
+        return None
+    return np.frombuffer(base64.b64decode(record["vector"]), dtype=np.float16)
 
 
 # The encoding the agents count with in tests: nothing downloaded, the bundled cl100k_base

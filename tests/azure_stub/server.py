@@ -59,6 +59,8 @@ class Reply:
     # Held back until the test sets this event (after `delay`, if any): a test decides when
     # the answer arrives instead of guessing how long the other side takes.
     gate: asyncio.Event | None = None
+    # Set when the request this reply answers has arrived.
+    arrived: asyncio.Event | None = None
     # OpenAI-compatible servers (not Azure) may send tool calls without ids.
     omit_tool_call_ids: bool = False
     # Responses API only: end the stream with "failed", "incomplete" or an "error" event
@@ -150,6 +152,8 @@ class AzureStub:
         # Embeddings: vectors from `embedder` (replace it to serve a real model); failures
         # are scripted in their own queue, so chat replies stay in order.
         self.embedder: Callable[[list[str]], list[list[float]]] = hashed_embedder
+        # A deployment's own embedder, instead of `embedder`.
+        self.deployment_embedders: dict[str, Callable[[list[str]], list[list[float]]]] = {}
         self.embedding_replies: deque[Reply] = deque()
         self.embedding_deployments = {"text-embedding-3-small"}
         # Deployments that cannot shorten their vectors (ada-002): `dimensions` is a 400.
@@ -299,6 +303,8 @@ class AzureStub:
             reply = self.responder(body or {})
         else:
             reply = Reply()
+        if reply.arrived is not None:
+            reply.arrived.set()
         if reply.delay:
             await asyncio.sleep(reply.delay)
         if reply.gate is not None:
@@ -357,6 +363,8 @@ class AzureStub:
             )
         if self.embedding_replies:
             reply = self.embedding_replies.popleft()
+            if reply.arrived is not None:
+                reply.arrived.set()
             if reply.delay:
                 await asyncio.sleep(reply.delay)
             if reply.gate is not None:
@@ -373,7 +381,8 @@ class AzureStub:
             )
         texts = body.get("input")
         texts = [texts] if isinstance(texts, str) else list(texts or [])
-        vectors = self.embedder([str(text) for text in texts])
+        embedder = self.deployment_embedders.get(deployment, self.embedder)
+        vectors = embedder([str(text) for text in texts])
         dimensions = body.get("dimensions")
         data = []
         for index, values in enumerate(vectors):
