@@ -1,13 +1,13 @@
 """Fixtures: the real hass, the Azure stand-in over HTTP on 127.0.0.1, a configured entry."""
 
 import base64
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Iterator, Sequence
+from collections.abc import AsyncIterator, Awaitable, Iterable, Iterator, Sequence
 from contextlib import AsyncExitStack
 from datetime import timedelta
 import json
 import os
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from homeassistant import block_async_io, loader
 from homeassistant.components import conversation
@@ -411,7 +411,11 @@ async def submit_options(hass: HomeAssistant, entry: MockConfigEntry, **changes:
     await hass.async_block_till_done()
 
 
-type Restart = Callable[[], Awaitable[HomeAssistant]]
+class Restart(Protocol):
+    """Stop Home Assistant and start another on the same configuration directory."""
+
+    def __call__(self, *, options: dict[str, Any] | None = None) -> Awaitable[HomeAssistant]:
+        """options: changes to every entry's options, made while it was down."""
 
 
 @pytest.fixture
@@ -426,12 +430,17 @@ async def restart(hass: HomeAssistant) -> AsyncIterator[Restart]:
     stack = AsyncExitStack()
     current = hass
 
-    async def _restart() -> HomeAssistant:
+    async def _restart(*, options: dict[str, Any] | None = None) -> HomeAssistant:
         nonlocal current
         old = current
         entries = old.config_entries.async_entries(DOMAIN)
         loaded = {e.entry_id for e in entries if e.state is ConfigEntryState.LOADED}
         await old.async_stop()
+        if old is not hass:
+            # Timers of the entries end with the process in real life; here, with them.
+            for entry in entries:
+                if entry.state is ConfigEntryState.LOADED:
+                    await old.config_entries.async_unload(entry.entry_id)
         new = await stack.enter_async_context(
             async_test_home_assistant(config_dir=old.config.config_dir)
         )
@@ -450,7 +459,7 @@ async def restart(hass: HomeAssistant) -> AsyncIterator[Restart]:
                 title=entry.title,
                 unique_id=entry.unique_id,
                 data=dict(entry.data),
-                options=dict(entry.options),
+                options={**entry.options, **(options or {})},
                 version=entry.version,
                 minor_version=entry.minor_version,
                 subentries_data=[
