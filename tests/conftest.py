@@ -487,9 +487,3 @@ async def restart(hass: HomeAssistant) -> AsyncIterator[Restart]:
                 await current.config_entries.async_unload(entry.entry_id)
         await current.async_stop(force=True)
     await stack.aclose()
-
-
-def memory_of(entry: MockConfigEntry) -> Any:
-    """The windows of the entry's only agent."""
-    (memory,) = entry.runtime_data.memories.values()
-    return memory

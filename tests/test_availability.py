@@ -225,7 +225,7 @@ async def test_a_missing_deployment_does_not_flip_a_healthy_agent(
     title = loaded_entry.title
     with caplog.at_level(logging.DEBUG, logger=LOGGER_NAME):
         for turn in range(3):
-            assert "deployment was not found" in await _ask(hass, broken, f"Broken {turn}?")
+            assert await _ask(hass, broken, f"Broken {turn}?") == exception_text("api_not_found")
             azure.queue(Reply(text="Fine."))
             assert await _ask(hass, healthy, f"Healthy {turn}?") == "Fine."
     errors = _messages(caplog, logging.ERROR)
