@@ -59,6 +59,7 @@ from custom_components.azure_openai_memory.data import DATA_HISTORY, DATA_TIMESE
 from custom_components.azure_openai_memory.memory.timeseries import TimeseriesSettings
 
 from .azure_stub import DEFAULT_KEY, AzureStub, Reply
+from .conftest import options_shown
 from .options_form import filled, shown, submit_options
 
 STRINGS = json.loads(
@@ -662,7 +663,9 @@ async def test_migration_moves_series_settings_to_the_store(
         entry.add_to_hass(hass)
     assert await hass.config_entries.async_setup(entries[0].entry_id)
     await hass.async_block_till_done()
-    assert hass.data[DATA_TIMESERIES].settings == TimeseriesSettings(2000, 14.0)
+    for entry in entries:
+        shown = await options_shown(hass, entry)
+        assert (shown[CONF_TIMESERIES_MAX_ENTRIES], shown[CONF_TIMESERIES_KEEP_DAYS]) == (2000, 14)
     for entry in entries:
         assert entry.minor_version == 2
         assert dict(entry.options) == RECOMMENDED_OPTIONS

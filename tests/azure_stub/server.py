@@ -56,6 +56,11 @@ class Reply:
     finish_reason: str | None = None
     late_filter_annotation: bool = True
     usage: tuple[int, int] = (12, 7)
+    # Held back until the test sets this event (after `delay`, if any): a test decides when
+    # the answer arrives instead of guessing how long the other side takes.
+    gate: asyncio.Event | None = None
+    # Set when the request this reply answers has arrived.
+    arrived: asyncio.Event | None = None
     # OpenAI-compatible servers (not Azure) may send tool calls without ids.
     omit_tool_call_ids: bool = False
     # Responses API only: end the stream with "failed", "incomplete" or an "error" event
@@ -114,6 +119,8 @@ class RecordedRequest:
     body: dict[str, Any] | None
     # time.perf_counter() when the whole request had arrived, for latency benchmarks.
     received: float = field(default_factory=time.perf_counter)
+    # The client's port: requests sent over one kept-alive connection share it.
+    peer_port: int = 0
 
 
 class AzureStub:
@@ -138,9 +145,15 @@ class AzureStub:
         self.responder: Callable[[dict[str, Any]], Reply] | None = None
         self._runner: web.AppRunner | None = None
         self.port = 0
+        # Client ports of the connections open now, and who waits for one to close.
+        self._connections: dict[Any, int] = {}
+        self._open_ports: set[int] = set()
+        self._closed_waiters: dict[int, list[asyncio.Future[None]]] = {}
         # Embeddings: vectors from `embedder` (replace it to serve a real model); failures
         # are scripted in their own queue, so chat replies stay in order.
         self.embedder: Callable[[list[str]], list[list[float]]] = hashed_embedder
+        # A deployment's own embedder, instead of `embedder`.
+        self.deployment_embedders: dict[str, Callable[[list[str]], list[list[float]]]] = {}
         self.embedding_replies: deque[Reply] = deque()
         self.embedding_deployments = {"text-embedding-3-small"}
         # Deployments that cannot shorten their vectors (ada-002): `dimensions` is a 400.
@@ -176,6 +189,7 @@ class AzureStub:
         app.router.add_post("/openai/v1/responses", self._responses)
         self._runner = web.AppRunner(app, access_log=None)
         await self._runner.setup()
+        self._watch_connections(self._runner.server)
         site = web.TCPSite(self._runner, host, port)
         await site.start()
         server = site._server
@@ -189,18 +203,52 @@ class AzureStub:
             await self._runner.cleanup()
             self._runner = None
 
+    def _watch_connections(self, server: web.Server | None) -> None:
+        """Note the client port of each connection while it is open."""
+        assert server is not None
+        made, lost = server.connection_made, server.connection_lost
+
+        def connection_made(handler: Any, transport: asyncio.Transport) -> None:
+            made(handler, transport)
+            if (peer := transport.get_extra_info("peername")) is not None:
+                self._connections[handler] = peer[1]
+                self._open_ports.add(peer[1])
+
+        def connection_lost(handler: Any, exc: BaseException | None = None) -> None:
+            lost(handler, exc)
+            if (port := self._connections.pop(handler, None)) is None:
+                return
+            self._open_ports.discard(port)
+            for waiter in self._closed_waiters.pop(port, []):
+                if not waiter.done():
+                    waiter.set_result(None)
+
+        # aiohttp's server calls these for every connection; the stand-in listens in.
+        setattr(server, "connection_made", connection_made)  # noqa: B010
+        setattr(server, "connection_lost", connection_lost)  # noqa: B010
+
+    async def connection_closed(self, peer_port: int) -> None:
+        """Return once the client has closed its connection from this port."""
+        if peer_port not in self._open_ports:
+            return
+        waiter = asyncio.get_running_loop().create_future()
+        self._closed_waiters.setdefault(peer_port, []).append(waiter)
+        await waiter
+
     # -- request handling -------------------------------------------------
 
     async def _record(self, request: web.Request) -> RecordedRequest:
         body = None
         if request.can_read_body:
             body = await request.json()
+        peer = request.transport.get_extra_info("peername") if request.transport else None
         recorded = RecordedRequest(
             method=request.method,
             path=request.path,
             query=dict(request.query),
             headers={k.lower(): v for k, v in request.headers.items()},
             body=body,
+            peer_port=peer[1] if peer else 0,
         )
         self.requests.append(recorded)
         return recorded
@@ -255,8 +303,12 @@ class AzureStub:
             reply = self.responder(body or {})
         else:
             reply = Reply()
+        if reply.arrived is not None:
+            reply.arrived.set()
         if reply.delay:
             await asyncio.sleep(reply.delay)
+        if reply.gate is not None:
+            await reply.gate.wait()
         if reply.error is not None:
             return _error(reply.status, reply.error, reply.headers)
         return reply
@@ -311,8 +363,12 @@ class AzureStub:
             )
         if self.embedding_replies:
             reply = self.embedding_replies.popleft()
+            if reply.arrived is not None:
+                reply.arrived.set()
             if reply.delay:
                 await asyncio.sleep(reply.delay)
+            if reply.gate is not None:
+                await reply.gate.wait()
             if reply.error is not None:
                 return _error(reply.status, reply.error, reply.headers)
         if deployment in self.fixed_size_embeddings and "dimensions" in body:
@@ -325,7 +381,8 @@ class AzureStub:
             )
         texts = body.get("input")
         texts = [texts] if isinstance(texts, str) else list(texts or [])
-        vectors = self.embedder([str(text) for text in texts])
+        embedder = self.deployment_embedders.get(deployment, self.embedder)
+        vectors = embedder([str(text) for text in texts])
         dimensions = body.get("dimensions")
         data = []
         for index, values in enumerate(vectors):
