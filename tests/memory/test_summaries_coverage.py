@@ -1,4 +1,4 @@
-"""Summaries over a year and a half, without Home Assistant: counts carried."""
+"""Summaries over a year and a half, without Home Assistant: counts carried, the past covered."""
 
 from collections.abc import Iterator
 from datetime import UTC, date, datetime, time, timedelta
@@ -134,6 +134,56 @@ def test_summaries_of_version_1_are_read_with_their_counts() -> None:
         date(2025, 10, 1), date(2025, 10, 1)
     )
     assert migrate_summaries(2, loaded.as_dict()) == loaded.as_dict()
+
+
+def last_day_held(summary: GroupSummary) -> date:
+    """A month (and an era of months) holds the weeks that begin in it, to their Sunday."""
+    end = date.fromisoformat(summary.period_end)
+    if summary.period_type in (PeriodType.MONTHLY, PeriodType.ERA):
+        return week_start(end) + timedelta(days=6)
+    return end
+
+
+def first_day_not_held(cover: list[GroupSummary], first: date) -> date:
+    """The first day from first on that no summary of the cover holds."""
+    reach = first - timedelta(days=1)
+    for summary in sorted(cover, key=lambda s: s.period_start):
+        if date.fromisoformat(summary.period_start) > reach + timedelta(days=1):
+            break
+        reach = max(reach, last_day_held(summary))
+    return reach + timedelta(days=1)
+
+
+def test_the_past_a_turn_carries_has_no_hole_over_a_year_and_a_half() -> None:
+    """Each morning, the coarsest summaries that hold every day talked about: an era for
+    the months whose monthlies were pruned, monthlies, weeklies not in a monthly, dailies
+    not in a weekly; newest first (the era last), none beside the summary it was folded
+    into."""
+    book = SummaryBook()
+    for day in live_through(book, FIRST, LAST):
+        cover = book.context(GROUP)
+        assert first_day_not_held(cover, FIRST) == day + timedelta(days=1)
+        ends = [s.period_end for s in cover if s.period_type is not PeriodType.ERA]
+        assert ends == sorted(ends, reverse=True)
+        assert [s.period_type for s in cover[len(ends) :]] in ([], [PeriodType.ERA])
+        kept = {s.summary_id for s in cover}
+        assert not any(s.aggregated_into in kept for s in cover)
+    # On 2027-03-01: the week of 02-15 is folded, not yet its month.
+    cover = book.context(GROUP)
+    dailies = [s.period_start for s in cover if s.period_type is PeriodType.DAILY]
+    assert dailies == [(LAST - timedelta(days=n)).isoformat() for n in range(7)]
+    weeklies = [s.period_start for s in cover if s.period_type is PeriodType.WEEKLY]
+    assert weeklies == [(date(2027, 2, 15) - timedelta(days=7 * n)).isoformat() for n in range(7)]
+    # The monthlies of the last 13 months; the older ones were pruned: the era holds them.
+    monthlies = [s.period_start for s in cover if s.period_type is PeriodType.MONTHLY]
+    month, months = date(2026, 12, 1), []
+    while month >= date(2025, 12, 1):
+        months.append(month.isoformat())
+        month = (month - timedelta(days=1)).replace(day=1)
+    assert monthlies == months
+    assert [s.period_type for s in cover][len(dailies) + len(weeklies) + len(monthlies) :] == [
+        PeriodType.ERA
+    ]
 
 
 def test_a_file_of_version_1_that_is_not_summaries_is_refused_before_it_is_rewritten() -> None:

@@ -601,13 +601,32 @@ class SummaryBook:
         for old in eras[DECAY_CONFIG["era"]["max_count"] :]:
             self.remove(old)
 
-    def context(self, group_id: str) -> dict[PeriodType, list[GroupSummary]]:
-        """What a turn carries of the group's past: last month, 2 weeks, 3 days."""
-        return {
-            PeriodType.MONTHLY: self.newest(group_id, PeriodType.MONTHLY, 1),
-            PeriodType.WEEKLY: self.newest(group_id, PeriodType.WEEKLY, 2),
-            PeriodType.DAILY: self.newest(group_id, PeriodType.DAILY, 3),
-        }
+    def context(self, group_id: str) -> list[GroupSummary]:
+        """What a turn carries of the group's past: the coarsest summaries that together
+        hold every day kept, newest first.
+
+        A day is held by its daily until its week is folded, then by the weekly, then by
+        the monthly; a summary is left out only while the one it was folded into is kept
+        (so none is carried twice, and a pruned parent leaves no hole). Monthlies are pruned
+        before their era: an era is carried while one of its months has lost its monthly,
+        after the monthlies (it stands for the months before them).
+        """
+        cover = [
+            summary
+            for kind in (PeriodType.DAILY, PeriodType.WEEKLY, PeriodType.MONTHLY)
+            for summary in self.of(group_id, kind)
+            if summary.aggregated_into is None or summary.aggregated_into not in self._by_id
+        ]
+        cover.extend(
+            era
+            for era in self.of(group_id, PeriodType.ERA)
+            if any(month not in self._by_id for month in era.aggregated_from)
+        )
+        return sorted(
+            cover,
+            key=lambda s: (s.period_type is not PeriodType.ERA, s.period_end, s.period_start),
+            reverse=True,
+        )
 
 
 # -- Topic words and the extractive fallback ------------------------------------------------
