@@ -6,7 +6,8 @@ that says it is data, with every source between <data> tags and every entry as J
 which `<` is escaped, so no entry can close its tag or pass for an instruction.
 """
 
-from collections.abc import Mapping
+from collections import Counter
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import AsyncExitStack
 from dataclasses import dataclass
 from typing import Any
@@ -173,58 +174,139 @@ async def async_turn_context(
 
 # -- The speaker's group's past: summaries of earlier days, weeks and months ---------------
 
+# Topics a period's line names; the line joining the oldest periods names a few more.
+PAST_TOPICS = 3
+EARLIER_TOPICS = 5
+_PAST_NOTE = (
+    "What this place talked about before, newest first; each day talked about is in one "
+    "line, older ones may be just topics."
+)
 
-def _past_lines(parts: dict[PeriodType, list[GroupSummary]]) -> list[str]:
-    """The seed's historical context, as JSON lines: last month, 2 weeks, 3 days' topics."""
-    lines = [
-        _json({"period": "month", "month": s.period_start[:7], "summary": s.summary})
-        for s in parts.get(PeriodType.MONTHLY, [])
-    ]
-    lines.extend(
-        _json({"period": "week", "week_of": s.period_start, "summary": s.summary})
-        for s in parts.get(PeriodType.WEEKLY, [])
+
+def _period(summary: GroupSummary) -> dict[str, Any]:
+    """The line's first key names the period: every token of the block counts."""
+    match summary.period_type:
+        case PeriodType.DAILY:
+            return {"day": summary.period_start}
+        case PeriodType.WEEKLY:
+            return {"week_of": summary.period_start}
+        case PeriodType.MONTHLY:
+            return {"month": summary.period_start[:7]}
+    return {"era": f"{summary.period_start} to {summary.period_end}"}
+
+
+def _past_line(summary: GroupSummary, *, headline: bool) -> str:
+    """A period in full (what was said and its topics), or as its headline (topics)."""
+    line = _period(summary)
+    if not headline:
+        line["summary"] = summary.summary
+    line["topics"] = summary.topics[:PAST_TOPICS]
+    return _json(line)
+
+
+def _earlier_line(oldest: Sequence[GroupSummary]) -> str:
+    """The oldest periods as one line: their span and their commonest topics.
+
+    An era is carried after the monthlies it outlived, so the span ends with the last of
+    the others (the era's own end is that of the newest month)."""
+    ends = [s.period_end for s in oldest if s.period_type is not PeriodType.ERA]
+    topics = Counter(topic for s in oldest for topic in s.topics[:PAST_TOPICS])
+    first = min(s.period_start for s in oldest)
+    last = max(ends or [s.period_end for s in oldest])
+    return _json(
+        {
+            "earlier": f"{first} to {last}",
+            "topics": [topic for topic, _ in topics.most_common(EARLIER_TOPICS)],
+        }
     )
-    lines.extend(
-        _json({"period": "day", "day": s.period_start, "topics": s.topics[:3]})
-        for s in parts.get(PeriodType.DAILY, [])
+
+
+# A period's lines change once a day at most while turns come and go: their costs are kept,
+# by encoding and text (a count depends on nothing else), up to this many.
+MAX_LINE_COSTS = 4096
+_line_costs: dict[tuple[str, str], int] = {}
+
+
+def _line_cost(counter: TokenCounter, line: str) -> int:
+    """What a line adds to the block, its newline included (its count is kept)."""
+    key = (counter.name, line)
+    if (cost := _line_costs.get(key)) is None:
+        if len(_line_costs) >= MAX_LINE_COSTS:
+            _line_costs.clear()
+        cost = _line_costs[key] = counter.count(line) + 1
+    return cost
+
+
+# Which periods are shortened first: the finest (a day's text tells of one day, a month's
+# of thirty for about as many tokens), the oldest first among periods of a kind.
+_SHORTENED_FIRST = {
+    PeriodType.DAILY: 0,
+    PeriodType.WEEKLY: 1,
+    PeriodType.MONTHLY: 2,
+    PeriodType.ERA: 3,
+}
+
+
+def _past_choices(
+    cover: Sequence[GroupSummary], counter: TokenCounter
+) -> Iterator[tuple[int, list[str]]]:
+    """The past's lines, each choice shorter than the one before, with its estimated cost
+    (counted line by line): all in full; then one more period at a time shortened to its
+    headline (days first, the oldest first); then the oldest headlines joined into one
+    line, one more at a time. No period is ever left out: the last choice is one line over
+    the whole past."""
+    lines = [_past_line(s, headline=False) for s in cover]
+    costs = [_line_cost(counter, line) for line in lines]
+    yield sum(costs), list(lines)
+    order = sorted(
+        range(len(cover)),
+        key=lambda i: (_SHORTENED_FIRST[cover[i].period_type], cover[i].period_end),
     )
-    return lines
+    for i in order:
+        lines[i] = _past_line(cover[i], headline=True)
+        costs[i] = _line_cost(counter, lines[i])
+        yield sum(costs), list(lines)
+    n = len(cover)
+    for k in range(2, n + 1):
+        earlier = _earlier_line(cover[n - k :])
+        yield sum(costs[: n - k]) + _line_cost(counter, earlier), [*lines[: n - k], earlier]
 
 
 def _render_past(group: str, lines: list[str]) -> str:
     head = f'<data source="summaries" group="{group}">'
-    note = "What this place talked about before (summaries, newest period first per kind)."
-    return "\n".join([head, note, *lines, _CLOSE])
+    return "\n".join([head, _PAST_NOTE, *lines, _CLOSE])
 
 
 def build_past_context(
     context: TurnContext | None,
     group: str,
-    parts: dict[PeriodType, list[GroupSummary]],
+    cover: Sequence[GroupSummary],
     counter: TokenCounter,
     budget: int,
     past_budget: int,
 ) -> TurnContext | None:
     """The turn's data message with the group's past added; blocking, run in the executor.
 
-    Lines go in the seed's order (month, weeks, days); one that does not fit is left out
-    whole and the next is tried, so the block keeps within past_budget and the whole
-    message within budget.
+    cover is the group's past, newest first (SummaryBook.context). The block keeps within
+    past_budget and the whole message within budget: periods are shortened (days first,
+    the oldest first) until it fits; none is left out while one line fits.
     """
+    if not cover:
+        return context
     base = context.message if context is not None else DATA_NOTICE
-    kept: list[str] = []
-    best: tuple[str, int] | None = None
-    for line in _past_lines(parts):
-        block = _render_past(group, [*kept, line])
+    room = min(past_budget, budget - counter.count(base) - 2)
+    fixed = _line_cost(counter, _render_past(group, []))
+    for cost, lines in _past_choices(cover, counter):
+        if fixed + cost > room:
+            continue
+        # Counting lines one by one is close, not exact: check the whole message.
+        block = _render_past(group, lines)
         message = f"{base}\n\n{block}"
         tokens = counter.count(message)
         if counter.count(block) <= past_budget and tokens <= budget:
-            kept.append(line)
-            best = (message, tokens)
-    if best is None:
-        return context
-    sources = context.sources if context is not None else ()
-    return TurnContext(best[0], best[1], (*sources, f"summaries:{group}"))
+            sources = context.sources if context is not None else ()
+            return TurnContext(message, tokens, (*sources, f"summaries:{group}"))
+    return context
 
 
 async def async_past_context(
@@ -235,14 +317,14 @@ async def async_past_context(
     budget: int,
     past_budget: int,
 ) -> TurnContext | None:
-    """The data message with what the speaker's group talked about in past days and weeks."""
+    """The data message with what the speaker's group talked about, every day of it."""
     if past_budget <= 0 or (keeper := hass.data.get(DATA_SUMMARIES)) is None:
         return context
-    parts = keeper.store.book.context(group)
-    if not any(parts.values()):
+    cover = keeper.store.book.context(group)
+    if not cover:
         return context
     return await hass.async_add_executor_job(
-        build_past_context, context, group, parts, counter, budget, past_budget
+        build_past_context, context, group, cover, counter, budget, past_budget
     )
 
 
