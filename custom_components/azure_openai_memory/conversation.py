@@ -214,7 +214,7 @@ class AzureOpenAIMemoryAgent(
         """Talk to the model (with tool rounds) and record the turn only if it completes."""
         options, client = self._llm
         async with self._writer.lock(turn.conversation_id, turn.source):
-            self.windows.continue_conversation(turn.conversation_id, turn.source)
+            self._writer.resume(turn.conversation_id, turn.source)
             usage = Usage()
             private = replace(
                 turn.chat_log, content=turn.chat_log.content.copy(), delta_listener=turn.forward
