@@ -205,13 +205,13 @@ class AzureOpenAIMemoryAgent(
         response.async_set_speech(
             turn.answer or await async_text(self.hass, user_input.language, "no_answer")
         )
-        # A satellite listens again when the answer asks something; Home Assistant's own
-        # reading of the chat log counts too.
+        # A satellite listens again when the answer asks something. Home Assistant's own
+        # reading of the chat log is not used: it takes a final ";" in every language, and a
+        # question the answer only quotes, as a question.
         return conversation.ConversationResult(
             response=response,
             conversation_id=chat_log.conversation_id,
-            continue_conversation=chat_log.continue_conversation
-            or asks_user(turn.answer, user_input.language),
+            continue_conversation=asks_user(turn.answer, user_input.language),
         )
 
     async def _async_run_turn(self, turn: Turn, agent_id: str | None) -> None:
