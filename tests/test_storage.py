@@ -236,8 +236,11 @@ async def test_windows_of_version_1_lose_their_stored_prompt(
     (subentry_id,) = config_entry.subentries
     key = f"{DOMAIN}.windows.{config_entry.entry_id}"
 
+    # Talked a minute ago: the turn below continues it without a note about a pause.
+    recent = dt_util.utcnow().timestamp() - 60
+
     def message(role: str, content: str, tokens: int) -> dict[str, Any]:
-        return {"role": role, "content": content, "timestamp": 1.0, "token_count": tokens}
+        return {"role": role, "content": content, "timestamp": recent, "token_count": tokens}
 
     hass_storage[key] = {
         "version": 1,
@@ -249,7 +252,7 @@ async def test_windows_of_version_1_lose_their_stored_prompt(
                         "c": {
                             "max_tokens": 4000,
                             "preserve_system": True,
-                            "last_activity": 1.0,
+                            "last_activity": recent,
                             "evicted_count": 0,
                             "system": message("system", "A prompt of 6,300 tokens", 6300),
                             "groups": [

@@ -517,7 +517,7 @@ async def test_the_past_is_bounded_counted_and_escaped(
 
     # A budget too small for the long week: it is left out rather than cut.
     small = await ask_with_past(hass, config_entry, azure, "hall", 60)
-    assert '"period":"day"' in small
+    assert '{"week_of":"2026-01-05","topics":["garden"]}' in small
     assert "A long week" not in small
     assert count_tokens(small.split("\n\n", 1)[1]) <= 60
     big = await ask_with_past(hass, config_entry, azure, "hall", 1000)

@@ -20,7 +20,7 @@ from custom_components.azure_openai_memory.memory.summaries import (
 from custom_components.azure_openai_memory.memory.tokens import load_counter
 
 from .azure_stub import AzureStub, Reply
-from .conftest import NO_TOOLS, converse, memory_of
+from .conftest import NO_TOOLS, TEST_ENCODING, agent_memory, converse, count_tokens
 from .memory.test_summaries_coverage import FIRST, GROUP, LAST, live
 
 DEVICE = "kitchen_display"
@@ -162,8 +162,8 @@ async def test_over_the_budget_older_days_are_headlines_and_none_is_left_out(
     assert body is not None
     (data,) = [m["content"] for m in body["messages"] if 'source="summaries"' in m["content"]]
     block = data[data.index('<data source="summaries"') :]
-    counter = memory_of(config_entry).counter
-    assert await hass.async_add_executor_job(counter.count, block) <= budget
+    assert (await agent_memory(hass, config_entry))["encoding"] == TEST_ENCODING
+    assert count_tokens(block) <= budget
 
 
 def test_too_small_a_budget_for_every_headline_joins_the_oldest_into_one_line() -> None:

@@ -13,6 +13,7 @@ from custom_components.azure_openai_memory.memory.window import (
     RESUME_AFTER_SECONDS,
     RESUMED,
     AgentWindows,
+    MessageEntry,
     WindowSettings,
     resumption_note,
 )
@@ -42,6 +43,13 @@ def make(counter: TokenCounter, clock: Clock, max_tokens: int = 4000) -> AgentWi
     return AgentWindows(counter, WindowSettings(max_tokens=max_tokens), clock)
 
 
+def everything(memory: AgentWindows) -> list[MessageEntry]:
+    """Conversation c's messages, oldest first: all that fit in more tokens than it holds."""
+    messages, left_out = memory.get_recent_messages("c", 10**9)
+    assert left_out == 0
+    return messages
+
+
 def stats(memory: AgentWindows) -> dict[str, Any]:
     found = memory.get_stats("c")
     assert found is not None
@@ -63,7 +71,7 @@ def test_resumed_after_hours_gains_one_note(counter: TokenCounter, clock: Clock)
     """Three hours later: one note with the home's local time, counted like any message."""
     memory = make(counter, clock)
     talk(memory, "Is the kitchen light on?", "Yes, the kitchen light is on.")
-    before = [m.as_dict() for m in memory.get_messages("c")]
+    before = [m.as_dict() for m in everything(memory)]
     tokens_before = memory.window_tokens("c")
 
     clock.now += 3 * HOUR
@@ -74,13 +82,13 @@ def test_resumed_after_hours_gains_one_note(counter: TokenCounter, clock: Clock)
     assert added.tags == frozenset({RESUMED})
     assert added.token_count == counter.count(added.content) + MESSAGE_OVERHEAD_TOKENS
     assert memory.window_tokens("c") == tokens_before + added.token_count
-    messages = memory.get_messages("c")
+    messages = everything(memory)
     assert [m.as_dict() for m in messages[:-1]] == before
     assert messages[-1] is added
     assert stats(memory)["tag_distribution"][RESUMED] == 1
     # Stored once: asking again at once adds nothing.
     assert memory.note_resumption("c", BERLIN) is None
-    assert len(memory.get_messages("c")) == 3
+    assert len(everything(memory)) == 3
 
 
 def test_no_note_within_the_pause_or_without_a_past(counter: TokenCounter, clock: Clock) -> None:
@@ -95,7 +103,7 @@ def test_no_note_within_the_pause_or_without_a_past(counter: TokenCounter, clock
     added = memory.note_resumption("c", BERLIN)
     assert added is not None
     assert added.content == note("10 minutes later, 09:25")
-    assert [m.role for m in memory.get_messages("c")] == ["user", "assistant"] * 2 + ["user"]
+    assert [m.role for m in everything(memory)] == ["user", "assistant"] * 2 + ["user"]
 
 
 @pytest.mark.parametrize(
@@ -166,7 +174,7 @@ def test_note_is_evicted_like_any_message(counter: TokenCounter, clock: Clock) -
         talk(memory, f"Question {i}", f"Answer {i}")
         order += [f"Question {i}", f"Answer {i}"]
         assert stats(memory)["current_tokens"] <= 120
-    kept = [m.content for m in memory.get_messages("c")]
+    kept = [m.content for m in everything(memory)]
     assert added.content not in kept
     assert kept == order[len(order) - len(kept) :]
     assert RESUMED not in stats(memory)["tag_distribution"]
@@ -180,8 +188,6 @@ def test_note_survives_storage(counter: TokenCounter, clock: Clock) -> None:
     assert memory.note_resumption("c", BERLIN) is not None
     restored = make(counter, clock)
     restored.load(json.loads(json.dumps(memory.as_dict())))
-    assert [m.as_dict() for m in restored.get_messages("c")] == [
-        m.as_dict() for m in memory.get_messages("c")
-    ]
+    assert [m.as_dict() for m in everything(restored)] == [m.as_dict() for m in everything(memory)]
     clock.now += 60
     assert restored.note_resumption("c", BERLIN) is None

@@ -431,18 +431,6 @@ class AgentWindows:
         self._window(conversation_id).add(entry, self.counter)
         return entry
 
-    def get_messages(
-        self, conversation_id: str, tag_filter: Iterable[str] | None = None
-    ) -> list[MessageEntry]:
-        """The conversation's messages; with a filter, those carrying any of its tags."""
-        window = self.windows.get(conversation_id)
-        if window is None:
-            return []
-        if tag_filter is None:
-            return window.messages()
-        wanted = frozenset(tag_filter)
-        return [m for m in window.messages() if not m.tags.isdisjoint(wanted)]
-
     def window_tokens(self, conversation_id: str) -> int:
         """Tokens of a conversation's history (its system message aside)."""
         window = self.windows.get(conversation_id)
