@@ -118,10 +118,6 @@ class LLMSubentryFlowHandler(ConfigSubentryFlow):
                     REASONING_EFFORTS, CONF_REASONING_EFFORT
                 ),
                 vol.Required(CONF_REQUEST_TIMEOUT): number(5, 600, 1, "s"),
-                # Empty: automatic (llm.client.sends_prompt_cache_key).
-                vol.Optional(CONF_PROMPT_CACHE_KEY): select(
-                    PROMPT_CACHE_KEY_CHOICES, CONF_PROMPT_CACHE_KEY
-                ),
             }
         )
         if self._is_agent:
@@ -133,6 +129,10 @@ class LLMSubentryFlowHandler(ConfigSubentryFlow):
                     # (memory.tokens.context_limit_for_model).
                     vol.Optional(CONF_CONTEXT_LIMIT): number(0, 10_000_000, 1, "tokens"),
                     vol.Required(CONF_PREFER_LOCAL_INTENTS): BooleanSelector(),
+                    # Empty: automatic (llm.client.sends_prompt_cache_key).
+                    vol.Optional(CONF_PROMPT_CACHE_KEY): select(
+                        PROMPT_CACHE_KEY_CHOICES, CONF_PROMPT_CACHE_KEY
+                    ),
                 }
             )
         return vol.Schema(schema)
