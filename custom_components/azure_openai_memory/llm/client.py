@@ -340,22 +340,25 @@ class _StreamingClient:
         else:
             args["extra_body"][PROMPT_CACHE_KEY] = key.sent
 
-    def _prompt_cache_key_refused(self, err: openai.BadRequestError) -> bool:
-        """A 400 that names the key we sent: the request goes again without it, as later ones.
+    def _prompt_cache_key_refused(self, args: dict[str, Any], err: openai.BadRequestError) -> bool:
+        """A 400 that names the key this request sent: it goes again without it, as later ones.
 
         Azure names an argument a model does not take in the error's param or its message.
+        A turn running alongside may have heard the refusal first: its request still had the
+        key, and is sent again all the same.
         """
         key = self._options.prompt_cache_key
-        if key is None or key.refused:
+        if key is None or PROMPT_CACHE_KEY not in {*args, *args["extra_body"]}:
             return False
         if err.param != PROMPT_CACHE_KEY and PROMPT_CACHE_KEY not in err.message:
             return False
-        key.refused = True
-        LOGGER.debug(
-            "Deployment %s refused %s; its requests go without it",
-            self._options.deployment,
-            PROMPT_CACHE_KEY,
-        )
+        if not key.refused:
+            key.refused = True
+            LOGGER.debug(
+                "Deployment %s refused %s; its requests go without it",
+                self._options.deployment,
+                PROMPT_CACHE_KEY,
+            )
         return True
 
 
@@ -398,10 +401,11 @@ class ChatCompletionsClient(_StreamingClient):
     ) -> AsyncIterator[Delta]:
         """One request; tool calls are assembled from their deltas and yielded at the end."""
         create = self._sdk.chat.completions.create
+        args = self._arguments(messages, tools)
         try:
-            result = await create(**self._arguments(messages, tools))
+            result = await create(**args)
         except openai.BadRequestError as err:
-            if not self._prompt_cache_key_refused(err):
+            if not self._prompt_cache_key_refused(args, err):
                 raise
             result = await create(**self._arguments(messages, tools))
         calls: dict[int, dict[str, str]] = {}
@@ -502,10 +506,11 @@ class ResponsesClient(_StreamingClient):
     ) -> AsyncIterator[Delta]:
         """One request; events are matched by type name, which every SDK version shares."""
         create = self._sdk.responses.create
+        args = self._arguments(messages, tools)
         try:
-            result = await create(**self._arguments(messages, tools))
+            result = await create(**args)
         except openai.BadRequestError as err:
-            if not self._prompt_cache_key_refused(err):
+            if not self._prompt_cache_key_refused(args, err):
                 raise
             result = await create(**self._arguments(messages, tools))
         names: dict[str, tuple[str, str]] = {}
