@@ -45,6 +45,13 @@ CONF_PREFER_LOCAL_INTENTS: Final = "prefer_local_intents"
 # Tokens one request may carry (prompt + context + history + the new message);
 # 0 or absent means "derive it from the deployment name" (memory.tokens).
 CONF_CONTEXT_LIMIT: Final = "context_limit"
+# Whether requests carry a prompt cache key: "auto" (absent) for the models whose
+# documentation takes one, "on" or "off" whatever the deployment is named.
+CONF_PROMPT_CACHE_KEY: Final = "prompt_cache_key"
+PROMPT_CACHE_KEY_AUTO: Final = "auto"
+PROMPT_CACHE_KEY_ON: Final = "on"
+PROMPT_CACHE_KEY_OFF: Final = "off"
+PROMPT_CACHE_KEY_CHOICES: Final = [PROMPT_CACHE_KEY_AUTO, PROMPT_CACHE_KEY_ON, PROMPT_CACHE_KEY_OFF]
 
 API_MODE_CHAT: Final = "chat_completions"
 API_MODE_RESPONSES: Final = "responses"

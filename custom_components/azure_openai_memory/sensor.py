@@ -9,7 +9,7 @@ from homeassistant.components.sensor import (
     SensorEntityDescription,
     SensorStateClass,
 )
-from homeassistant.const import EntityCategory, UnitOfTime
+from homeassistant.const import PERCENTAGE, EntityCategory, UnitOfTime
 from homeassistant.core import HomeAssistant, callback
 from homeassistant.helpers import device_registry as dr
 from homeassistant.helpers.typing import StateType
@@ -87,6 +87,16 @@ SENSORS: tuple[StatSensorDescription, ...] = (
         native_unit_of_measurement="tokens",
         state_class=SensorStateClass.TOTAL_INCREASING,
         value_fn=lambda r: r.stats.tokens_out,
+    ),
+    # Of all input tokens so far, the share Azure read from its prompt cache (billed at a
+    # discount): how well the requests' stable beginning pays off.
+    StatSensorDescription(
+        key="cached_input_share",
+        translation_key="cached_input_share",
+        native_unit_of_measurement=PERCENTAGE,
+        suggested_display_precision=1,
+        state_class=SensorStateClass.MEASUREMENT,
+        value_fn=lambda r: r.stats.cached_input_share(),
     ),
     StatSensorDescription(
         key="latency_p50",

@@ -4,14 +4,16 @@ It lets the real openai SDK run end to end in tests and in scripts/develop.
 Shapes and quirks follow what Azure OpenAI sends: deployment and v1 URLs,
 api-version and api-key checks, Azure's error bodies, the empty-choices first
 stream chunk, content-filter annotations (also after the finish chunk), the
-usage-only last chunk, 429 with Retry-After, and a stream cut mid-way.
+usage-only last chunk, 429 with Retry-After, a stream cut mid-way, and the 400 for a
+request argument the resource does not know. With `prompt_caching` on, the usage counts
+each prompt's own tokens and the part Azure would have read from its cache (caching.py).
 """
 
 import asyncio
 import base64
 from collections import deque
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 import json
 import re
 import time
@@ -22,6 +24,7 @@ from aiohttp import web
 import numpy as np
 
 from . import develop
+from .caching import PromptCache, prompt_tokens
 from .embeddings import hashed_embedder
 
 DEFAULT_KEY = "stub-key-0123456789"
@@ -61,6 +64,8 @@ class Reply:
     gate: asyncio.Event | None = None
     # Set when the request this reply answers has arrived.
     arrived: asyncio.Event | None = None
+    # Of the usage's prompt tokens, those read from the prompt cache.
+    cached_tokens: int = 0
     # OpenAI-compatible servers (not Azure) may send tool calls without ids.
     omit_tool_call_ids: bool = False
     # Responses API only: end the stream with "failed", "incomplete" or an "error" event
@@ -121,6 +126,8 @@ class RecordedRequest:
     received: float = field(default_factory=time.perf_counter)
     # The client's port: requests sent over one kept-alive connection share it.
     peer_port: int = 0
+    # The usage the answer reported: prompt, completion and cached prompt tokens.
+    usage: tuple[int, int, int] | None = None
 
 
 class AzureStub:
@@ -158,6 +165,11 @@ class AzureStub:
         self.embedding_deployments = {"text-embedding-3-small"}
         # Deployments that cannot shorten their vectors (ada-002): `dimensions` is a 400.
         self.fixed_size_embeddings: set[str] = set()
+        # Request arguments this resource does not know: a request carrying one is a 400.
+        self.unknown_arguments: set[str] = set()
+        # Usage counts each prompt (not the scripted figure) and what of it was cached.
+        self.prompt_caching = False
+        self.prompt_caches: dict[str, PromptCache] = {}
 
     @property
     def endpoint(self) -> str:
@@ -296,6 +308,33 @@ class AzureStub:
             },
         )
 
+    def _unknown_argument(self, body: dict[str, Any]) -> web.Response | None:
+        """Azure's answer to an argument it does not know: a 400 that names it."""
+        unknown = sorted(self.unknown_arguments & body.keys())
+        if not unknown:
+            return None
+        return _error(
+            400,
+            {
+                "message": f"Unrecognized request argument supplied: {unknown[0]}",
+                "type": "invalid_request_error",
+                "param": None,
+                "code": None,
+            },
+        )
+
+    def _cached(self, reply: Reply, deployment: str, body: dict[str, Any]) -> Reply:
+        """The reply with the usage Azure reports for this prompt: its tokens, and the cached."""
+        if not self.prompt_caching:
+            return reply
+        prompt = prompt_tokens(body)
+        cache = self.prompt_caches.setdefault(deployment, PromptCache())
+        return replace(
+            reply,
+            usage=(len(prompt), reply.usage[1]),
+            cached_tokens=cache.cached_tokens(prompt),
+        )
+
     async def _next_reply(self, body: dict[str, Any] | None = None) -> Reply | web.Response:
         if self.replies:
             reply = self.replies.popleft()
@@ -339,9 +378,13 @@ class AzureStub:
         deployment = request.match_info.get("deployment") or body.get("model", "")
         if (missing := self._unknown_deployment(deployment)) is not None:
             return missing
+        if (unknown := self._unknown_argument(body)) is not None:
+            return unknown
         reply = await self._next_reply(body)
         if isinstance(reply, web.Response):
             return reply
+        reply = self._cached(reply, deployment, body)
+        recorded.usage = (*reply.usage, reply.cached_tokens)
         text = _reply_text(reply, body.get("messages", []))
         if body.get("stream"):
             include_usage = bool((body.get("stream_options") or {}).get("include_usage"))
@@ -415,9 +458,13 @@ class AzureStub:
         deployment = body.get("model", "")
         if (missing := self._unknown_deployment(deployment)) is not None:
             return missing
+        if (unknown := self._unknown_argument(body)) is not None:
+            return unknown
         reply = await self._next_reply(body)
         if isinstance(reply, web.Response):
             return reply
+        reply = self._cached(reply, deployment, body)
+        recorded.usage = (*reply.usage, reply.cached_tokens)
         text = _reply_text(reply, _responses_user_texts(body.get("input")))
         if body.get("stream"):
             return await self._stream(request, reply, _response_events(reply, text, deployment))
@@ -506,6 +553,7 @@ def _usage(reply: Reply) -> dict[str, Any]:
         "prompt_tokens": prompt,
         "completion_tokens": completion,
         "total_tokens": prompt + completion,
+        "prompt_tokens_details": {"cached_tokens": reply.cached_tokens},
         "completion_tokens_details": {"reasoning_tokens": 0},
     }
 
@@ -682,7 +730,7 @@ def _response_object(
             "input_tokens": prompt,
             "output_tokens": completion,
             "total_tokens": prompt + completion,
-            "input_tokens_details": {"cached_tokens": 0},
+            "input_tokens_details": {"cached_tokens": reply.cached_tokens},
             "output_tokens_details": {"reasoning_tokens": 0},
         },
         "error": None,
@@ -758,6 +806,7 @@ def _response_events(reply: Reply, text: str | None, model: str) -> list[dict[st
 async def serve_forever(host: str, port: int, api_key: str, develop_mode: bool = True) -> None:
     """Run the stand-in until cancelled (scripts/develop uses this)."""
     stub = AzureStub(api_key=api_key)
+    stub.prompt_caching = True
     if develop_mode:
         stub.responder = develop_reply
     endpoint = await stub.start(host, port)
