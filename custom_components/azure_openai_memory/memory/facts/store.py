@@ -349,23 +349,32 @@ class FactStore(FactRecords):
     # -- patterns --
 
     def patterns(self) -> list[PatternInsight]:
-        """Any tag value recurring in PATTERN_MIN_MEMORIES+ memories of a type, and overrides.
+        """Any tag value reported PATTERN_MIN_MEMORIES+ times in memories of a type, and
+        overrides.
 
         Not only `body:` tags of injuries: a home has rooms, people and devices in any
-        type, so every tag prefix of every type is looked at.
+        type, so every tag prefix of every type is looked at. What counts is what was
+        reported, not what is still active: three knee reports that each updated the last
+        leave one active memory, whose occurrences carry the three (and whose supersede
+        chain, while the archive keeps it, is the evidence).
         """
+        chains = self._supersede_chains()
         insights: list[PatternInsight] = []
         for (kind, tag), ids in sorted(self._by_type_tag.items()):
-            if len(ids) < PATTERN_MIN_MEMORIES or ":" not in tag:
+            if ":" not in tag:
+                continue
+            reported = sum(self._active[i].occurrences for i in ids)
+            if reported < PATTERN_MIN_MEMORIES:
                 continue
             prefix, value = tag.split(":", 1)
-            evidence = sorted(ids, key=lambda i: self._active[i].created_at)
+            shown = [m for i in ids for m in (*chains.get(i, ()), self._active[i])]
+            evidence = [m.id for m in sorted(shown, key=lambda m: m.created_at)]
             insights.append(
                 PatternInsight(
                     pattern_type=f"recurring_{prefix}",
                     description=(
                         f"Recurring {prefix} {value} in {kind.value} memories "
-                        f"({len(ids)} occurrences)"
+                        f"({reported} occurrences)"
                     ),
                     evidence=evidence,
                     confidence=MemoryConfidence.HIGH,
@@ -389,6 +398,25 @@ class FactStore(FactRecords):
                 )
             )
         return insights
+
+    def _supersede_chains(self) -> dict[str, list[Memory]]:
+        """Active memory id -> the archived memories it replaced, directly or through others."""
+        replaced_by: dict[str, list[Memory]] = {}
+        for archived in self._archived.values():
+            if archived.superseded_by is not None:
+                replaced_by.setdefault(archived.superseded_by, []).append(archived.memory)
+        chains: dict[str, list[Memory]] = {}
+        for memory_id in replaced_by.keys() & self._active.keys():
+            chain, seen, todo = [], {memory_id}, list(replaced_by[memory_id])
+            while todo:
+                older = todo.pop()
+                if older.id in seen:
+                    continue
+                seen.add(older.id)
+                chain.append(older)
+                todo.extend(replaced_by.get(older.id, ()))
+            chains[memory_id] = chain
+        return chains
 
     # -- forgetting --
 
