@@ -48,3 +48,29 @@ async def test_three_knee_reports_make_a_recurring_injury_pattern(
             }
         ]
     }
+
+
+async def test_names_in_any_script_and_with_apostrophes_tag_memories(
+    hass: HomeAssistant, services: None
+) -> None:
+    """`person:İlkay` and `person:o'brien` were refused as malformed tags."""
+    ilkay = await call(
+        hass,
+        "save",
+        content="İlkay takes her tea without sugar",
+        type="preference",
+        tags=["person:İlkay", "topic:tea"],
+    )
+    brien = await call(
+        hass,
+        "save",
+        content="Mr O'Brien feeds the cat when we travel",
+        type="household",
+        tags=["person:O\u2019Brien"],
+    )
+    assert ilkay["memory"]["tags"] == ["person:i\u0307lkay", "topic:tea"]
+    assert brien["memory"]["tags"] == ["person:o'brien"]
+    found = await call(hass, "search", tags=["person:İLKAY"])
+    assert [m["id"] for m in found["memories"]] == [ilkay["memory"]["id"]]
+    forgot = await call(hass, "forget", tag="person:o'brien")
+    assert [a["id"] for a in forgot["archived"]] == [brien["memory"]["id"]]
