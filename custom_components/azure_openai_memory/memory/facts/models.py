@@ -281,8 +281,9 @@ def validate_tag(tag: Any) -> str:
     """
     if not isinstance(tag, str):
         raise FactError("memory_tag_invalid", tag=tag)
-    tag = fold_tag(tag.strip())
-    if len(tag) > MAX_TAG_LENGTH:
+    tag = tag.strip()
+    # Composing can shorten a decomposed name, but not by half: nothing longer is folded.
+    if len(tag) > 2 * MAX_TAG_LENGTH or len(tag := fold_tag(tag)) > MAX_TAG_LENGTH:
         raise FactError("memory_tag_too_long", tag=tag[:MAX_TAG_LENGTH], max=MAX_TAG_LENGTH)
     if not _checked_tag(tag):
         raise FactError("memory_tag_invalid", tag=tag)
