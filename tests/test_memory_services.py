@@ -697,7 +697,7 @@ async def test_options_flow_proves_a_new_embeddings_deployment(
     assert result["errors"] == {"memories": error}
     assert error in STRINGS["options"]["error"]
     assert dict(loaded_entry.options) == before
-    assert memories(hass).settings.max_memories_per_type == 50
+    assert memories(hass).settings.max_memories_per_type == 10_000
     assert memories(hass).embedder is None
 
     result = await submit_options(hass, loaded_entry, embeddings_deployment=f" {EMBEDDINGS} ")

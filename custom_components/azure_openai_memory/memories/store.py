@@ -15,12 +15,14 @@ from typing import Any
 
 from homeassistant.config_entries import ConfigEntryState
 from homeassistant.core import CALLBACK_TYPE, HomeAssistant, callback
+from homeassistant.helpers import issue_registry as ir
 from homeassistant.helpers.event import async_call_later
 
 from ..const import DOMAIN
 from ..llm.embeddings import BATCH_SIZE, RETRY_AFTER, Embedder
 from ..memory.facts import (
     FACTS_VERSION,
+    ArchivedMemory,
     FactSettings,
     FactStore,
     ForgetResult,
@@ -48,6 +50,8 @@ EMBEDDED_QUERY_CHARS = 2000
 # long (seconds): the missing one is usually back well before, and switching would embed
 # every memory again.
 TAKE_OVER_AFTER = 60.0
+# The Repairs issue of a type whose cap pushed memories out (its id ends with the type).
+OVER_CAP_ISSUE = "memories_over_cap"
 
 
 class Memories:
@@ -63,6 +67,8 @@ class Memories:
         self._embedding: asyncio.Task[None] | None = None
         self._cancel_retry: CALLBACK_TYPE | None = None
         self._cancel_take_over: CALLBACK_TYPE | None = None
+        # Memories each type's cap pushed out since the start (or the cap was raised).
+        self._pushed_out: dict[str, int] = {}
         self.file = DebouncedStore(
             hass, STORAGE_KEY, self._snapshot, version=FACTS_VERSION, migrate=migrate_facts
         )
@@ -108,14 +114,47 @@ class Memories:
 
     @callback
     def async_update_settings(self, settings: FactSettings) -> None:
-        """New settings; a lowered cap archives at once."""
+        """New settings; a lowered cap archives at once, a raised one clears its issues."""
         if settings == self.facts.settings and self._settings_stored:
             return
         self._settings_stored = True
-        archived = self.facts.apply_settings(settings)
-        if archived:
-            _LOGGER.debug("Archived %d memories over max_memories_per_type", archived)
+        if settings.max_memories_per_type > self.facts.settings.max_memories_per_type:
+            for kind in self._pushed_out:
+                ir.async_delete_issue(self.hass, DOMAIN, f"{OVER_CAP_ISSUE}_{kind}")
+            self._pushed_out.clear()
+        self._async_report_cap(self.facts.apply_settings(settings))
         self.async_changed()
+
+    @callback
+    def _async_report_cap(self, evicted: Iterable[ArchivedMemory]) -> None:
+        """A memory the cap pushed out is gone from recall: a Repairs issue names its type.
+
+        Silent, it would be data lost from the household's point of view. The issue says
+        how many went since the start, and goes when the cap is raised.
+        """
+        kinds: set[str] = set()
+        for archived in evicted:
+            kind = archived.memory.type.value
+            self._pushed_out[kind] = self._pushed_out.get(kind, 0) + 1
+            kinds.add(kind)
+        for kind in sorted(kinds):
+            _LOGGER.debug(
+                "%d %s memories archived over the cap so far", self._pushed_out[kind], kind
+            )
+            ir.async_create_issue(
+                self.hass,
+                DOMAIN,
+                f"{OVER_CAP_ISSUE}_{kind}",
+                is_fixable=False,
+                is_persistent=False,
+                severity=ir.IssueSeverity.WARNING,
+                translation_key=OVER_CAP_ISSUE,
+                translation_placeholders={
+                    "type": kind,
+                    "cap": str(self.facts.settings.max_memories_per_type),
+                    "count": str(self._pushed_out[kind]),
+                },
+            )
 
     # -- embeddings --
 
@@ -295,6 +334,7 @@ class Memories:
             vector=vectors[0] if vectors else None,
         )
         self.async_changed()
+        self._async_report_cap(result.evicted)
         if dropped:
             self._async_embed_missing()
         return result

@@ -93,7 +93,7 @@ class FactSettings:
 
     archive_retention_days: float = 90
     high_confidence_threshold: int = 3
-    max_memories_per_type: int = 50
+    max_memories_per_type: int = 10_000
     relevance_score_threshold: float = 2
 
 

@@ -220,11 +220,15 @@ class FactStore(FactRecords):
             self._archive(m, None, "Over max_memories_per_type", now) for m in order[:over]
         )
 
-    def apply_settings(self, settings: FactSettings, now: float | None = None) -> int:
-        """New settings; a lowered cap archives at once. Returns how many were archived."""
+    def apply_settings(
+        self, settings: FactSettings, now: float | None = None
+    ) -> tuple[ArchivedMemory, ...]:
+        """New settings; a lowered cap archives at once. Returns what it archived."""
         self.settings = settings
         now = time.time() if now is None else now
-        return sum(len(self._evict_over_cap(kind, now)) for kind in list(self._by_type))
+        return tuple(
+            archived for kind in list(self._by_type) for archived in self._evict_over_cap(kind, now)
+        )
 
     # -- searching --
 
