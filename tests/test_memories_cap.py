@@ -116,3 +116,56 @@ async def test_lowering_the_cap_names_every_type_it_pushed_out(
     await call(hass, "save", content="Anna is a pharmacist", type="context")
     memories(hass).async_update_settings(FactSettings(max_memories_per_type=1))
     assert list(cap_issues(hass)) == ["memories_over_cap_routine"]
+
+
+# -- pinning ----------------------------------------------------------------------------------
+
+
+async def test_a_pinned_memory_stays_whatever_the_cap_and_comes_first(
+    hass: HomeAssistant, services: None
+) -> None:
+    memories(hass).async_update_settings(FactSettings(max_memories_per_type=2))
+    epipen = await call(
+        hass,
+        "save",
+        content="A spare EpiPen is kept in the kitchen drawer next to the fridge",
+        type="household",
+        confidence="low",
+        pinned=True,
+    )
+    assert epipen["memory"]["pinned"] is True
+    await call(hass, "save", content="The fridge filter is changed in May", type="household")
+    third = await call(hass, "save", content="The fridge magnets are Leo's", type="household")
+    assert [e["original_content"] for e in third["evicted"]] == [
+        "The fridge filter is changed in May"
+    ]
+    found = await call(hass, "search", query="What is kept in the fridge?")
+    assert [m["content"] for m in found["memories"]] == [
+        "A spare EpiPen is kept in the kitchen drawer next to the fridge",
+        "The fridge magnets are Leo's",
+    ]
+    assert [m["pinned"] for m in found["memories"]] == [True, False]
+    unpinned = await call(
+        hass,
+        "save",
+        content="A spare EpiPen is kept in the kitchen drawer next to the fridge",
+        type="household",
+        pinned=False,
+    )
+    assert (unpinned["action"], unpinned["memory"]["pinned"]) == ("reinforced", False)
+
+
+async def test_pinning_survives_a_restart(
+    hass: HomeAssistant, hass_storage: dict[str, Any], services: None
+) -> None:
+    saved = await call(
+        hass, "save", content="No peanut butter in the house", type="household", pinned=True
+    )
+    await memories(hass).file.async_flush()
+    (stored,) = hass_storage[STORAGE_KEY]["data"]["memories"]
+    assert stored["pinned"] is True
+    fresh = Memories(hass)
+    await fresh.async_load()
+    memory = fresh.facts.get(saved["memory"]["id"])
+    assert memory is not None
+    assert memory.pinned

@@ -112,6 +112,7 @@ async def test_seed_scenarios(
             "confidence": "medium",
             "occurrences": 1,
             "tags": ["body:knee"],
+            "pinned": False,
         },
         "archived": None,
         "evicted": [],

@@ -42,6 +42,7 @@ async def async_save(
             confidence=data.get("confidence"),
             source=source or data.get("source", "manual"),
             source_reference=data.get("source_reference"),
+            pinned=data.get("pinned"),
         )
     except FactError as err:
         raise translated(err) from err

@@ -312,6 +312,7 @@ class Memories:
         confidence: Any = None,
         source: Any = MemorySource.MANUAL,
         source_reference: str | None = None,
+        pinned: bool | None = None,
     ) -> SaveResult:
         """Validate, embed (one request), deduplicate and save; FactError on bad input."""
         content = validate_content(content)
@@ -332,6 +333,7 @@ class Memories:
             source=source,
             source_reference=source_reference,
             vector=vectors[0] if vectors else None,
+            pinned=pinned,
         )
         self.async_changed()
         self._async_report_cap(result.evicted)

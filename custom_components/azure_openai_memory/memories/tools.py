@@ -48,6 +48,11 @@ class RememberTool(llm.Tool):
             vol.Required("type", description="What kind of fact it is"): vol.In(_TYPES),
             vol.Optional("tags", description="prefix:value tags"): [str],
             vol.Optional("confidence"): vol.In([level.value for level in MemoryConfidence]),
+            vol.Optional(
+                "pinned",
+                description="true when the user wants this fact kept for good: it is "
+                "never archived to make room and is offered first",
+            ): bool,
         }
     )
 

@@ -111,6 +111,8 @@ class Memory:
     occurrences: int = 1
     tags: tuple[str, ...] = ()
     source_reference: str | None = None
+    # Never pushed out by a cap, and offered first among the memories a search finds.
+    pinned: bool = False
 
     def as_dict(self) -> dict[str, Any]:
         """The stored and reported form (times still as POSIX seconds)."""
@@ -125,6 +127,7 @@ class Memory:
             "confidence": self.confidence.value,
             "occurrences": self.occurrences,
             "tags": list(self.tags),
+            "pinned": self.pinned,
         }
 
     @classmethod
@@ -142,6 +145,8 @@ class Memory:
             # Folded as validate_tag folds them now: an earlier version only lowercased.
             tags=tuple(dict.fromkeys(fold_tag(tag) for tag in data.get("tags", ()))),
             source_reference=data.get("source_reference"),
+            # Records written before pinning existed have no such field: not pinned.
+            pinned=data.get("pinned") is True,
         )
 
 

@@ -64,6 +64,8 @@ VECTOR_WEIGHT = 0.995
 KEYWORD_WEIGHT = 0.005
 # Memories of one type sharing a tag value that make a pattern.
 PATTERN_MIN_MEMORIES = 3
+# Added to a pinned memory's score for ordering only: above any relevance and boosts.
+PINNED_FIRST = 10.0
 
 _OVERRIDE = re.compile(r"\boverr(id|ode)", re.IGNORECASE)
 
@@ -87,11 +89,14 @@ class FactStore(FactRecords):
         source: MemorySource | str = MemorySource.MANUAL,
         source_reference: str | None = None,
         vector: Sequence[float] | npt.NDArray[Any] | None = None,
+        pinned: bool | None = None,
         now: float | None = None,
     ) -> SaveResult:
         """Save with the three-step deduplication; raises FactError on bad input.
 
         Everything is validated before anything changes: a refused save writes nothing.
+        `pinned` pins (True) or unpins (False) the memory saved or reinforced; None leaves
+        a reinforced memory as it was, and a new one takes the pin of what it replaces.
         """
         content = validate_content(content)
         kind = parse_type(memory_type)
@@ -111,6 +116,8 @@ class FactStore(FactRecords):
             existing.updated_at = now
             if level is MemoryConfidence.HIGH or existing.occurrences >= threshold:
                 existing.confidence = MemoryConfidence.HIGH
+            if pinned is not None:
+                existing.pinned = pinned
             self._refresh_row(existing)
             if unit is not None and not self._has_vector[self._row[existing_id]]:
                 self._put_vector(self._row[existing_id], unit)
@@ -132,11 +139,14 @@ class FactStore(FactRecords):
             confidence=level or MemoryConfidence.MEDIUM,
             tags=tag_tuple,
             source_reference=source_reference,
+            pinned=bool(pinned),
         )
-        # 2. The same subject: the new memory replaces the old, and inherits its count.
+        # 2. The same subject: the new memory replaces the old, and inherits its count
+        # (and its pin, unless this save says otherwise).
         archived = None
         if (old := self._same_subject(kind, tag_tuple, unit, content)) is not None:
             memory.occurrences = old.occurrences + 1
+            memory.pinned = old.pinned if pinned is None else pinned
             if memory.occurrences >= threshold:
                 memory.confidence = MemoryConfidence.HIGH
             shared = ", ".join(t for t in tag_tuple if t in old.tags)
@@ -207,13 +217,18 @@ class FactStore(FactRecords):
     def _evict_over_cap(
         self, kind: MemoryType, now: float, keep: str | None = None
     ) -> tuple[ArchivedMemory, ...]:
-        """Beyond max_memories_per_type, the least confident, oldest memories go first."""
+        """Beyond max_memories_per_type, the least confident, oldest memories go first.
+
+        Pinned memories count towards the cap but never go: a type holds more than its
+        cap only when they alone are more.
+        """
         ids = self._by_type.get(kind, set())
         over = len(ids) - self.settings.max_memories_per_type
         if over <= 0:
             return ()
+        active = self._active
         order = sorted(
-            (self._active[i] for i in ids if i != keep),
+            (active[i] for i in ids if i != keep and not active[i].pinned),
             key=lambda m: (CONFIDENCE_ORDER[m.confidence], m.updated_at),
         )
         return tuple(
@@ -262,8 +277,13 @@ class FactStore(FactRecords):
                     (a.memory, self._plain_score(a.memory, now))
                     for a in self._archived_matching(kind, wanted)
                 ]
+            active = self._active
             found.sort(
-                key=lambda pair: (CONFIDENCE_ORDER[pair[0].confidence], pair[0].updated_at),
+                key=lambda pair: (
+                    pair[0].pinned and pair[0].id in active,
+                    CONFIDENCE_ORDER[pair[0].confidence],
+                    pair[0].updated_at,
+                ),
                 reverse=True,
             )
             return SearchResult(found[:limit], "keyword")
@@ -271,7 +291,13 @@ class FactStore(FactRecords):
         result = self._rank(text, unit, candidates, limit, now)
         if include_archived:
             extra = self._rank_archived(text, kind, wanted, now)
-            merged = sorted(result.memories + extra, key=lambda pair: pair[1], reverse=True)
+            # Archived records keep the pin they had; only an active one is offered first.
+            pinned = {m.id for m, _score in result.memories if m.pinned}
+            merged = sorted(
+                result.memories + extra,
+                key=lambda pair: (pair[0].id in pinned, pair[1]),
+                reverse=True,
+            )
             result = SearchResult(merged[:limit], result.ranker)
         return result
 
@@ -323,10 +349,12 @@ class FactStore(FactRecords):
             relevance = keyword
             allowed &= matched
         total = relevance + self._boost + self._recency(self._updated, now)
+        # Pinned memories first among the matches, then by score (at most about 1.03).
+        order = total + PINNED_FIRST * self._pinned
         rows = np.flatnonzero(allowed)
         if rows.size > limit:
-            rows = rows[np.argpartition(-total[rows], limit - 1)[:limit]]
-        rows = rows[np.argsort(-total[rows], kind="stable")]
+            rows = rows[np.argpartition(-order[rows], limit - 1)[:limit]]
+        rows = rows[np.argsort(-order[rows], kind="stable")]
         found: list[tuple[Memory, float]] = []
         for row in rows:
             memory_id = self._ids[int(row)]
