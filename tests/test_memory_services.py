@@ -114,6 +114,7 @@ async def test_seed_scenarios(
             "tags": ["body:knee"],
             "pinned": False,
         },
+        "replaced": None,
         "archived": None,
         "evicted": [],
     }
