@@ -20,6 +20,7 @@ from homeassistant.helpers.event import async_call_later
 
 from ..const import DOMAIN
 from ..llm.embeddings import BATCH_SIZE, RETRY_AFTER, Embedder
+from ..llm.supersede import SupersedeJudge
 from ..memory.facts import (
     FACTS_VERSION,
     ArchivedMemory,
@@ -30,6 +31,7 @@ from ..memory.facts import (
     SaveResult,
     SearchResult,
     Vector,
+    Verdict,
     migrate_facts,
     parse_confidence,
     parse_source,
@@ -64,6 +66,8 @@ class Memories:
         # What the stored vectors came from (resource and deployment), or None.
         self._vectors_from: str | None = None
         self._embedders: dict[str, Embedder] = {}
+        # Each entry's first agent, asked whether a new memory replaces an older one.
+        self._judges: dict[str, SupersedeJudge] = {}
         self._embedding: asyncio.Task[None] | None = None
         self._cancel_retry: CALLBACK_TYPE | None = None
         self._cancel_take_over: CALLBACK_TYPE | None = None
@@ -175,12 +179,28 @@ class Memories:
             return None  # the vectors' deployment may be back in a moment: words meanwhile
         return self._embedders[min(self._embedders)]
 
+    @property
+    def judge(self) -> SupersedeJudge | None:
+        """The model asked about updates: the first agent of the entry whose embeddings
+        deployment is in use (the same resource); None without one."""
+        embedder = self.embedder
+        for entry_id, one in self._embedders.items():
+            if one is embedder:
+                return self._judges.get(entry_id)
+        return None
+
     @callback
-    def async_use_embeddings(self, entry_id: str, embedder: Embedder | None) -> None:
-        """An entry set up (with or without a deployment) or unloaded (None)."""
+    def async_use_embeddings(
+        self, entry_id: str, embedder: Embedder | None, judge: SupersedeJudge | None = None
+    ) -> None:
+        """An entry set up (with or without a deployment, and its first agent's judge) or
+        unloaded (None)."""
         self._embedders.pop(entry_id, None)
+        self._judges.pop(entry_id, None)
         if embedder is not None:
             self._embedders[entry_id] = embedder
+            if judge is not None:
+                self._judges[entry_id] = judge
         if not self._embedders:
             self._async_stop_embedding()
         elif self._vectors_missing_their_deployment() and self._entries_setting_up():
@@ -314,9 +334,11 @@ class Memories:
         source_reference: str | None = None,
         pinned: bool | None = None,
     ) -> SaveResult:
-        """Validate, embed (one request), deduplicate and save; FactError on bad input."""
+        """Validate, embed (one request), ask the model about a memory of the same subject
+        (one request, when there is such a memory and a model), deduplicate and save;
+        FactError on bad input."""
         content = validate_content(content)
-        parse_type(memory_type)
+        kind = parse_type(memory_type)
         tags = validate_tags(tags)
         if confidence is not None:
             parse_confidence(confidence)
@@ -325,6 +347,14 @@ class Memories:
         dropped = vectors is not None and not self._vectors_comparable(identity)
         if dropped:
             vectors = None  # the store is being embedded again by another deployment
+        vector = vectors[0] if vectors else None
+        verdict = None
+        if (judge := self.judge) is not None and (
+            candidate := self.facts.update_candidate(content, kind, tags, vector=vector)
+        ) is not None:
+            relation = await judge.async_judge(kind.value, tags, candidate.content, content)
+            if relation is not None:
+                verdict = Verdict(candidate.id, relation)
         result = self.facts.save(
             content,
             memory_type,
@@ -332,8 +362,9 @@ class Memories:
             confidence=confidence,
             source=source,
             source_reference=source_reference,
-            vector=vectors[0] if vectors else None,
+            vector=vector,
             pinned=pinned,
+            verdict=verdict,
         )
         self.async_changed()
         self._async_report_cap(result.evicted)

@@ -67,11 +67,14 @@ class MemorySource(StrEnum):
 
 
 class SaveAction(StrEnum):
-    """What a save did."""
+    """What a save did: a new memory, the same one seen again, or a new memory replacing an
+    older one of the same subject, by the offline rule (superseded) or as a model judged
+    (updated)."""
 
     CREATED = "created"
     REINFORCED = "reinforced"
     SUPERSEDED = "superseded"
+    UPDATED = "updated"
 
 
 # Stored values to members without the enum constructor's cost (10,000 at start-up).

@@ -77,6 +77,15 @@ def normalize_for_comparison(content: str) -> str:
     return " ".join(kept.split()) or " ".join(folded.split())
 
 
+_NUMBER = re.compile(r"\d+(?:[.,:/'-]\d+)*")
+
+
+def numbers_of(content: str) -> list[str]:
+    """The numbers a text states, as written (times, decimals and codes whole): two texts
+    with other numbers are never one fact said again."""
+    return _NUMBER.findall(normalize_for_comparison(content))
+
+
 @functools.lru_cache(maxsize=65_536)
 def _term(word: str) -> str:
     """A word as indexed: a light English stem, so 'sleeps' finds 'sleep'; '' to skip it."""
