@@ -146,7 +146,7 @@ class Memory:
             confidence=_CONFIDENCES[data["confidence"]],
             occurrences=int(data.get("occurrences", 1)),
             # Folded as validate_tag folds them now: an earlier version only lowercased.
-            tags=tuple(dict.fromkeys(fold_tag(tag) for tag in data.get("tags", ()))),
+            tags=tuple(dict.fromkeys(map(fold_tag, data.get("tags", ())))),
             source_reference=data.get("source_reference"),
             # Records written before pinning existed have no such field: not pinned.
             pinned=data.get("pinned") is True,
