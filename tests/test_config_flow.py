@@ -370,7 +370,7 @@ RECOMMENDED_FORM = {
         "memory_token_budget": 500,
         "archive_retention_days": 90,
         "high_confidence_threshold": 3,
-        "max_memories_per_type": 50,
+        "max_memories_per_type": 10_000,
         "relevance_score_threshold": 2,
     },
     "history": {CONF_HISTORY_RECORDING: True, CONF_HISTORY_RETENTION_DAYS: 90.0},

@@ -126,7 +126,9 @@ async def test_seed_scenarios(
             "confidence": "medium",
             "occurrences": 1,
             "tags": ["body:knee"],
+            "pinned": False,
         },
+        "replaced": None,
         "archived": None,
         "evicted": [],
     }
@@ -724,7 +726,7 @@ async def test_options_flow_proves_a_new_embeddings_deployment(
     assert result["errors"] == {"memories": error}
     assert error in STRINGS["options"]["error"]
     assert dict(loaded_entry.options) == before
-    assert (await options_shown(hass, loaded_entry))["max_memories_per_type"] == 50
+    assert (await options_shown(hass, loaded_entry))["max_memories_per_type"] == 10_000
     requests = len(embedding_calls(azure))
     await call(hass, "save", content="Guests park on the left", type="household")
     found = await call(hass, "search", query="Where do guests park?")

@@ -180,7 +180,9 @@ CONF_MEMORY_CONTEXT: Final = "memory_context"
 CONF_MEMORY_TOKEN_BUDGET: Final = "memory_token_budget"
 RECOMMENDED_ARCHIVE_RETENTION_DAYS: Final = 90
 RECOMMENDED_HIGH_CONFIDENCE_THRESHOLD: Final = 3
-RECOMMENDED_MAX_MEMORIES_PER_TYPE: Final = 50
+# A home easily has more than 50 routines; 10,000 per type keep every search and save
+# within their targets (scripts/bench).
+RECOMMENDED_MAX_MEMORIES_PER_TYPE: Final = 10_000
 RECOMMENDED_RELEVANCE_SCORE_THRESHOLD: Final = 2
 RECOMMENDED_EMBEDDINGS_DEPLOYMENT: Final = ""
 RECOMMENDED_MEMORY_CONTEXT: Final = True
