@@ -56,9 +56,10 @@ from .window import (
 
 PLATFORMS: list[Platform] = platforms(Platform.CONVERSATION, Platform.SENSOR)
 CONFIG_SCHEMA = cv.config_entry_only_config_schema(DOMAIN)
-# Entries that are neither loaded nor on their way: no update listener of theirs runs.
+# Entries without an update listener (yet): not loaded, or still setting up.
 _NOT_RUNNING = (
     ConfigEntryState.NOT_LOADED,
+    ConfigEntryState.SETUP_IN_PROGRESS,
     ConfigEntryState.SETUP_ERROR,
     ConfigEntryState.SETUP_RETRY,
 )

@@ -24,7 +24,7 @@ API_STYLE_DEPLOYMENT: Final = "deployment"
 API_STYLES: Final = [API_STYLE_V1, API_STYLE_DEPLOYMENT]
 
 RECOMMENDED_API_STYLE: Final = API_STYLE_V1
-# Latest dated GA version (AZURE_WIRE.md section 1).
+# The latest dated GA api-version.
 RECOMMENDED_API_VERSION: Final = "2024-10-21"
 # The Responses API exists on dated versions from this preview on.
 RESPONSES_MIN_API_VERSION: Final = "2025-03-01-preview"
@@ -168,9 +168,10 @@ RECOMMENDED_AI_TASK: Final[dict[str, Any]] = {
         CONF_REQUEST_TIMEOUT,
     )
 }
-# Memories (seed 002). The four MEMORY_CONFIG settings belong to the installation (the
-# memories store keeps them; the options flow shows them); the embeddings deployment,
-# the switch and the budget are the entry's own options.
+# Memories. Four settings (archive retention, high-confidence count, cap per type,
+# relevance threshold) belong to the installation (the memories store keeps them; the
+# options flow shows them); the embeddings deployment, the switch and the budget are the
+# entry's own options.
 CONF_ARCHIVE_RETENTION_DAYS: Final = "archive_retention_days"
 CONF_HIGH_CONFIDENCE_THRESHOLD: Final = "high_confidence_threshold"
 CONF_MAX_MEMORIES_PER_TYPE: Final = "max_memories_per_type"

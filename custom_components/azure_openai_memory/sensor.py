@@ -29,7 +29,7 @@ class StatSensorDescription(SensorEntityDescription):
     value_fn: Callable[[Runtime], StateType]
 
 
-def _memory_total(key: str) -> Callable[[Runtime], StateType]:
+def _windows_total(key: str) -> Callable[[Runtime], StateType]:
     return lambda runtime: sum(int(m.totals()[key]) for m in runtime.windows.values())
 
 
@@ -123,7 +123,7 @@ SENSORS: tuple[StatSensorDescription, ...] = (
         native_unit_of_measurement="messages",
         entity_registry_enabled_default=False,
         state_class=SensorStateClass.TOTAL,
-        value_fn=_memory_total("evicted_messages"),
+        value_fn=_windows_total("evicted_messages"),
     ),
     StatSensorDescription(
         key="conversations",
@@ -131,7 +131,7 @@ SENSORS: tuple[StatSensorDescription, ...] = (
         native_unit_of_measurement="conversations",
         entity_registry_enabled_default=False,
         state_class=SensorStateClass.MEASUREMENT,
-        value_fn=_memory_total("conversations"),
+        value_fn=_windows_total("conversations"),
     ),
 )
 

@@ -110,8 +110,8 @@ class SupersedeJudge:
         client = create_llm_client(self._sdk, self._options)
         text = ""
         try:
-            # The SDK's own timeout ends a slow request; this one bounds the whole stream.
-            async with asyncio.timeout(2 * JUDGE_TIMEOUT):
+            # The whole stream, not only its first byte, within JUDGE_TIMEOUT: a voice turn waits.
+            async with asyncio.timeout(JUDGE_TIMEOUT):
                 async for delta in client.stream(
                     judge_messages(kind, tags, older, newer), [], Usage()
                 ):

@@ -19,7 +19,11 @@ from .models import CONFIDENCE_BOOST, ArchivedMemory, FactSettings, Memory, Memo
 from .text import KeywordIndex, document, normalize_for_comparison
 from .vectors import Vector, as_unit_vector, encode_vector
 
-FACTS_VERSION = 1
+# 2: the per-type cap's old default (50) is no longer kept as if a user had chosen it.
+FACTS_VERSION = 2
+# The per-type cap every installation stored before version 2, chosen or not: saving the
+# options form stored all four settings. Below the new default it archived a home's facts.
+OLD_DEFAULT_CAP = 50
 
 type _ArchiveKeywords = tuple[
     list[ArchivedMemory], KeywordIndex, npt.NDArray[np.float32], npt.NDArray[np.float64]
@@ -370,7 +374,20 @@ class FactRecords:
 
 
 def migrate_facts(version: int, data: dict[str, Any]) -> dict[str, Any]:
-    """Only version 1 exists; a newer file is not ours to read."""
+    """1 -> 2: a stored cap of the old default goes, so the current default applies.
+
+    A newer file is not ours to read.
+    """
     if version > FACTS_VERSION:
         raise ValueError(f"memories stored by a newer version ({version})")
+    settings = data.get("settings")
+    if (
+        version < 2
+        and isinstance(settings, dict)
+        and settings.get("max_memories_per_type") == OLD_DEFAULT_CAP
+    ):
+        data = {
+            **data,
+            "settings": {k: v for k, v in settings.items() if k != "max_memories_per_type"},
+        }
     return data
