@@ -21,7 +21,7 @@ from custom_components.azure_openai_memory.const import (
 )
 
 from .azure_stub import AzureStub
-from .conftest import LLM_ONLY, NO_TOOLS, converse, speech
+from .conftest import LLM_ONLY, NO_TOOLS, conversation_stats, converse, speech
 
 CLOCK_TIME = re.compile(r"\d{2}:\d{2}")
 
@@ -197,7 +197,7 @@ async def test_refused_prompt_cache_key_retries_without_it(
     assert speech(result) == "You said: Hello again"
     (later,) = llm_calls(azure)[2:]
     assert "prompt_cache_key" not in later.body
-    assert loaded_entry.runtime_data.stats.errors.total() == 0
+    assert (await conversation_stats(hass, loaded_entry))["statistics"]["errors"] == {}
 
 
 @pytest.mark.parametrize("api_mode", [API_MODE_CHAT, API_MODE_RESPONSES])
