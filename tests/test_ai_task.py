@@ -39,7 +39,7 @@ from custom_components.azure_openai_memory.context import DATA_NOTICE
 from custom_components.azure_openai_memory.llm.structure import structured_output_schema
 
 from .azure_stub import AzureStub, Reply, ToolCall
-from .conftest import DEFAULT_KEY, entry_data
+from .conftest import DEFAULT_KEY, entry_data, statistics
 
 needs_ai_task = pytest.mark.skipif(not HAS_AI_TASK, reason="AI tasks exist from HA 2025.8")
 
@@ -265,7 +265,7 @@ async def test_unknown_deployment_is_an_error_and_a_repair_until_fixed(
     assert issue is not None
     assert issue.translation_placeholders is not None
     assert issue.translation_placeholders["deployment"] == "gpt-missing"
-    assert entry.runtime_data.stats.errors == {"not_found": 1}
+    assert (await statistics(hass, entry))["errors"] == {"not_found": 1}
 
     hass.config_entries.async_update_subentry(
         entry,
@@ -411,7 +411,7 @@ async def test_a_task_that_takes_too_long_is_a_timeout(
     with pytest.raises(HomeAssistantError) as err:
         await _generate(hass, _task_entity_id(hass, entry), "Write one line.")
     assert err.value.translation_key == "api_timeout"
-    assert entry.runtime_data.stats.errors == {"timeout": 1}
+    assert (await statistics(hass, entry))["errors"] == {"timeout": 1}
 
 
 @needs_ai_task
@@ -428,7 +428,7 @@ async def test_a_tool_call_without_tools_is_a_translated_error(
         await _generate(hass, entity_id, "Write one line.")
     assert err.value.translation_domain == DOMAIN
     assert err.value.translation_key == "api_unknown"
-    assert task_entry.runtime_data.stats.errors == {"unknown": 1}
+    assert (await statistics(hass, task_entry))["errors"] == {"unknown": 1}
     logged = [
         r.getMessage()
         for r in caplog.records

@@ -11,10 +11,9 @@ import pytest
 from pytest_homeassistant_custom_component.common import MockConfigEntry
 
 from custom_components.azure_openai_memory.const import CONF_DEPLOYMENT, DOMAIN, SUBENTRY_AGENT
-from custom_components.azure_openai_memory.title import resource_title
 
 from .azure_stub import AzureStub, Reply
-from .conftest import LLM_ONLY, agent_entity_id, converse, speech
+from .conftest import LLM_ONLY, agent_entity_id, converse, exception_text, speech, statistics
 
 LOGGER_NAME = "custom_components.azure_openai_memory"
 SERVER_ERROR = [Reply.failure(500, "500", "Internal error", headers={"retry-after-ms": "5"})] * 3
@@ -39,18 +38,19 @@ async def test_an_outage_is_logged_once_and_its_end_once(
     caplog: pytest.LogCaptureFixture,
 ) -> None:
     """Three failed turns: one error line, the rest at debug; every failure still counted."""
-    title = resource_title(azure.endpoint)
+    title = f"Azure OpenAI 127.0.0.1:{azure.port}"
+    assert loaded_entry.title == title
     with caplog.at_level(logging.DEBUG, logger=LOGGER_NAME):
         for question in ("One?", "Two?", "Three?"):
             azure.queue(*SERVER_ERROR)
             result = await converse(hass, loaded_entry, question, "c")
-            assert "had a problem" in speech(result)
+            assert speech(result) == exception_text("api_server_error")
         errors = _messages(caplog, logging.ERROR)
         assert len(errors) == 1
         assert "failed (server_error)" in errors[0]
         assert f"{title} is unavailable" in errors[0]
         assert len([m for m in _messages(caplog, logging.DEBUG) if "failed again" in m]) == 2
-        assert loaded_entry.runtime_data.stats.errors == {"server_error": 3}
+        assert (await statistics(hass, loaded_entry))["errors"] == {"server_error": 3}
         assert _messages(caplog, logging.INFO) == []
 
         azure.queue(Reply(text="Back."))
@@ -64,7 +64,7 @@ async def test_an_outage_is_logged_once_and_its_end_once(
         await converse(hass, loaded_entry, "Six?", "c")
         # A new outage is news again.
         assert len(_messages(caplog, logging.ERROR)) == 1
-    assert loaded_entry.runtime_data.stats.errors == {"server_error": 4}
+    assert (await statistics(hass, loaded_entry))["errors"] == {"server_error": 4}
 
 
 @pytest.mark.parametrize("agent_options", [LLM_ONLY])
@@ -82,7 +82,12 @@ async def test_one_refused_request_is_not_an_outage(
     errors = _messages(caplog, logging.ERROR)
     assert len(errors) == 2
     assert all("failed (content_filter)" in m for m in errors)
-    assert loaded_entry.runtime_data.health.failing is False
+    assert not any("is unavailable" in m for m in errors)
+    # The resource was never marked failing: answering again is no news.
+    with caplog.at_level(logging.DEBUG, logger=LOGGER_NAME):
+        azure.queue(Reply(text="Fine."))
+        assert speech(await converse(hass, loaded_entry, "Something kind", "c")) == "Fine."
+    assert _messages(caplog, logging.INFO) == []
 
 
 @pytest.mark.parametrize("agent_options", [LLM_ONLY])
@@ -220,7 +225,7 @@ async def test_a_missing_deployment_does_not_flip_a_healthy_agent(
     title = loaded_entry.title
     with caplog.at_level(logging.DEBUG, logger=LOGGER_NAME):
         for turn in range(3):
-            assert "deployment was not found" in await _ask(hass, broken, f"Broken {turn}?")
+            assert await _ask(hass, broken, f"Broken {turn}?") == exception_text("api_not_found")
             azure.queue(Reply(text="Fine."))
             assert await _ask(hass, healthy, f"Healthy {turn}?") == "Fine."
     errors = _messages(caplog, logging.ERROR)
@@ -229,7 +234,7 @@ async def test_a_missing_deployment_does_not_flip_a_healthy_agent(
     assert f"Deployment gone of {title} is unavailable" in errors[0]
     assert _messages(caplog, logging.INFO) == []
     assert len([m for m in _messages(caplog, logging.DEBUG) if "failed again" in m]) == 2
-    assert loaded_entry.runtime_data.stats.errors == {"not_found": 3}
+    assert (await statistics(hass, loaded_entry))["errors"] == {"not_found": 3}
 
     # The deployment is created: its recovery is news, once.
     azure.deployments.add("gone")

@@ -59,6 +59,7 @@ from custom_components.azure_openai_memory.data import DATA_HISTORY, DATA_TIMESE
 from custom_components.azure_openai_memory.memory.timeseries import TimeseriesSettings
 
 from .azure_stub import DEFAULT_KEY, AzureStub, Reply
+from .conftest import options_shown
 from .options_form import filled, shown, submit_options
 
 STRINGS = json.loads(
@@ -369,7 +370,7 @@ RECOMMENDED_FORM = {
         "memory_token_budget": 500,
         "archive_retention_days": 90,
         "high_confidence_threshold": 3,
-        "max_memories_per_type": 50,
+        "max_memories_per_type": 10_000,
         "relevance_score_threshold": 2,
     },
     "history": {CONF_HISTORY_RECORDING: True, CONF_HISTORY_RETENTION_DAYS: 90.0},
@@ -536,8 +537,9 @@ async def test_options_flow_series_settings_belong_to_the_installation(
 async def test_the_flow_writes_no_store(
     hass: HomeAssistant, loaded_entry: MockConfigEntry, azure: AzureStub
 ) -> None:
-    """The form only returns what changed; the entry's update hands the home's settings
-    to their stores. An entry not loaded keeps them in its options until its set-up."""
+    """The form only returns what changed (among the entry's options); the entry's update
+    hands the home's settings to their stores, also for an entry that is not loaded (its
+    resource unreachable), and takes them out of its options."""
     second = MockConfigEntry(
         domain=DOMAIN,
         unique_id="http://second.example",
@@ -555,22 +557,13 @@ async def test_the_flow_writes_no_store(
         CONF_TIMESERIES_MAX_ENTRIES: 100,
     }
     await hass.async_block_till_done()
-    # Nothing took the cap yet: the series keeps all 150 entries.
-    assert (await merge(hass, 150))["total_count"] == 150
-    assert second.options[CONF_TIMESERIES_MAX_ENTRIES] == 100
-    # Shown as the user's latest choice meanwhile, from this entry and from the other.
+    assert second.state is config_entries.ConfigEntryState.NOT_LOADED
+    assert dict(second.options) == {**RECOMMENDED_OPTIONS, **RECOMMENDED_MEMORY_OPTIONS}
+    assert (await merge(hass, 150))["total_count"] == 100
     for entry in (second, loaded_entry):
         result = await hass.config_entries.options.async_init(entry.entry_id)
-        expected = 100 if entry is second else 10_000
-        assert shown(result)["timeseries"][CONF_TIMESERIES_MAX_ENTRIES] == expected
+        assert shown(result)["timeseries"][CONF_TIMESERIES_MAX_ENTRIES] == 100
         hass.config_entries.options.async_abort(result["flow_id"])
-
-    assert await hass.config_entries.async_setup(second.entry_id)
-    await hass.async_block_till_done()
-    assert dict(second.options) == {**RECOMMENDED_OPTIONS, **RECOMMENDED_MEMORY_OPTIONS}
-    assert (await merge(hass, 151, 150))["total_count"] == 100
-    result = await hass.config_entries.options.async_init(loaded_entry.entry_id)
-    assert shown(result)["timeseries"][CONF_TIMESERIES_MAX_ENTRIES] == 100
 
 
 STORED_OPTIONS = {
@@ -662,7 +655,9 @@ async def test_migration_moves_series_settings_to_the_store(
         entry.add_to_hass(hass)
     assert await hass.config_entries.async_setup(entries[0].entry_id)
     await hass.async_block_till_done()
-    assert hass.data[DATA_TIMESERIES].settings == TimeseriesSettings(2000, 14.0)
+    for entry in entries:
+        shown = await options_shown(hass, entry)
+        assert (shown[CONF_TIMESERIES_MAX_ENTRIES], shown[CONF_TIMESERIES_KEEP_DAYS]) == (2000, 14)
     for entry in entries:
         assert entry.minor_version == 2
         assert dict(entry.options) == RECOMMENDED_OPTIONS

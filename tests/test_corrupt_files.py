@@ -13,27 +13,18 @@ from typing import Any
 from homeassistant.config_entries import ConfigEntryState
 from homeassistant.core import HomeAssistant
 from homeassistant.helpers import issue_registry as ir
-from homeassistant.setup import async_setup_component
 import pytest
 from pytest_homeassistant_custom_component.common import MockConfigEntry
 
 from custom_components.azure_openai_memory.const import DOMAIN
-from custom_components.azure_openai_memory.data import DATA_HISTORY, DATA_MEMORIES, DATA_TIMESERIES
-from custom_components.azure_openai_memory.memories.services import async_register_memory_services
-from custom_components.azure_openai_memory.memories.store import STORAGE_KEY, Memories
-from custom_components.azure_openai_memory.memory.facts import FactStore
-from custom_components.azure_openai_memory.storage import CORRUPT_FILE_ISSUE
-from custom_components.azure_openai_memory.summaries.store import SummaryStore
-from custom_components.azure_openai_memory.timeseries.services import (
-    async_register_timeseries_services,
-)
-from custom_components.azure_openai_memory.timeseries.store import TimeseriesStore
 
 from .azure_stub import AzureStub
-from .conftest import NO_TOOLS, converse, memory_of, speech
+from .conftest import MEMORIES_KEY, NO_TOOLS, Restart, call, converse, speech
 
 SERIES_INDEX = f"{DOMAIN}.timeseries"
 KEY = "kudos_timeseries"
+# The Repairs issue (strings.json "issues") of a file we moved aside.
+CORRUPT_FILE_ISSUE = "corrupt_file"
 
 
 @pytest.fixture
@@ -49,21 +40,20 @@ def storage(hass: HomeAssistant, tmp_path: Path) -> Path:
     return folder
 
 
-async def call(hass: HomeAssistant, service: str, **data: Any) -> dict[str, Any]:
-    response = await hass.services.async_call(
-        DOMAIN, service, data, blocking=True, return_response=True
-    )
-    assert response is not None
-    return dict(response)
+async def set_up(hass: HomeAssistant, entry: MockConfigEntry) -> MockConfigEntry:
+    """The entry, set up; from a Home Assistant started again, its new object."""
+    current = hass.config_entries.async_get_entry(entry.entry_id)
+    assert isinstance(current, MockConfigEntry)
+    if current.state is not ConfigEntryState.LOADED:
+        assert await hass.config_entries.async_setup(current.entry_id)
+    await hass.async_block_till_done()
+    return current
 
 
-async def fresh_memories(hass: HomeAssistant) -> Memories:
-    """Memories read from disk again, as at a restart, with the services pointing at them."""
-    memories = Memories(hass)
-    await memories.async_load()
-    hass.data[DATA_MEMORIES] = memories
-    async_register_memory_services(hass, memories, hass.data[DATA_HISTORY])
-    return memories
+async def all_memories(hass: HomeAssistant) -> list[str]:
+    """The contents of every memory in use."""
+    found = await call(hass, "memory_search", {"limit": 50})
+    return [memory["content"] for memory in found["memories"]]
 
 
 def our_issue(hass: HomeAssistant, key: str) -> ir.IssueEntry:
@@ -77,10 +67,10 @@ def our_issue(hass: HomeAssistant, key: str) -> ir.IssueEntry:
 @pytest.mark.parametrize(
     "unusable",
     [
-        {"version": 99, "minor_version": 1, "key": STORAGE_KEY, "data": {"memories": []}},
-        {"version": 1, "minor_version": 1, "key": STORAGE_KEY},
-        {"version": 1, "minor_version": 1, "key": STORAGE_KEY, "data": ["not", "memories"]},
-        {"version": 1, "minor_version": 1, "key": STORAGE_KEY, "data": {"settings": "x"}},
+        {"version": 99, "minor_version": 1, "key": MEMORIES_KEY, "data": {"memories": []}},
+        {"version": 1, "minor_version": 1, "key": MEMORIES_KEY},
+        {"version": 1, "minor_version": 1, "key": MEMORIES_KEY, "data": ["not", "memories"]},
+        {"version": 1, "minor_version": 1, "key": MEMORIES_KEY, "data": {"settings": "x"}},
         [1, 2, 3],
     ],
     ids=["newer_version", "no_data", "a_list", "bad_settings", "not_an_object"],
@@ -90,43 +80,44 @@ async def test_unusable_memories_file_is_set_aside_and_the_rest_loads(
     storage: Path,
     config_entry: MockConfigEntry,
     azure: AzureStub,
+    restart: Restart,
     unusable: Any,
 ) -> None:
-    assert await hass.config_entries.async_setup(config_entry.entry_id)
-    await converse(hass, config_entry, "Hello before the crash", "c")
+    entry = await set_up(hass, config_entry)
+    await converse(hass, entry, "Hello before the crash", "c")
     await call(
         hass,
         "timeseries_merge",
-        key=KEY,
-        entries=[{"id": "k1", "timestamp": "2025-10-25T10:00:00Z"}],
+        {"key": KEY, "entries": [{"id": "k1", "timestamp": "2025-10-25T10:00:00Z"}]},
     )
-    await call(hass, "memory_save", content="The guest room is Anna's", type="household")
-    assert await hass.config_entries.async_unload(config_entry.entry_id)
-    await hass.data[DATA_TIMESERIES].async_close()
-    await hass.data[DATA_MEMORIES].async_close()
-    path = storage / STORAGE_KEY
+    await call(hass, "memory_save", {"content": "The guest room is Anna's", "type": "household"})
+    await hass.async_stop()
+    path = storage / MEMORIES_KEY
+    assert "The guest room is Anna's" in path.read_text()
     path.write_text(json.dumps(unusable))
 
-    memories = await fresh_memories(hass)
-    assert len(memories.facts) == 0
-    (moved,) = storage.glob(f"{STORAGE_KEY}.corrupt.*")
+    hass = await restart()
+    assert await all_memories(hass) == []
+    (moved,) = storage.glob(f"{MEMORIES_KEY}.corrupt.*")
     assert json.loads(moved.read_text()) == unusable  # kept, not deleted
     assert not path.exists()
-    issue = our_issue(hass, STORAGE_KEY)
+    issue = our_issue(hass, MEMORIES_KEY)
     assert issue.translation_placeholders is not None
     assert issue.translation_placeholders["file"] == str(path)
     assert issue.translation_placeholders["moved_to"] == str(moved)
 
     # The other parts load as they were.
-    series = TimeseriesStore(hass, SERIES_INDEX)
-    await series.async_load()
-    assert [s["key"] for s in await series.async_summaries()] == [KEY]
-    assert await hass.config_entries.async_setup(config_entry.entry_id)
-    assert memory_of(config_entry).get_messages("c")[0].content == "Hello before the crash"
+    assert [s["key"] for s in (await call(hass, "timeseries_list"))["keys"]] == [KEY]
+    entry = await set_up(hass, config_entry)
+    await converse(hass, entry, "Still there?", "c")
+    sent = azure.calls("/chat/completions")[-1].body["messages"]
+    assert sent[1]["content"] == "Hello before the crash"
     # And memories work again from empty, written to a new file.
-    saved = await call(hass, "memory_save", content="Bins go out on Tuesday", type="routine")
+    saved = await call(
+        hass, "memory_save", {"content": "Bins go out on Tuesday", "type": "routine"}
+    )
     assert saved["action"] == "created"
-    await memories.async_close()
+    await hass.async_stop()
     assert json.loads(path.read_text())["data"]["memories"][0]["content"] == (
         "Bins go out on Tuesday"
     )
@@ -136,19 +127,19 @@ async def test_memories_file_that_is_not_json(
     hass: HomeAssistant, storage: Path, azure: AzureStub, config_entry: MockConfigEntry
 ) -> None:
     """HA's Store renames it and raises its own repair; memories start empty and work."""
-    path = storage / STORAGE_KEY
+    path = storage / MEMORIES_KEY
     path.write_text('{"version": 1, "data": {"memories": [')
-    assert await hass.config_entries.async_setup(config_entry.entry_id)
-    await hass.async_block_till_done()
-    assert len(hass.data[DATA_MEMORIES].facts) == 0
-    (moved,) = storage.glob(f"{STORAGE_KEY}.corrupt.*")
+    await set_up(hass, config_entry)
+    assert await all_memories(hass) == []
+    (moved,) = storage.glob(f"{MEMORIES_KEY}.corrupt.*")
     assert moved.read_text() == '{"version": 1, "data": {"memories": ['
     assert any(
-        issue_id.startswith(f"storage_corruption_{STORAGE_KEY}")
+        issue_id.startswith(f"storage_corruption_{MEMORIES_KEY}")
         for _domain, issue_id in ir.async_get(hass).issues
     )
-    saved = await call(hass, "memory_save", content="Dinner is at seven", type="routine")
+    saved = await call(hass, "memory_save", {"content": "Dinner is at seven", "type": "routine"})
     assert saved["action"] == "created"
+    assert await all_memories(hass) == ["Dinner is at seven"]
 
 
 @pytest.mark.parametrize("agent_options", [NO_TOOLS])
@@ -158,8 +149,7 @@ async def test_unusable_windows_file(
     key = f"{DOMAIN}.windows.{config_entry.entry_id}"
     path = storage / key
     path.write_text(json.dumps({"version": 2, "key": key}))
-    assert await hass.config_entries.async_setup(config_entry.entry_id)
-    await hass.async_block_till_done()
+    await set_up(hass, config_entry)
     (moved,) = storage.glob(f"{key}.corrupt.*")
     assert json.loads(moved.read_text()) == {"version": 2, "key": key}
     our_issue(hass, key)
@@ -167,25 +157,27 @@ async def test_unusable_windows_file(
     assert speech(result) == "You said: Still there?"
 
 
-async def test_unusable_series_files(hass: HomeAssistant, storage: Path) -> None:
+async def test_unusable_series_files(
+    hass: HomeAssistant, storage: Path, azure: AzureStub, config_entry: MockConfigEntry
+) -> None:
     """An index that is a directory, and a series written by a newer version."""
     (storage / SERIES_INDEX).mkdir()
     series_key = f"{SERIES_INDEX}.{KEY}"
     (storage / series_key).write_text(
         json.dumps({"version": 99, "minor_version": 1, "key": series_key, "data": {}})
     )
-    store = TimeseriesStore(hass, SERIES_INDEX)
-    await store.async_load()
-    assert await store.async_summaries() == []
+    await set_up(hass, config_entry)
+    assert await call(hass, "timeseries_list") == {"keys": []}
     assert len(list(storage.glob(f"{SERIES_INDEX}.corrupt.*"))) == 1
     our_issue(hass, SERIES_INDEX)
-    async with store.lock(KEY):
-        series = await store.async_get(KEY, create=True)
-        assert series is not None
-        assert series.summary()["count"] == 0
+    merged = await call(
+        hass,
+        "timeseries_merge",
+        {"key": KEY, "entries": [{"id": "k1", "timestamp": "2025-10-25T10:00:00Z"}]},
+    )
+    assert (merged["added"], merged["total_count"]) == (1, 1)  # the key started empty
     assert len(list(storage.glob(f"{series_key}.corrupt.*"))) == 1
     our_issue(hass, series_key)
-    await store.async_close()
 
 
 @pytest.mark.parametrize(
@@ -197,20 +189,23 @@ async def test_unusable_series_files(hass: HomeAssistant, storage: Path) -> None
     ],
 )
 async def test_unusable_summaries_file_is_set_aside(
-    hass: HomeAssistant, storage: Path, unusable: dict[str, Any]
+    hass: HomeAssistant,
+    storage: Path,
+    azure: AzureStub,
+    config_entry: MockConfigEntry,
+    unusable: dict[str, Any],
 ) -> None:
     """JSON of the right version but not summaries: kept aside, never overwritten."""
     key = f"{DOMAIN}.summaries"
     stored = {"version": 1, "minor_version": 1, "key": key, "data": unusable}
     (storage / key).write_text(json.dumps(stored))
-    store = SummaryStore(hass, key)
-    await store.async_load()
-    assert store.book.groups() == []
+    await set_up(hass, config_entry)
+    assert await call(hass, "summary_get", {"limit": 1000}) == {"summaries": []}
+    assert (await call(hass, "summary_groups"))["groups"] == []
     (moved,) = storage.glob(f"{key}.corrupt.*")
     assert json.loads(moved.read_text()) == stored
     assert not (storage / key).exists()
     our_issue(hass, key)
-    await store.async_close()
 
 
 # -- JSON of the right version, but another shape -----------------------------------------
@@ -234,96 +229,118 @@ async def test_windows_file_of_another_shape_is_set_aside(
         agents = {agent: {"conversations": {"c": {"max_tokens": 10}}}}
     stored = {"version": 2, "minor_version": 1, "key": key, "data": {"agents": agents}}
     (storage / key).write_text(json.dumps(stored))
-    assert await hass.config_entries.async_setup(config_entry.entry_id)
-    await hass.async_block_till_done()
+    await set_up(hass, config_entry)
     assert config_entry.state is ConfigEntryState.LOADED
     (moved,) = storage.glob(f"{key}.corrupt.*")
     assert json.loads(moved.read_text()) == stored
     our_issue(hass, key)
     result = await converse(hass, config_entry, "Still there?", "c")
     assert speech(result) == "You said: Still there?"
-    assert [m.content for m in memory_of(config_entry).get_messages("c")] == [
+    await converse(hass, config_entry, "And now?", "c")
+    sent = azure.calls("/chat/completions")[-1].body["messages"]
+    assert [m["content"] for m in sent[1:]] == [
         "Still there?",
         "You said: Still there?",
+        "And now?",
     ]
 
 
 @pytest.mark.parametrize("entries", ["x", [1], ['{"no_id": 1}']], ids=["text", "number", "no_id"])
 async def test_series_file_of_another_shape_is_set_aside(
-    hass: HomeAssistant, storage: Path, entries: Any
+    hass: HomeAssistant,
+    storage: Path,
+    azure: AzureStub,
+    config_entry: MockConfigEntry,
+    restart: Restart,
+    entries: Any,
 ) -> None:
     """Every call for the key works again at once (it raised an untranslated error)."""
-    assert await async_setup_component(hass, DOMAIN, {})
-    store = hass.data[DATA_TIMESERIES]
+    await set_up(hass, config_entry)
     await call(
         hass,
         "timeseries_merge",
-        key=KEY,
-        entries=[{"id": "k1", "timestamp": "2025-10-25T10:00:00Z"}],
+        {"key": KEY, "entries": [{"id": "k1", "timestamp": "2025-10-25T10:00:00Z"}]},
     )
-    await store.async_close()
+    await hass.async_stop()
     series_key = f"{SERIES_INDEX}.{KEY}"
     path = storage / series_key
     stored = json.loads(path.read_text())
     stored["data"]["entries"] = entries
     path.write_text(json.dumps(stored))
 
-    store = TimeseriesStore(hass, SERIES_INDEX)
-    await store.async_load()
-    hass.data[DATA_TIMESERIES] = store
-    async_register_timeseries_services(hass, store, hass.data[DATA_HISTORY])
-    async with store.lock(KEY):
-        series = await store.async_get(KEY)
-        assert series is not None
-        assert series.summary()["count"] == 0
+    hass = await restart()
+    found = await call(
+        hass,
+        "timeseries_query",
+        {"key": KEY, "start_time": "2025-10-01T00:00:00Z", "end_time": "2025-11-01T00:00:00Z"},
+    )
+    assert found["count"] == 0
     (moved,) = storage.glob(f"{series_key}.corrupt.*")
     assert json.loads(moved.read_text()) == stored
     our_issue(hass, series_key)
     merged = await call(
         hass,
         "timeseries_merge",
-        key=KEY,
-        entries=[{"id": "k2", "timestamp": "2025-10-26T10:00:00Z"}],
+        {"key": KEY, "entries": [{"id": "k2", "timestamp": "2025-10-26T10:00:00Z"}]},
     )
     assert merged["added"] == 1
-    await store.async_close()
+    await hass.async_stop()
     assert len(json.loads(path.read_text())["data"]["entries"]) == 1
 
 
 async def test_unreadable_memory_records_keep_a_copy_of_the_file(
-    hass: HomeAssistant, storage: Path, caplog: pytest.LogCaptureFixture
+    hass: HomeAssistant,
+    storage: Path,
+    azure: AzureStub,
+    config_entry: MockConfigEntry,
+    restart: Restart,
+    caplog: pytest.LogCaptureFixture,
 ) -> None:
     """Skipped records would be gone after the next save: the whole file is copied first."""
-    assert await async_setup_component(hass, DOMAIN, {})
-    good = FactStore()
-    kept = good.save("The guest room is Anna's", "household", ["person:anna"])
-    data = good.as_dict()
+    await set_up(hass, config_entry)
+    await call(
+        hass,
+        "memory_save",
+        {"content": "The guest room is Anna's", "type": "household", "tags": ["person:anna"]},
+    )
+    await hass.async_stop()
+    path = storage / MEMORIES_KEY
+    stored = json.loads(path.read_text())
+    data = stored["data"]
     data["memories"].append({"id": "mem_broken", "content": "no type"})
     data["memories"].append("not a record")
     data["archived"] = [{"memory": 3}]
-    stored = {"version": 1, "minor_version": 1, "key": STORAGE_KEY, "data": data}
-    path = storage / STORAGE_KEY
     path.write_text(json.dumps(stored))
 
-    memories = await fresh_memories(hass)
-    assert [m.id for m in memories.facts] == [kept.memory.id]
-    (copy,) = storage.glob(f"{STORAGE_KEY}.corrupt.*")
+    hass = await restart()
+    assert await all_memories(hass) == ["The guest room is Anna's"]
+    (copy,) = storage.glob(f"{MEMORIES_KEY}.corrupt.*")
     assert json.loads(copy.read_text()) == stored
     assert json.loads(path.read_text()) == stored  # still the file in use
     assert "3 memory records could not be read and were left out" in caplog.text
     assert str(copy) in caplog.text
-    saved = await call(hass, "memory_save", content="Bins go out on Tuesday", type="routine")
+    saved = await call(
+        hass, "memory_save", {"content": "Bins go out on Tuesday", "type": "routine"}
+    )
     assert saved["action"] == "created"
-    await memories.async_close()
+    await hass.async_stop()
     assert len(json.loads(path.read_text())["data"]["memories"]) == 2
 
 
-async def test_readable_memories_make_no_copy(hass: HomeAssistant, storage: Path) -> None:
-    assert await async_setup_component(hass, DOMAIN, {})
-    good = FactStore()
-    good.save("The guest room is Anna's", "household", ["person:anna"])
-    stored = {"version": 1, "minor_version": 1, "key": STORAGE_KEY, "data": good.as_dict()}
-    (storage / STORAGE_KEY).write_text(json.dumps(stored))
-    memories = await fresh_memories(hass)
-    assert len(memories.facts) == 1
-    assert list(storage.glob(f"{STORAGE_KEY}.corrupt.*")) == []
+async def test_readable_memories_make_no_copy(
+    hass: HomeAssistant,
+    storage: Path,
+    azure: AzureStub,
+    config_entry: MockConfigEntry,
+    restart: Restart,
+) -> None:
+    await set_up(hass, config_entry)
+    await call(
+        hass,
+        "memory_save",
+        {"content": "The guest room is Anna's", "type": "household", "tags": ["person:anna"]},
+    )
+    await hass.async_stop()
+    hass = await restart()
+    assert await all_memories(hass) == ["The guest room is Anna's"]
+    assert list(storage.glob(f"{MEMORIES_KEY}.corrupt.*")) == []

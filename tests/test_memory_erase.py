@@ -9,16 +9,23 @@ from typing import Any
 
 from freezegun.api import FrozenDateTimeFactory
 from homeassistant.core import HomeAssistant
+from homeassistant.exceptions import HomeAssistantError
+from homeassistant.helpers import issue_registry as ir
 import pytest
 from pytest_homeassistant_custom_component.common import MockConfigEntry, async_fire_time_changed
 
 from custom_components.azure_openai_memory.const import DOMAIN
-from custom_components.azure_openai_memory.data import DATA_HISTORY, DATA_MEMORIES
-from custom_components.azure_openai_memory.memories.store import STORAGE_KEY
-from custom_components.azure_openai_memory.memory.facts import FactStore
 
 from .azure_stub import AzureStub, Reply, ToolCall
-from .conftest import NO_TOOLS, converse
+from .conftest import (
+    MEMORIES_KEY,
+    NO_TOOLS,
+    Restart,
+    converse,
+    memories_file,
+    memory_record,
+    stored_memories,
+)
 
 ANNA = {"content": "Anna's PIN is 4711", "type": "context", "tags": ["person:anna"]}
 BEN = {"content": "Ben likes coffee", "type": "preference", "tags": ["person:ben"]}
@@ -33,18 +40,20 @@ async def call(hass: HomeAssistant, service: str, **data: Any) -> dict[str, Any]
 
 
 async def stored_events(hass: HomeAssistant) -> list[tuple[str, str, str]]:
-    """(agent, type, data) of every event in the database, once the queue is written."""
-    recorder = hass.data[DATA_HISTORY]
-    await recorder.async_run(recorder.store.flush)
-    path = Path(recorder.store.path)
-
-    def read() -> list[tuple[str, str, str]]:
-        with sqlite3.connect(path) as conn:
-            return list(
-                conn.execute("SELECT agent_id, event_type, event_data FROM agent_history_events")
-            )
-
-    return await hass.async_add_executor_job(read)
+    """(agent, type, data as JSON) of every event in the history, oldest first."""
+    response = await hass.services.async_call(
+        DOMAIN,
+        "history_query",
+        {"limit": 10_000, "ascending": True},
+        blocking=True,
+        return_response=True,
+    )
+    assert response is not None
+    events: Any = response["events"]
+    return [
+        (event["agent_id"], event["event_type"], json.dumps(event["event_data"]))
+        for event in events
+    ]
 
 
 def mentioning(
@@ -73,7 +82,8 @@ async def test_erase_deletes_the_history_events_that_carried_the_memories(
     await converse(hass, loaded_entry, "What is Anna's PIN?", "c2")
     older = await call(hass, "save", content="Anna's bike code is 1234", type="context",
                        tags=["person:anna", "topic:bike"])  # fmt: skip
-    ids = [m.id for m in hass.data[DATA_MEMORIES].facts if "person:anna" in m.tags]
+    found = await call(hass, "search", tags=["person:anna"], limit=50)
+    ids = [m["id"] for m in found["memories"]]
     assert older["memory"]["id"] in ids
     assert len(ids) == 2
     before = await stored_events(hass)
@@ -98,25 +108,35 @@ async def test_erase_deletes_the_history_events_that_carried_the_memories(
     assert len(after) == len(before) - 3 + 1
 
 
+async def archived_and_kept(
+    hass: HomeAssistant, hass_storage: dict[str, Any]
+) -> tuple[list[str], list[str]]:
+    """Ids of the archived memories and of those in use, as stored."""
+    stored = await stored_memories(hass, hass_storage)
+    return [a["id"] for a in stored["archived"]], [m["id"] for m in stored["memories"]]
+
+
 async def test_archived_memories_past_the_retention_go_daily(
-    hass: HomeAssistant, loaded_entry: MockConfigEntry, freezer: FrozenDateTimeFactory
+    hass: HomeAssistant,
+    loaded_entry: MockConfigEntry,
+    freezer: FrozenDateTimeFactory,
+    hass_storage: dict[str, Any],
 ) -> None:
     saved = await call(hass, "save", content="The old router is in the attic", type="household")
     kept = await call(hass, "save", content="Bins go out on Tuesday", type="routine")
     await call(hass, "forget", memory_id=saved["memory"]["id"])
-    memories = hass.data[DATA_MEMORIES]
-    assert [a.id for a in memories.facts.archived()] == [saved["memory"]["id"]]
+    archived = [saved["memory"]["id"]]
+    assert await archived_and_kept(hass, hass_storage) == (archived, [kept["memory"]["id"]])
 
     freezer.tick(timedelta(days=89))
     async_fire_time_changed(hass)
     await hass.async_block_till_done()
-    assert [a.id for a in memories.facts.archived()] == [saved["memory"]["id"]]
+    assert await archived_and_kept(hass, hass_storage) == (archived, [kept["memory"]["id"]])
 
     freezer.tick(timedelta(days=2))
     async_fire_time_changed(hass)
     await hass.async_block_till_done()
-    assert memories.facts.archived() == []
-    assert [m.id for m in memories.facts] == [kept["memory"]["id"]]
+    assert await archived_and_kept(hass, hass_storage) == ([], [kept["memory"]["id"]])
 
 
 async def test_erase_keeps_other_events_that_share_a_word(
@@ -180,30 +200,36 @@ async def test_erase_with_the_history_unavailable_reports_none(
     newer.close()
     assert await hass.config_entries.async_setup(config_entry.entry_id)
     await hass.async_block_till_done()
-    assert hass.data[DATA_HISTORY].available is False
+    assert ir.async_get(hass).async_get_issue(DOMAIN, "history_unavailable") is not None
+    with pytest.raises(HomeAssistantError) as unavailable:
+        await hass.services.async_call(
+            DOMAIN, "history_statistics", {}, blocking=True, return_response=True
+        )
+    assert unavailable.value.translation_key == "history_unavailable"
     saved = await call(hass, "save", **ANNA)
     erased = await call(hass, "forget", tag="person:anna", erase=True)
     assert erased["erased"] == [saved["memory"]["id"]]
     assert erased["history_events_erased"] is None
     assert "erased memories may remain" in caplog.text
-    assert list(hass.data[DATA_MEMORIES].facts) == []
+    assert (await call(hass, "search", limit=50))["memories"] == []
 
 
 async def test_erase_with_the_history_closed_reports_none(
-    hass: HomeAssistant, loaded_entry: MockConfigEntry, caplog: Any
+    hass: HomeAssistant,
+    loaded_entry: MockConfigEntry,
+    restart: Restart,
+    caplog: pytest.LogCaptureFixture,
 ) -> None:
-    """A store closed under the service ("history store is not open") is not a crash."""
+    """A history closed under the service (Home Assistant shutting down) is not a crash."""
     saved = await call(hass, "save", **ANNA)
-    recorder = hass.data[DATA_HISTORY]
     await hass.async_block_till_done(wait_background_tasks=True)  # the summaries' catch-up
-    await hass.async_add_executor_job(recorder.store.close)
+    await hass.async_stop()  # the history closes with the final write
     erased = await call(hass, "forget", tag="person:anna", erase=True)
     assert erased["erased"] == [saved["memory"]["id"]]
     assert erased["history_events_erased"] is None
-    assert "history store is not open" in caplog.text
-    assert list(hass.data[DATA_MEMORIES].facts) == []
-    # Open again, as after a restart: the saved event still names the memory, untouched.
-    await hass.async_add_executor_job(recorder.store.open)
+    assert "Erased memories may remain in the agent history" in caplog.text
+    # Open again, after a restart: the saved event still names the memory, untouched.
+    hass = await restart()
     assert len(mentioning(await stored_events(hass), saved["memory"]["id"])) == 1
 
 
@@ -217,20 +243,23 @@ async def test_archived_memories_past_the_retention_go_at_start(
     """A home restarted every night never reaches the daily clean-up: start-up cleans too."""
     day = 86_400.0
     now = time.time()
-    old = FactStore()
-    stale = old.save("The old router is in the attic", "household", now=now - 120 * day)
-    recent = old.save("Bins go out on Monday", "routine", now=now - 20 * day)
-    kept = old.save("Bins go out on Tuesday", "household", now=now - 20 * day)
-    old.forget(stale.memory.id, now=now - 91 * day)
-    old.forget(recent.memory.id, now=now - 10 * day)
-    hass_storage[STORAGE_KEY] = {
-        "version": 1,
-        "minor_version": 1,
-        "key": STORAGE_KEY,
-        "data": old.as_dict(),
-    }
+
+    def archived(record: dict[str, Any], days_ago: float) -> dict[str, Any]:
+        return {
+            "id": record["id"],
+            "original_content": record["content"],
+            "superseded_by": None,
+            "archived_at": now - days_ago * day,
+            "reason": "Forgotten on request",
+            "memory": record,
+        }
+
+    stale = memory_record(1, "The old router is in the attic", at=now - 120 * day)
+    recent = memory_record(2, "Bins go out on Monday", "routine", at=now - 20 * day)
+    kept = memory_record(3, "Bins go out on Tuesday", at=now - 20 * day)
+    hass_storage[MEMORIES_KEY] = memories_file([kept], [archived(stale, 91), archived(recent, 10)])
     assert await hass.config_entries.async_setup(config_entry.entry_id)
     await hass.async_block_till_done()
-    facts = hass.data[DATA_MEMORIES].facts
-    assert [a.id for a in facts.archived()] == [recent.memory.id]
-    assert [m.id for m in facts] == [kept.memory.id]
+    stored = await stored_memories(hass, hass_storage)
+    assert [a["id"] for a in stored["archived"]] == [recent["id"]]
+    assert [m["id"] for m in stored["memories"]] == [kept["id"]]

@@ -1,5 +1,6 @@
 """Memory services end to end, with return_response: the seed's section 8 and a real home."""
 
+import asyncio
 import copy
 from datetime import UTC, datetime, timedelta
 import json
@@ -18,14 +19,22 @@ from pytest_homeassistant_custom_component.common import MockConfigEntry
 from custom_components.azure_openai_memory.const import (
     API_STYLE_DEPLOYMENT,
     CONF_EMBEDDINGS_DEPLOYMENT,
+    CONF_MAX_MEMORIES_PER_TYPE,
     DOMAIN,
 )
-from custom_components.azure_openai_memory.data import DATA_MEMORIES
 from custom_components.azure_openai_memory.llm import embeddings
-from custom_components.azure_openai_memory.memories.store import STORAGE_KEY, Memories
-from custom_components.azure_openai_memory.memory.facts import FactSettings, FactStore
 
 from .azure_stub import AzureStub, Reply
+from .conftest import (
+    MEMORIES_KEY,
+    Restart,
+    memories_file,
+    memory_record,
+    options_shown,
+    saves_fall_due,
+    stored_memories,
+    stored_vector,
+)
 from .memory.test_facts import household_facts
 from .options_form import submit_options
 
@@ -70,12 +79,17 @@ async def call(
     return dict(response)
 
 
-def memories(hass: HomeAssistant) -> Memories:
-    return hass.data[DATA_MEMORIES]
+async def allow_many_per_type(hass: HomeAssistant, entry: MockConfigEntry) -> None:
+    """A thousand memories of one type may stay active (the options form's setting)."""
+    await submit_options(hass, entry, **{CONF_MAX_MEMORIES_PER_TYPE: 1000})
 
 
 def embedding_calls(azure: AzureStub) -> list[Any]:
     return azure.calls("/embeddings")
+
+
+def models_of(azure: AzureStub) -> list[str]:
+    return [c.body["model"] for c in embedding_calls(azure) if c.body]
 
 
 def iso(moment: datetime) -> str:
@@ -112,7 +126,9 @@ async def test_seed_scenarios(
             "confidence": "medium",
             "occurrences": 1,
             "tags": ["body:knee"],
+            "pinned": False,
         },
+        "replaced": None,
         "archived": None,
         "evicted": [],
     }
@@ -163,19 +179,23 @@ async def test_seed_scenarios(
 
 
 async def test_hundreds_of_household_facts_stay_active(
-    hass: HomeAssistant, embedding_entry: MockConfigEntry, azure: AzureStub
+    hass: HomeAssistant,
+    embedding_entry: MockConfigEntry,
+    azure: AzureStub,
+    hass_storage: dict[str, Any],
 ) -> None:
     """336 facts about one home, every one sharing tags with dozens: none archives another.
 
     Each save makes one embeddings request for its own text; a search makes one more.
     """
-    memories(hass).async_update_settings(FactSettings(max_memories_per_type=1000))
+    await allow_many_per_type(hass, embedding_entry)
     facts = household_facts()
     for text, tags in facts:
         result = await call(hass, "save", content=text, type="preference", tags=tags)
         assert (result["action"], result["archived"]) == ("created", None), text
-    assert len(memories(hass).facts) == len(facts)
-    assert memories(hass).facts.archived() == []
+    stored = await stored_memories(hass, hass_storage)
+    assert len(stored["memories"]) == len(facts)
+    assert stored["archived"] == []
     calls = embedding_calls(azure)
     assert len(calls) == len(facts)
     assert calls[0].path == "/openai/v1/embeddings"
@@ -203,7 +223,7 @@ async def test_max_memories_per_type_from_the_options_flow(
     freezer.move_to(DAY0)
     await submit_options(hass, loaded_entry, max_memories_per_type=3.0)
     await hass.async_block_till_done()
-    assert memories(hass).settings.max_memories_per_type == 3
+    assert (await options_shown(hass, loaded_entry))["max_memories_per_type"] == 3
     assert "max_memories_per_type" not in loaded_entry.options
     sure = await call(
         hass, "save", content="Ben is allergic to cats", type="context", confidence="high"
@@ -304,6 +324,7 @@ async def test_failing_embeddings_fall_back_to_words(
     caplog: pytest.LogCaptureFixture,
     monkeypatch: pytest.MonkeyPatch,
     failure: Reply,
+    hass_storage: dict[str, Any],
 ) -> None:
     """A failing deployment never fails a call: keyword ranking, logged once each way, the
     missing vectors embedded after it recovers."""
@@ -320,7 +341,8 @@ async def test_failing_embeddings_fall_back_to_words(
     assert [m["content"] for m in found["memories"]] == ["The spare key is under the blue pot"]
     # Paused after a failure: no request, no waiting, words only.
     assert len(embedding_calls(azure)) == before
-    assert memories(hass).facts.vector(saved["memory"]["id"]) is None
+    records = {m["id"]: m for m in (await stored_memories(hass, hass_storage))["memories"]}
+    assert stored_vector(records[saved["memory"]["id"]]) is None
     assert caplog.text.count(f"Embeddings deployment {EMBEDDINGS} failed") == 1
 
     freezer.tick(61)
@@ -328,7 +350,8 @@ async def test_failing_embeddings_fall_back_to_words(
     assert found["ranker"] == "hybrid"
     assert found["memories"][0]["content"] == "The spare key is under the blue pot"
     await hass.async_block_till_done(wait_background_tasks=True)
-    assert memories(hass).facts.without_vector() == []
+    stored = await stored_memories(hass, hass_storage)
+    assert [stored_vector(m) is not None for m in stored["memories"]] == [True, True]
     assert caplog.text.count(f"Embeddings deployment {EMBEDDINGS} answers again") == 1
     assert caplog.text.count(f"Embeddings deployment {EMBEDDINGS} failed") == 1
 
@@ -378,20 +401,16 @@ async def test_a_new_deployment_embeds_everything_again_in_batches(
     azure: AzureStub,
 ) -> None:
     """Stored vectors from another deployment are replaced in the background, 64 at a time."""
-    old = FactStore(FactSettings(max_memories_per_type=1000))
     facts = household_facts()[:150]
-    for text, tags in facts:
-        old.save(text, "preference", tags, vector=[1.0, 0.0, 0.5])
-    hass_storage[STORAGE_KEY] = {
-        "version": 1,
-        "minor_version": 1,
-        "key": STORAGE_KEY,
-        "data": {
-            **old.as_dict(),
-            "vectors_from": "https://elsewhere|ada",
-            "settings": {"max_memories_per_type": 1000},
-        },
-    }
+    records = [
+        memory_record(n, text, "preference", tags, vector=[1.0, 0.0, 0.5])
+        for n, (text, tags) in enumerate(facts)
+    ]
+    hass_storage[MEMORIES_KEY] = memories_file(
+        records,
+        vectors_from="https://elsewhere|ada",
+        settings={"max_memories_per_type": 1000},
+    )
     hass.config_entries.async_update_entry(
         config_entry, options={**config_entry.options, CONF_EMBEDDINGS_DEPLOYMENT: EMBEDDINGS}
     )
@@ -399,9 +418,9 @@ async def test_a_new_deployment_embeds_everything_again_in_batches(
     await hass.async_block_till_done(wait_background_tasks=True)
     batches = [len(c.body["input"]) for c in embedding_calls(azure) if c.body]
     assert batches == [64, 64, 22]
-    store = memories(hass).facts
-    assert store.dimensions == 256
-    assert store.without_vector() == []
+    stored = await stored_memories(hass, hass_storage)
+    assert {len(v) for m in stored["memories"] if (v := stored_vector(m)) is not None} == {256}
+    assert len(stored["memories"]) == 150
 
     azure.embedding_deployments.add("text-embedding-3-large")
     hass.config_entries.async_update_entry(
@@ -411,9 +430,7 @@ async def test_a_new_deployment_embeds_everything_again_in_batches(
     await hass.async_block_till_done(wait_background_tasks=True)
     models = [c.body["model"] for c in embedding_calls(azure) if c.body]
     assert models == [EMBEDDINGS] * 3 + ["text-embedding-3-large"] * 3
-    assert memories(hass).facts.without_vector() == []
-    await memories(hass).file.async_flush()
-    stored = hass_storage[STORAGE_KEY]["data"]
+    stored = await stored_memories(hass, hass_storage)
     assert stored["vectors_from"] == f"{azure.endpoint}|text-embedding-3-large"
     size = len(json.dumps(stored))
     assert size / len(facts) < 2048
@@ -421,18 +438,23 @@ async def test_a_new_deployment_embeds_everything_again_in_batches(
 
 
 async def test_memories_survive_a_restart(
-    hass: HomeAssistant, hass_storage: dict[str, Any], embedding_entry: MockConfigEntry
+    hass: HomeAssistant,
+    embedding_entry: MockConfigEntry,
+    azure: AzureStub,
+    restart: Restart,
 ) -> None:
     saved = await call(
         hass, "save", content="The guest room is Anna's", type="household", tags="person:anna"
     )
-    await memories(hass).async_close()
-    fresh = Memories(hass)
-    await fresh.async_load()
-    memory = fresh.facts.get(saved["memory"]["id"])
-    assert memory is not None
-    assert memory.content == "The guest room is Anna's"
-    assert fresh.facts.vector(memory.id) is not None
+    hass = await restart()
+    await hass.async_block_till_done(wait_background_tasks=True)
+    before = len(embedding_calls(azure))
+    found = await call(hass, "search", query="Whose is the guest room?")
+    assert [m["id"] for m in found["memories"]] == [saved["memory"]["id"]]
+    assert found["memories"][0]["content"] == "The guest room is Anna's"
+    # Its vector came back with it: ranked by meaning at once, nothing embedded again.
+    assert found["ranker"] == "hybrid"
+    assert len(embedding_calls(azure)) == before + 1  # the question
 
 
 # -- forgetting ---------------------------------------------------------------------------
@@ -457,13 +479,13 @@ async def test_forget_erase_cleanup_and_administrators(
     tea = await call(hass, "save", content="Anna likes tea", type="preference", tags="person:anna")
     ben = await call(hass, "save", content="Ben likes coffee", type="preference", tags="person:ben")
     assert new["archived"]["id"] == old["memory"]["id"]
-    before = memories(hass).facts.as_dict()
+    before = copy.deepcopy(await stored_memories(hass, hass_storage))
 
     with pytest.raises(Unauthorized):
         await call(hass, "forget", as_member, memory_id=ben["memory"]["id"])
     with pytest.raises(Unauthorized):
         await call(hass, "cleanup_archived", as_member, retention_days=0)
-    assert memories(hass).facts.as_dict() == before
+    assert await stored_memories(hass, hass_storage) == before
 
     forgot = await call(hass, "forget", as_admin, memory_id=ben["memory"]["id"])
     assert [(a["id"], a["reason"]) for a in forgot["archived"]] == [
@@ -479,9 +501,9 @@ async def test_forget_erase_cleanup_and_administrators(
         [old["memory"]["id"], new["memory"]["id"], tea["memory"]["id"]]
     )
     assert erased["archived"] == []
-    await memories(hass).file.async_flush()
-    assert "Anna" not in json.dumps(hass_storage[STORAGE_KEY])
-    assert len(memories(hass).facts) == 0
+    stored = await stored_memories(hass, hass_storage)
+    assert "Anna" not in json.dumps(hass_storage[MEMORIES_KEY])
+    assert stored["memories"] == []
 
     freezer.tick(timedelta(days=89))
     assert await call(hass, "cleanup_archived", as_admin) == {"deleted": 0, "ids": []}
@@ -555,18 +577,18 @@ async def test_bad_input_is_refused_and_nothing_is_written(
     key: str,
 ) -> None:
     await call(hass, "save", content="Keep me", type="household", tags="person:anna")
-    await memories(hass).file.async_flush()
-    stored = copy.deepcopy(hass_storage[STORAGE_KEY])
-    before = memories(hass).facts.as_dict()
+    await saves_fall_due(hass)
+    stored = copy.deepcopy(hass_storage[MEMORIES_KEY])
+    kept = await call(hass, "search", limit=50, include_archived=True)
     requests = len(embedding_calls(azure))
     with pytest.raises(ServiceValidationError) as caught:
         await call(hass, service, **data)
     assert (caught.value.translation_domain, caught.value.translation_key) == (DOMAIN, key)
     assert key in STRINGS["exceptions"]
-    assert memories(hass).facts.as_dict() == before
+    assert await call(hass, "search", limit=50, include_archived=True) == kept
     assert len(embedding_calls(azure)) == requests
-    await memories(hass).file.async_flush()
-    assert hass_storage[STORAGE_KEY] == stored
+    await saves_fall_due(hass)
+    assert hass_storage[MEMORIES_KEY] == stored
 
 
 async def test_non_admin_may_save_and_search(hass: HomeAssistant, services: None) -> None:
@@ -600,7 +622,11 @@ async def test_embeddings_on_deployment_urls(
 
 
 async def test_a_model_that_cannot_shorten_its_vectors(
-    hass: HomeAssistant, setup_ha: None, config_entry: MockConfigEntry, azure: AzureStub
+    hass: HomeAssistant,
+    setup_ha: None,
+    config_entry: MockConfigEntry,
+    azure: AzureStub,
+    hass_storage: dict[str, Any],
 ) -> None:
     """ada-002 refuses `dimensions`: asked again without, once; long vectors are cut to 512."""
     azure.embedding_deployments.add("ada")
@@ -616,7 +642,8 @@ async def test_a_model_that_cannot_shorten_its_vectors(
     await call(hass, "save", content="Lunch is at noon", type="routine")
     bodies = [c.body for c in embedding_calls(azure) if c.body]
     assert ["dimensions" in body for body in bodies] == [True, False, False]
-    vector = memories(hass).facts.vector(saved["memory"]["id"])
+    records = {m["id"]: m for m in (await stored_memories(hass, hass_storage))["memories"]}
+    vector = stored_vector(records[saved["memory"]["id"]])
     assert vector is not None
     assert vector.shape == (512,)
 
@@ -629,39 +656,41 @@ async def test_a_deployment_change_during_re_embedding(
     azure: AzureStub,
 ) -> None:
     """The old deployment's late answer is dropped; the new one embeds everything."""
-    old = FactStore(FactSettings(max_memories_per_type=1000))
-    for text, tags in household_facts()[:100]:
-        old.save(text, "preference", tags)
-    hass_storage[STORAGE_KEY] = {
-        "version": 1,
-        "minor_version": 1,
-        "key": STORAGE_KEY,
-        "data": {**old.as_dict(), "settings": {"max_memories_per_type": 1000}},
-    }
+    records = [
+        memory_record(n, text, "preference", tags)
+        for n, (text, tags) in enumerate(household_facts()[:100])
+    ]
+    hass_storage[MEMORIES_KEY] = memories_file(records, settings={"max_memories_per_type": 1000})
     azure.embedding_deployments.add("text-embedding-3-large")
-    azure.queue_embeddings(Reply(delay=0.5))
+    first_batch, answer = asyncio.Event(), asyncio.Event()
+    azure.queue_embeddings(Reply(arrived=first_batch, gate=answer))
     hass.config_entries.async_update_entry(
         config_entry, options={**config_entry.options, CONF_EMBEDDINGS_DEPLOYMENT: EMBEDDINGS}
     )
     assert await hass.config_entries.async_setup(config_entry.entry_id)
-    await hass.async_block_till_done()
+    await asyncio.wait_for(first_batch.wait(), 10)
     assert len(embedding_calls(azure)) == 1  # the first batch, still on its way
     large = f"{azure.endpoint}|text-embedding-3-large"
+    small = [1.0] + [0.0] * 255  # what the small deployment's late answer holds
     marker = [9.0] * 256  # what the large deployment answers: every vector alike
-    azure.embedder = lambda texts: [marker for _ in texts]
+    azure.deployment_embedders[EMBEDDINGS] = lambda texts: [small for _ in texts]
+    azure.deployment_embedders["text-embedding-3-large"] = lambda texts: [marker for _ in texts]
     hass.config_entries.async_update_entry(
         config_entry,
         options={**config_entry.options, CONF_EMBEDDINGS_DEPLOYMENT: "text-embedding-3-large"},
     )
+    await hass.async_block_till_done()
+    answer.set()  # the small deployment's answer arrives late, after the switch
     await hass.async_block_till_done(wait_background_tasks=True)
-    store = memories(hass).facts
-    assert store.without_vector() == []
+    stored = await stored_memories(hass, hass_storage)
+    vectors = [stored_vector(m) for m in stored["memories"]]
+    assert len(vectors) == 100
     expected = np.ones(256) / 16
     assert all(
-        float(np.abs(store.vector(m.id) - expected).max()) < 1e-3 for m in store
+        v is not None and float(np.abs(v.astype(np.float64) - expected).max()) < 1e-3
+        for v in vectors
     )  # every vector from the large deployment, none from the small one's late answer
-    await memories(hass).file.async_flush()
-    assert hass_storage[STORAGE_KEY]["data"]["vectors_from"] == large
+    assert stored["vectors_from"] == large
     models = [c.body["model"] for c in embedding_calls(azure) if c.body]
     assert models == [EMBEDDINGS, "text-embedding-3-large", "text-embedding-3-large"]
 
@@ -697,13 +726,17 @@ async def test_options_flow_proves_a_new_embeddings_deployment(
     assert result["errors"] == {"memories": error}
     assert error in STRINGS["options"]["error"]
     assert dict(loaded_entry.options) == before
-    assert memories(hass).settings.max_memories_per_type == 50
-    assert memories(hass).embedder is None
+    assert (await options_shown(hass, loaded_entry))["max_memories_per_type"] == 10_000
+    requests = len(embedding_calls(azure))
+    await call(hass, "save", content="Guests park on the left", type="household")
+    found = await call(hass, "search", query="Where do guests park?")
+    assert found["ranker"] == "keyword"
+    assert len(embedding_calls(azure)) == requests  # no deployment in use
 
     result = await submit_options(hass, loaded_entry, embeddings_deployment=f" {EMBEDDINGS} ")
     assert result["type"] == "create_entry"
-    await hass.async_block_till_done()
+    await hass.async_block_till_done(wait_background_tasks=True)
     assert loaded_entry.options["embeddings_deployment"] == EMBEDDINGS
-    embedder = memories(hass).embedder
-    assert embedder is not None
-    assert embedder.deployment == EMBEDDINGS
+    found = await call(hass, "search", query="Where do guests park?")
+    assert found["ranker"] == "hybrid"
+    assert models_of(azure)[-1] == EMBEDDINGS

@@ -1,20 +1,26 @@
 """The statistics sensors: names a person reads, units, durations, what is enabled."""
 
 from homeassistant.components.sensor import SensorDeviceClass, SensorStateClass
-from homeassistant.const import UnitOfTime
+from homeassistant.const import EntityCategory, UnitOfTime
 from homeassistant.core import HomeAssistant
 from homeassistant.helpers import device_registry as dr, entity_registry as er
 import pytest
 from pytest_homeassistant_custom_component.common import MockConfigEntry
 
 from custom_components.azure_openai_memory.const import DOMAIN
-from custom_components.azure_openai_memory.sensor import SENSORS
-from custom_components.azure_openai_memory.title import resource_title
 
 from .azure_stub import AzureStub
 from .conftest import NO_TOOLS, converse
 
 WATCHED = {"turns", "errors", "tokens_in", "tokens_out", "latency_p50"}
+HIDDEN = {
+    "local_turns",
+    "llm_turns",
+    "early_timeouts",
+    "latency_p95",
+    "evicted_messages",
+    "conversations",
+}
 
 
 def _entity_id(hass: HomeAssistant, entry: MockConfigEntry, key: str) -> str:
@@ -28,24 +34,29 @@ async def test_watched_sensors_enabled_the_rest_disabled(
 ) -> None:
     """Five of eleven are on from the start; the others wait in the entity settings."""
     registry = er.async_get(hass)
+    sensors = [
+        e
+        for e in er.async_entries_for_config_entry(registry, loaded_entry.entry_id)
+        if e.domain == "sensor"
+    ]
+    keys = {e.unique_id.removeprefix(f"{loaded_entry.entry_id}_") for e in sensors}
+    assert keys == WATCHED | HIDDEN
     enabled = set()
-    for description in SENSORS:
-        entry = registry.async_get(_entity_id(hass, loaded_entry, description.key))
-        assert entry is not None
-        assert entry.entity_category is not None  # diagnostic, every one
+    for entry in sensors:
+        assert entry.entity_category is EntityCategory.DIAGNOSTIC
+        key = entry.unique_id.removeprefix(f"{loaded_entry.entry_id}_")
         if entry.disabled_by is None:
-            enabled.add(description.key)
+            enabled.add(key)
         else:
             assert entry.disabled_by is er.RegistryEntryDisabler.INTEGRATION
     assert enabled == WATCHED
-    assert len(SENSORS) == 11
 
 
 async def test_entity_ids_and_device_are_named_after_the_resource(
     hass: HomeAssistant, loaded_entry: MockConfigEntry, azure: AzureStub
 ) -> None:
     """The device is the entry, titled "Azure OpenAI <resource>"; ids follow from it."""
-    title = resource_title(azure.endpoint)
+    title = f"Azure OpenAI 127.0.0.1:{azure.port}"
     assert loaded_entry.title == title  # the fixture's host-name title was the old default
     device = dr.async_get(hass).async_get_device({(DOMAIN, loaded_entry.entry_id)})
     assert device is not None
@@ -63,6 +74,11 @@ async def test_counts_have_units_and_durations_are_milliseconds(
     hass: HomeAssistant, loaded_entry: MockConfigEntry, azure: AzureStub
 ) -> None:
     """Counts say what they count and how they add up; latency is a duration in ms."""
+    registry = er.async_get(hass)
+    for key in HIDDEN:
+        registry.async_update_entity(_entity_id(hass, loaded_entry, key), disabled_by=None)
+    assert await hass.config_entries.async_reload(loaded_entry.entry_id)
+    await hass.async_block_till_done()
     await converse(hass, loaded_entry, "Tell me about bees", "a")
     await hass.async_block_till_done()
     expected = {
@@ -85,8 +101,11 @@ async def test_counts_have_units_and_durations_are_milliseconds(
     turns = hass.states.get(_entity_id(hass, loaded_entry, "turns"))
     assert turns is not None
     assert turns.state == "1"
-    descriptions = {d.key: d for d in SENSORS}
     for key in ("local_turns", "llm_turns", "early_timeouts", "evicted_messages", "conversations"):
-        assert descriptions[key].native_unit_of_measurement, key
-        assert descriptions[key].state_class is not None, key
-    assert descriptions["latency_p95"].device_class is SensorDeviceClass.DURATION
+        state = hass.states.get(_entity_id(hass, loaded_entry, key))
+        assert state is not None, key
+        assert state.attributes["unit_of_measurement"], key
+        assert state.attributes["state_class"] is not None, key
+    latency_p95 = hass.states.get(_entity_id(hass, loaded_entry, "latency_p95"))
+    assert latency_p95 is not None
+    assert latency_p95.attributes["device_class"] == SensorDeviceClass.DURATION

@@ -2,23 +2,22 @@
 
 from typing import Any
 
-from homeassistant.const import CONF_LLM_HASS_API
 from homeassistant.core import Context, HomeAssistant
 from homeassistant.exceptions import ServiceValidationError, Unauthorized
 from homeassistant.helpers import entity_registry as er
 import pytest
 from pytest_homeassistant_custom_component.common import MockConfigEntry, MockUser
 
-from custom_components.azure_openai_memory.const import (
-    CONF_EARLY_TIMEOUT,
-    DOMAIN,
-    RECOMMENDED_AGENT,
-)
+from custom_components.azure_openai_memory.const import DOMAIN
 
 from .azure_stub import AzureStub
-from .conftest import converse
+from .conftest import NO_TOOLS, conversation_stats, converse
 
-NO_TOOLS = {**RECOMMENDED_AGENT, CONF_LLM_HASS_API: None, CONF_EARLY_TIMEOUT: 0}
+
+async def conversations(hass: HomeAssistant, entry: MockConfigEntry) -> set[str]:
+    """The live conversations of the entry's only agent."""
+    (agent,) = (await conversation_stats(hass, entry))["agents"].values()
+    return set(agent["conversations"])
 
 
 @pytest.mark.parametrize("agent_options", [NO_TOOLS])
@@ -67,8 +66,7 @@ async def test_stats_and_reset(
         return_response=True,
     )
     assert reset == {"reset": 1}
-    memory = next(iter(loaded_entry.runtime_data.windows.values()))
-    assert memory.get_all_conversations() == ["b"]
+    assert await conversations(hass, loaded_entry) == {"b"}
     reset = await hass.services.async_call(
         DOMAIN,
         "conversation_reset",
@@ -77,15 +75,18 @@ async def test_stats_and_reset(
         return_response=True,
     )
     assert reset == {"reset": 1}
-    assert memory.get_all_conversations() == []
+    assert await conversations(hass, loaded_entry) == set()
 
 
+@pytest.mark.parametrize("agent_options", [NO_TOOLS])
 async def test_reset_is_admin_only(
-    hass: HomeAssistant, loaded_entry: MockConfigEntry, hass_read_only_user: MockUser
+    hass: HomeAssistant,
+    loaded_entry: MockConfigEntry,
+    azure: AzureStub,
+    hass_read_only_user: MockUser,
 ) -> None:
     """A non-admin caller is refused and nothing is forgotten."""
-    memory = next(iter(loaded_entry.runtime_data.windows.values()))
-    memory.add_message("keep", "user", "precious")
+    await converse(hass, loaded_entry, "precious", "keep")
     with pytest.raises(Unauthorized):
         await hass.services.async_call(
             DOMAIN,
@@ -94,7 +95,7 @@ async def test_reset_is_admin_only(
             blocking=True,
             context=Context(user_id=hass_read_only_user.id),
         )
-    assert memory.get_all_conversations() == ["keep"]
+    assert await conversations(hass, loaded_entry) == {"keep"}
 
 
 async def test_bad_entry_is_a_validation_error(

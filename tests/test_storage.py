@@ -1,15 +1,15 @@
-"""Windows on disk: bounded delayed saves, flush on stop, corrupt files, idle expiry."""
+"""Files on disk: bounded delayed saves, flush on stop, corrupt files, idle expiry."""
 
-import asyncio
-from datetime import UTC, timedelta
+from datetime import timedelta
 import json
 import logging
 from pathlib import Path
 from typing import Any
 
 from freezegun.api import FrozenDateTimeFactory
-from homeassistant.const import CONF_LLM_HASS_API, EVENT_HOMEASSISTANT_FINAL_WRITE
+from homeassistant.const import EVENT_HOMEASSISTANT_FINAL_WRITE
 from homeassistant.core import HomeAssistant
+from homeassistant.exceptions import ServiceValidationError
 from homeassistant.helpers import issue_registry as ir
 from homeassistant.util import dt as dt_util
 import pytest
@@ -17,71 +17,32 @@ from pytest_homeassistant_custom_component.common import MockConfigEntry, async_
 
 from custom_components.azure_openai_memory.const import (
     CONF_CONVERSATION_IDLE_MINUTES,
-    CONF_EARLY_TIMEOUT,
     CONF_MAX_CONVERSATIONS,
     DOMAIN,
-    RECOMMENDED_AGENT,
 )
-from custom_components.azure_openai_memory.memory.timeseries import TimeSeries, format_time
-from custom_components.azure_openai_memory.storage import DebouncedStore
-from custom_components.azure_openai_memory.timeseries.store import TimeseriesStore
-from custom_components.azure_openai_memory.window import async_maintain
 
 from .azure_stub import AzureStub
-from .conftest import converse
+from .conftest import (
+    NO_TOOLS,
+    Restart,
+    agent_memory,
+    call,
+    conversation_stats,
+    converse,
+    saves_fall_due,
+    speech,
+    window_stats,
+)
 
-NO_TOOLS = {**RECOMMENDED_AGENT, CONF_LLM_HASS_API: None, CONF_EARLY_TIMEOUT: 0}
 KEY = "kudos_givers_timeseries"
+SERIES = f"{DOMAIN}.timeseries"
+MEMORIES = f"{DOMAIN}.memories"
+T0 = 1761300000
 
 
-def merge_into(series: TimeSeries, first: int, last: int) -> None:
+def numbered(first: int, last: int) -> list[dict[str, Any]]:
     """Entries first..last-1, a minute apart."""
-    now = format_time(1761300000)
-    entries = [{"id": f"e{i}", "timestamp": 1761300000 + 60 * i} for i in range(first, last)]
-    series.merge(series.prepare(entries, "id", "timestamp", UTC, now), now)
-
-
-async def test_steady_changes_still_write_within_max_wait(
-    hass: HomeAssistant, hass_storage: dict[str, Any]
-) -> None:
-    """A change every 30 ms never lets a 50 ms debounce settle; max_wait still writes."""
-    snapshots = 0
-
-    def snapshot() -> dict[str, Any]:
-        nonlocal snapshots
-        snapshots += 1
-        return {"n": snapshots}
-
-    store = DebouncedStore(hass, f"{DOMAIN}.test", snapshot, delay=0.05, max_wait=0.2)
-    await store.async_load()
-    for _ in range(20):
-        store.async_schedule_save()
-        await asyncio.sleep(0.03)
-    assert snapshots >= 2
-    await store.async_close()
-    assert hass_storage[f"{DOMAIN}.test"]["data"] == {"n": snapshots}
-
-
-async def test_final_write_flushes(hass: HomeAssistant, hass_storage: dict[str, Any]) -> None:
-    """HA stopping writes what is pending, however long the delay."""
-    store = DebouncedStore(hass, f"{DOMAIN}.test", lambda: {"kept": True}, delay=3600)
-    await store.async_load()
-    store.async_schedule_save()
-    assert f"{DOMAIN}.test" not in hass_storage
-    hass.bus.async_fire(EVENT_HOMEASSISTANT_FINAL_WRITE)
-    await hass.async_block_till_done()
-    assert hass_storage[f"{DOMAIN}.test"]["data"] == {"kept": True}
-
-
-async def test_loading_again_listens_for_the_final_write_once(hass: HomeAssistant) -> None:
-    """A time series loads again after every eviction; the stop listener is not repeated."""
-    before = hass.bus.async_listeners().get(EVENT_HOMEASSISTANT_FINAL_WRITE, 0)
-    store = DebouncedStore(hass, f"{DOMAIN}.test", dict)
-    for _ in range(3):
-        await store.async_load()
-    assert hass.bus.async_listeners()[EVENT_HOMEASSISTANT_FINAL_WRITE] == before + 1
-    await store.async_close()
-    assert hass.bus.async_listeners().get(EVENT_HOMEASSISTANT_FINAL_WRITE, 0) == before
+    return [{"id": f"e{i}", "timestamp": T0 + 60 * i} for i in range(first, last)]
 
 
 class TestRealFiles:
@@ -93,69 +54,139 @@ class TestRealFiles:
         return {}
 
     @pytest.fixture
-    def config_dir(self, hass: HomeAssistant, tmp_path: Path) -> Path:
+    def storage(self, hass: HomeAssistant, tmp_path: Path) -> Path:
+        """The .storage folder of this test's config directory."""
         hass.config.config_dir = str(tmp_path)
         (tmp_path / ".storage").mkdir(exist_ok=True)
-        return tmp_path
+        return Path(hass.config.path(".storage"))
+
+    async def test_steady_changes_still_write_within_max_wait(
+        self,
+        hass: HomeAssistant,
+        storage: Path,
+        config_entry: MockConfigEntry,
+        freezer: FrozenDateTimeFactory,
+    ) -> None:
+        """A merge every 5 s never lets the 10 s delay settle; the 30 s bound still writes."""
+        assert await hass.config_entries.async_setup(config_entry.entry_id)
+        await hass.async_block_till_done()
+        path = storage / f"{SERIES}.{KEY}"
+        written: list[int] = []  # seconds after the first merge the file had appeared by
+        for second in range(0, 40, 5):
+            await call(
+                hass, "timeseries_merge", {"key": KEY, "entries": numbered(second, second + 1)}
+            )
+            freezer.tick(timedelta(seconds=5))
+            async_fire_time_changed(hass)
+            await hass.async_block_till_done()
+            if path.exists() and not written:
+                written.append(second + 5)
+                stored = json.loads(path.read_text())["data"]["entries"]
+                assert len(stored) == second // 5 + 1  # every merge until the write
+        assert written == [30]
+        # Quiet at last: the rest is written one delay after the last merge.
+        freezer.tick(timedelta(seconds=10))
+        async_fire_time_changed(hass)
+        await hass.async_block_till_done()
+        assert len(json.loads(path.read_text())["data"]["entries"]) == 8
+
+    @pytest.mark.parametrize("agent_options", [NO_TOOLS])
+    async def test_stopping_writes_what_is_pending(
+        self,
+        hass: HomeAssistant,
+        storage: Path,
+        config_entry: MockConfigEntry,
+        azure: AzureStub,
+    ) -> None:
+        """Home Assistant stopping writes every pending change, however long its delay."""
+        assert await hass.config_entries.async_setup(config_entry.entry_id)
+        await hass.async_block_till_done()
+        await converse(hass, config_entry, "Keep this", "c")
+        await call(hass, "timeseries_merge", {"key": KEY, "entries": numbered(0, 1)})
+        await call(hass, "memory_save", {"content": "Bins go out on Tuesday", "type": "routine"})
+        files = [f"{DOMAIN}.windows.{config_entry.entry_id}", f"{SERIES}.{KEY}", SERIES, MEMORIES]
+        assert [name for name in files if (storage / name).exists()] == []
+        await hass.async_stop()
+        assert [name for name in files if (storage / name).exists()] == files
+        assert "Keep this" in (storage / files[0]).read_text()
+        assert "Bins go out on Tuesday" in (storage / MEMORIES).read_text()
 
     @pytest.mark.parametrize("agent_options", [NO_TOOLS])
     async def test_corrupt_windows_file_is_kept_aside(
         self,
         hass: HomeAssistant,
-        config_dir: Path,
+        storage: Path,
         config_entry: MockConfigEntry,
         azure: AzureStub,
     ) -> None:
         """A corrupt file is renamed, a repair raised, and the agent works from empty."""
-        path = config_dir / ".storage" / f"{DOMAIN}.windows.{config_entry.entry_id}"
+        path = storage / f"{DOMAIN}.windows.{config_entry.entry_id}"
         path.write_text("{not json")
         assert await hass.config_entries.async_setup(config_entry.entry_id)
         await hass.async_block_till_done()
-        assert list(config_dir.joinpath(".storage").glob("*.corrupt.*"))
+        assert list(storage.glob("*.corrupt.*"))
         issues = ir.async_get(hass).issues
         assert any("storage_corruption" in issue_id for _, issue_id in issues)
         result = await converse(hass, config_entry, "Still there?", "c")
-        assert result.response.speech["plain"]["speech"] == "You said: Still there?"
+        assert speech(result) == "You said: Still there?"
 
         await hass.config_entries.async_unload(config_entry.entry_id)
         await hass.async_block_till_done()
         assert "Still there?" in path.read_text()
         assert await hass.config_entries.async_setup(config_entry.entry_id)
-        memory = next(iter(config_entry.runtime_data.windows.values()))
-        assert memory.get_messages("c")[0].content == "Still there?"
+        await converse(hass, config_entry, "And now?", "c")
+        sent = azure.calls("/chat/completions")[-1].body["messages"]
+        assert [m["content"] for m in sent[1:]] == [
+            "Still there?",
+            "You said: Still there?",
+            "And now?",
+        ]
 
     async def test_corrupt_timeseries_index_keeps_the_series(
-        self, hass: HomeAssistant, config_dir: Path
+        self,
+        hass: HomeAssistant,
+        storage: Path,
+        config_entry: MockConfigEntry,
+        restart: Restart,
     ) -> None:
         """A corrupt index is set aside and listing starts empty; a series file it named is
         still read by the next merge into that key, which lists it again."""
-        prefix = f"{DOMAIN}.timeseries"
-        store = TimeseriesStore(hass, prefix, memory_budget=1)
-        await store.async_load()
-        async with store.lock(KEY):
-            series = await store.async_get(KEY, create=True)
-            assert series is not None
-            merge_into(series, 0, 5)
-            store.async_changed(KEY)
-        await hass.async_block_till_done()
-        assert store.loaded_keys() == []  # over budget: written, then forgotten
-        await store.async_close()
-        index = config_dir / ".storage" / prefix
+        assert await hass.config_entries.async_setup(config_entry.entry_id)
+        await call(hass, "timeseries_merge", {"key": KEY, "entries": numbered(0, 5)})
+        await hass.async_stop()
+        index = storage / SERIES
         assert json.loads(index.read_text())["data"]["series"][KEY]["count"] == 5
         index.write_text("{not json")
 
-        fresh = TimeseriesStore(hass, prefix)
-        await fresh.async_load()
-        assert list(config_dir.joinpath(".storage").glob(f"{prefix}.corrupt.*"))
-        assert await fresh.async_summaries() == []
-        async with fresh.lock(KEY):
-            series = await fresh.async_get(KEY, create=True)
-            assert series is not None
-            merge_into(series, 5, 7)
-            fresh.async_changed(KEY)
-        (listed,) = await fresh.async_summaries()
+        hass = await restart()
+        assert list(storage.glob(f"{SERIES}.corrupt.*"))
+        assert await call(hass, "timeseries_list") == {"keys": []}
+        merged = await call(hass, "timeseries_merge", {"key": KEY, "entries": numbered(5, 7)})
+        assert merged["total_count"] == 7
+        (listed,) = (await call(hass, "timeseries_list"))["keys"]
         assert (listed["key"], listed["count"]) == (KEY, 7)
-        await fresh.async_close()
+
+
+async def test_the_final_write_listener_is_not_repeated(
+    hass: HomeAssistant, config_entry: MockConfigEntry
+) -> None:
+    """Every file listens for Home Assistant's final write once: using a series again, or
+    refusing merges into new keys, adds no listener."""
+    assert await hass.config_entries.async_setup(config_entry.entry_id)
+    await hass.async_block_till_done()
+    before = hass.bus.async_listeners().get(EVENT_HOMEASSISTANT_FINAL_WRITE, 0)
+    await call(hass, "timeseries_merge", {"key": KEY, "entries": numbered(0, 1)})
+    with_series = hass.bus.async_listeners()[EVENT_HOMEASSISTANT_FINAL_WRITE]
+    assert with_series == before + 1  # the series' own file
+    for n in range(3):
+        await call(hass, "timeseries_merge", {"key": KEY, "entries": numbered(n, n + 1)})
+        await call(hass, "timeseries_query", {"key": KEY, "last": "1 day"})
+    for n in range(3):
+        with pytest.raises(ServiceValidationError) as err:
+            await call(hass, "timeseries_merge", {"key": f"refused_{n}_timeseries", "entries": "x"})
+        assert err.value.translation_key == "entries_not_list"
+    await hass.async_block_till_done()
+    assert hass.bus.async_listeners()[EVENT_HOMEASSISTANT_FINAL_WRITE] == with_series
 
 
 @pytest.mark.parametrize("agent_options", [NO_TOOLS])
@@ -182,16 +213,19 @@ async def test_idle_conversations_expire_and_health_warns_once(
     await converse(hass, config_entry, "Second conversation", "new")
     async_fire_time_changed(hass, dt_util.utcnow() + timedelta(minutes=11))
     await hass.async_block_till_done()
-    memory = next(iter(config_entry.runtime_data.windows.values()))
-    assert memory.get_all_conversations() == ["new"]
+    (agent,) = (await conversation_stats(hass, config_entry))["agents"].values()
+    assert list(agent["conversations"]) == ["new"]
 
-    memory.add_message("third", "user", "fills the cap")
+    await converse(hass, config_entry, "fills the cap", "third")
     with caplog.at_level(logging.WARNING):
-        async_maintain(config_entry.runtime_data)
-        async_maintain(config_entry.runtime_data)
+        for _ in range(2):
+            async_fire_time_changed(hass, dt_util.utcnow() + timedelta(minutes=11))
+            await hass.async_block_till_done()
     assert caplog.text.count("reached the cap of 2") == 1
+    assert (await agent_memory(hass, config_entry))["conversations"] == 2
 
 
+@pytest.mark.parametrize("agent_options", [NO_TOOLS])
 async def test_windows_of_version_1_lose_their_stored_prompt(
     hass: HomeAssistant,
     hass_storage: dict[str, Any],
@@ -202,8 +236,11 @@ async def test_windows_of_version_1_lose_their_stored_prompt(
     (subentry_id,) = config_entry.subentries
     key = f"{DOMAIN}.windows.{config_entry.entry_id}"
 
+    # Talked a minute ago: the turn below continues it without a note about a pause.
+    recent = dt_util.utcnow().timestamp() - 60
+
     def message(role: str, content: str, tokens: int) -> dict[str, Any]:
-        return {"role": role, "content": content, "timestamp": 1.0, "token_count": tokens}
+        return {"role": role, "content": content, "timestamp": recent, "token_count": tokens}
 
     hass_storage[key] = {
         "version": 1,
@@ -215,7 +252,7 @@ async def test_windows_of_version_1_lose_their_stored_prompt(
                         "c": {
                             "max_tokens": 4000,
                             "preserve_system": True,
-                            "last_activity": 1.0,
+                            "last_activity": recent,
                             "evicted_count": 0,
                             "system": message("system", "A prompt of 6,300 tokens", 6300),
                             "groups": [
@@ -230,13 +267,17 @@ async def test_windows_of_version_1_lose_their_stored_prompt(
     }
     assert await hass.config_entries.async_setup(config_entry.entry_id)
     await hass.async_block_till_done()
-    memory = config_entry.runtime_data.windows[subentry_id]
-    assert [(m.role, m.content) for m in memory.get_messages("c")] == [
+    stats = await window_stats(hass, config_entry, "c")
+    assert stats is not None
+    assert (stats["message_count"], stats["current_tokens"]) == (2, 10)
+    await converse(hass, config_entry, "Still there?", "c")
+    sent = azure.calls("/chat/completions")[-1].body["messages"]
+    assert [(m["role"], m["content"]) for m in sent[1:]] == [
         ("user", "Hello"),
         ("assistant", "Hi"),
+        ("user", "Still there?"),
     ]
-    assert memory.get_stats("c")["current_tokens"] == 10
-    config_entry.runtime_data.windows_store.async_schedule_save()
-    await config_entry.runtime_data.windows_store.async_flush()
+    assert "6,300" not in sent[0]["content"]
+    await saves_fall_due(hass)
     assert hass_storage[key]["version"] == 2
     assert hass_storage[key]["data"]["agents"][subentry_id]["conversations"]["c"]["system"] is None

@@ -1,6 +1,8 @@
 """Summaries when things go wrong: downtime, the history or the model away, long days."""
 
 from datetime import date, timedelta
+from pathlib import Path
+import sqlite3
 from typing import Any
 
 from freezegun.api import FrozenDateTimeFactory
@@ -11,17 +13,27 @@ import pytest
 from pytest_homeassistant_custom_component.common import MockConfigEntry, async_fire_time_changed
 
 from custom_components.azure_openai_memory.const import CONF_CONTEXT_LIMIT, CONF_SUMMARIES, DOMAIN
-from custom_components.azure_openai_memory.data import DATA_HISTORY, DATA_SUMMARIES
-from custom_components.azure_openai_memory.llm.summarize import SHORTENED_NOTE
-from custom_components.azure_openai_memory.memory.summaries import (
-    GroupSummary,
-    PeriodType,
-    summary_id,
-)
 
 from .azure_stub import AzureStub, Reply
-from .conftest import NO_TOOLS, converse, memory_of
+from .conftest import (
+    NO_TOOLS,
+    TEST_ENCODING,
+    Restart,
+    agent_memory,
+    call,
+    converse,
+    count_tokens,
+    stored,
+)
 from .test_summaries import DEVICE, START, _kind, get, local, set_up, summariser, talk
+
+SUMMARIES_KEY = f"{DOMAIN}.summaries"
+# What a summary request says when the day's talk was shortened to fit.
+SHORTENED_NOTE = (
+    "The day was too long to send whole: its earliest messages are left out, "
+    "the latest are all here."
+)
+NO_COUNTS = {"daily": 0, "weekly": 0, "monthly": 0, "pruned": 0, "eras": 0}
 
 
 @pytest.fixture
@@ -48,11 +60,26 @@ async def daily_run(hass: HomeAssistant, freezer: FrozenDateTimeFactory, day: da
     await hass.async_block_till_done(wait_background_tasks=True)
 
 
+async def stored_book(hass: HomeAssistant, hass_storage: dict[str, Any]) -> dict[str, Any]:
+    """The summaries file's data (summaries, profiles, summarised_through), once saved."""
+    file = await stored(hass, hass_storage, SUMMARIES_KEY)
+    assert file is not None
+    return dict(file["data"])
+
+
+def history_schema_version(hass: HomeAssistant, version: int) -> None:
+    """Mark the history database (closed) as written by another schema version; a newer
+    one cannot be opened: the history is unavailable until it is marked back."""
+    with sqlite3.connect(Path(hass.config.path(DOMAIN, "history.db"))) as conn:
+        conn.execute(f"PRAGMA user_version = {version}")
+
+
 async def test_talk_while_down_is_summarised_once_per_day_on_return(
     hass: HomeAssistant,
     azure: AzureStub,
     config_entry: MockConfigEntry,
     freezer: FrozenDateTimeFactory,
+    hass_storage: dict[str, Any],
 ) -> None:
     """Three weeks down: every day talked on gets exactly one daily, none is skipped."""
     freezer.move_to(local(START, 9))
@@ -79,12 +106,11 @@ async def test_talk_while_down_is_summarised_once_per_day_on_return(
         "2026-01-05",
     ]
     assert asked(azure, "weekly_summary") == 2
-    store = hass.data[DATA_SUMMARIES].store
-    assert store.book.summarised_through == (START + timedelta(days=20)).isoformat()
+    book = await stored_book(hass, hass_storage)
+    assert book["summarised_through"] == (START + timedelta(days=20)).isoformat()
     # Running again asks nothing more.
     requests = len(azure.calls("/chat/completions"))
-    counts = await hass.data[DATA_SUMMARIES].async_run()
-    assert counts == {"daily": 0, "weekly": 0, "monthly": 0, "pruned": 0, "eras": 0}
+    assert await call(hass, "summary_aggregate") == NO_COUNTS
     assert len(azure.calls("/chat/completions")) == requests
 
 
@@ -120,23 +146,32 @@ async def test_the_history_unavailable_at_run_time_delays_the_day_and_loses_noth
     azure: AzureStub,
     config_entry: MockConfigEntry,
     freezer: FrozenDateTimeFactory,
+    hass_storage: dict[str, Any],
+    restart: Restart,
 ) -> None:
+    """Started with a history it cannot open, the run waits; the next start catches up."""
     freezer.move_to(local(START, 9))
     await set_up(hass, config_entry)
     azure.responder = summariser
-    keeper = hass.data[DATA_SUMMARIES]
     await talk(hass, "Tomato seedlings need light.", "s0")
-    recorder = hass.data[DATA_HISTORY]
-    recorder.available = False
-    await daily_run(hass, freezer, START + timedelta(days=1))
+    await hass.async_stop()
+    history_schema_version(hass, 99)
+    freezer.move_to(local(START + timedelta(days=1), 3, 30))
+    hass = await restart()
+    await hass.async_block_till_done(wait_background_tasks=True)
     assert await get(hass) == []
-    assert keeper.store.book.summarised_through == (START - timedelta(days=1)).isoformat()
+    book = await stored_book(hass, hass_storage)
+    assert book["summarised_through"] == (START - timedelta(days=1)).isoformat()
     assert asked(azure, "daily_summary") == 0
-    recorder.available = True
-    await daily_run(hass, freezer, START + timedelta(days=2))
+    await hass.async_stop()
+    history_schema_version(hass, 1)
+    freezer.move_to(local(START + timedelta(days=2), 3, 30))
+    hass = await restart()
+    await hass.async_block_till_done(wait_background_tasks=True)
     (daily,) = await get(hass)
     assert (daily["period_start"], daily["message_count"]) == (START.isoformat(), 2)
-    assert keeper.store.book.summarised_through == (START + timedelta(days=1)).isoformat()
+    book = await stored_book(hass, hass_storage)
+    assert book["summarised_through"] == (START + timedelta(days=1)).isoformat()
     assert asked(azure, "daily_summary") == 1
 
 
@@ -145,11 +180,11 @@ async def test_weeks_and_months_written_without_the_model_are_rewritten_by_it(
     azure: AzureStub,
     config_entry: MockConfigEntry,
     freezer: FrozenDateTimeFactory,
+    hass_storage: dict[str, Any],
 ) -> None:
     freezer.move_to(local(START, 9))
     await set_up(hass, config_entry)
     azure.responder = folds_fail
-    keeper = hass.data[DATA_SUMMARIES]
     for n in range(7):
         await daily_run(hass, freezer, START + timedelta(days=n))
         freezer.move_to(local(START + timedelta(days=n), 10))
@@ -186,7 +221,8 @@ async def test_weeks_and_months_written_without_the_model_are_rewritten_by_it(
     assert asked(azure, "monthly_summary") == 2
     (era,) = await get(hass, period_type="era")
     assert (era["extractive"], era["period_start"]) == (False, START.isoformat())
-    assert not any(s.rewrite_pending for s in keeper.store.book)
+    book = await stored_book(hass, hass_storage)
+    assert [s["rewrite_pending"] for s in book["summaries"]] == [False] * len(book["summaries"])
 
 
 async def test_summaries_that_cannot_be_rewritten_do_not_hold_up_those_that_can(
@@ -194,45 +230,55 @@ async def test_summaries_that_cannot_be_rewritten_do_not_hold_up_those_that_can(
     azure: AzureStub,
     config_entry: MockConfigEntry,
     freezer: FrozenDateTimeFactory,
+    hass_storage: dict[str, Any],
 ) -> None:
     day = START + timedelta(days=29)
     freezer.move_to(local(day, 9))
-    await set_up(hass, config_entry)
-    keeper = hass.data[DATA_SUMMARIES]
-    book = keeper.store.book
     # Ten weeks written without the model, whose days were pruned long ago.
+    old_weeks = []
     for k in range(10):
         start = (START - timedelta(days=7 * (k + 1))).isoformat()
-        book.put(
-            GroupSummary(
-                summary_id(DEVICE, PeriodType.WEEKLY, start),
-                "agent",
-                DEVICE,
-                PeriodType.WEEKLY,
-                start,
-                start,
-                "Old week.",
-                ["old"],
-                created_at=dt_util.utcnow().isoformat(),
-                aggregated_from=["pruned-1", "pruned-2"],
-                extractive=True,
-                rewrite_pending=True,
-            )
+        old_weeks.append(
+            {
+                "summary_id": f"old-week-{k}",
+                "agent_id": "agent",
+                "group_id": DEVICE,
+                "period_type": "weekly",
+                "period_start": start,
+                "period_end": start,
+                "summary": "Old week.",
+                "topics": ["old"],
+                "created_at": dt_util.utcnow().isoformat(),
+                "aggregated_from": ["pruned-1", "pruned-2"],
+                "extractive": True,
+                "rewrite_pending": True,
+            }
         )
+    hass_storage[SUMMARIES_KEY] = {
+        "version": 1,
+        "minor_version": 1,
+        "key": SUMMARIES_KEY,
+        "data": {
+            "summaries": old_weeks,
+            "summarised_through": (day - timedelta(days=1)).isoformat(),
+        },
+    }
+    await set_up(hass, config_entry)
     freezer.move_to(local(day, 10))
     await talk(hass, "The tomato seedlings need light.", "s1")
     azure.queue(Reply.failure(500, "InternalServerError", "The server had an error."))
-    await keeper.async_run(day)
-    daily_id = summary_id(DEVICE, PeriodType.DAILY, day.isoformat())
-    assert book.get(daily_id).extractive is True  # type: ignore[union-attr]
+    await call(hass, "summary_aggregate", {"day": day.isoformat()})
+    (daily,) = await get(hass, period_type="daily")
+    assert daily["extractive"] is True
     azure.responder = summariser
     await daily_run(hass, freezer, day + timedelta(days=1))
-    daily = book.get(daily_id)
-    assert daily is not None
-    assert (daily.extractive, daily.topics) == (False, ["garden", "tomatoes"])
-    old = [s for s in book.of(DEVICE, PeriodType.WEEKLY) if s.summary == "Old week."]
+    (again,) = await get(hass, period_type="daily")
+    assert again["summary_id"] == daily["summary_id"]
+    assert (again["extractive"], again["topics"]) == (False, ["garden", "tomatoes"])
+    book = await stored_book(hass, hass_storage)
+    old = [s for s in book["summaries"] if s["summary"] == "Old week."]
     assert len(old) == 10
-    assert all(s.extractive and not s.rewrite_pending for s in old)
+    assert all(s["extractive"] and not s["rewrite_pending"] for s in old)
 
 
 async def test_a_reply_after_midnight_belongs_to_the_conversation_s_group(
@@ -296,9 +342,8 @@ async def test_a_long_day_is_shortened_to_fit_the_deployment_oldest_first(
     assert SHORTENED_NOTE in content
     assert "Noted: Message 59: the tomato seedlings on shelf 59 need more light." in content
     assert "Message 0:" not in content
-    counter = memory_of(config_entry).counter
-    texts = [m["content"] for m in request["messages"]]
-    tokens = sum(await hass.async_add_executor_job(lambda: [counter.count(t) for t in texts]))
+    assert (await agent_memory(hass, config_entry))["encoding"] == TEST_ENCODING
+    tokens = sum(count_tokens(m["content"]) for m in request["messages"])
     assert request["max_tokens"] == 800
     assert "max_completion_tokens" not in request
     assert tokens + 800 <= 2000
@@ -315,7 +360,7 @@ async def test_no_past_in_requests_with_the_entry_s_summaries_off(
     await set_up(hass, config_entry)
     azure.responder = summariser
     await talk(hass, "Tomato seedlings need light.", "s0")
-    await hass.data[DATA_SUMMARIES].async_run(START)
+    await call(hass, "summary_aggregate", {"day": START.isoformat()})
     hass.config_entries.async_update_entry(
         config_entry, options={**config_entry.options, CONF_SUMMARIES: False}
     )
@@ -323,7 +368,9 @@ async def test_no_past_in_requests_with_the_entry_s_summaries_off(
     azure.responder = None
     azure.queue(Reply(text="Tomatoes."))
     await converse(hass, config_entry, "What did we talk about?", device_id=DEVICE)
-    messages = azure.calls("/chat/completions")[-1].body["messages"]  # type: ignore[index]
+    request = azure.calls("/chat/completions")[-1].body
+    assert request is not None
+    messages = request["messages"]
     assert len(await get(hass)) == 1
     assert not any('source="summaries"' in str(m["content"]) for m in messages)
     assert messages[-1] == {"role": "user", "content": "What did we talk about?"}
@@ -338,11 +385,9 @@ async def test_home_assistant_stopping_ends_the_daily_runs(
     freezer.move_to(local(START, 9))
     await set_up(hass, config_entry)
     azure.responder = summariser
-    keeper = hass.data[DATA_SUMMARIES]
     await talk(hass, "Tomato seedlings need light.", "s0")
     hass.bus.async_fire(EVENT_HOMEASSISTANT_STOP)
     await hass.async_block_till_done()
-    assert keeper.writer is None
     await daily_run(hass, freezer, START + timedelta(days=1))
     assert await get(hass) == []
     assert asked(azure, "daily_summary") == 0
@@ -353,6 +398,8 @@ async def test_a_first_catch_up_without_the_history_stops_at_its_first_day(
     azure: AzureStub,
     config_entry: MockConfigEntry,
     freezer: FrozenDateTimeFactory,
+    hass_storage: dict[str, Any],
+    restart: Restart,
 ) -> None:
     """The days are read one by one: the first unreadable one ends the run, unmarked."""
     hass.config_entries.async_update_entry(
@@ -361,19 +408,21 @@ async def test_a_first_catch_up_without_the_history_stops_at_its_first_day(
     freezer.move_to(local(START, 9))
     await set_up(hass, config_entry)
     azure.responder = summariser
-    keeper = hass.data[DATA_SUMMARIES]
     await talk(hass, "The tomato seedlings need light.", "s0")
+    await hass.async_stop()
+    history_schema_version(hass, 99)
     freezer.move_to(local(START + timedelta(days=3), 12))
-    recorder = hass.data[DATA_HISTORY]
-    recorder.available = False
-    hass.config_entries.async_update_entry(
-        config_entry, options={**config_entry.options, CONF_SUMMARIES: True}
-    )
+    hass = await restart(options={CONF_SUMMARIES: True})
     await hass.async_block_till_done(wait_background_tasks=True)
-    assert keeper.writer is not None
-    assert keeper.store.book.summarised_through is None
-    recorder.available = True
-    await daily_run(hass, freezer, START + timedelta(days=4))
+    assert await get(hass) == []
+    book = await stored_book(hass, hass_storage)
+    assert book.get("summarised_through") is None
+    await hass.async_stop()
+    history_schema_version(hass, 1)
+    freezer.move_to(local(START + timedelta(days=4), 3, 30))
+    hass = await restart()
+    await hass.async_block_till_done(wait_background_tasks=True)
     (daily,) = await get(hass)
     assert (daily["period_start"], daily["message_count"]) == (START.isoformat(), 2)
-    assert keeper.store.book.summarised_through == (START + timedelta(days=3)).isoformat()
+    book = await stored_book(hass, hass_storage)
+    assert book["summarised_through"] == (START + timedelta(days=3)).isoformat()

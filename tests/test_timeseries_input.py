@@ -24,6 +24,16 @@ from custom_components.azure_openai_memory.memory.timeseries import (
 KEY = "kudos_timeseries"
 T0 = 1761300000  # 2025-10-24T10:00:00Z
 T0_TEXT = "2025-10-24T10:00:00Z"
+# A refusal quotes a value back cut to this many characters, with "…" after.
+ECHOED = 60
+
+
+def echoed(value: Any) -> str:
+    """A value as a refusal quotes it back."""
+    text = str(value)
+    return text if len(text) <= ECHOED else text[:ECHOED] + "…"
+
+
 MS = 1000
 
 # What no date between the years 1 and 9999 can be, in every spelling that reaches parse_time.
@@ -134,7 +144,7 @@ async def test_window_refused_naming_the_field(
     window = {"window_start": T0 - 60, "window_end": T0 + 60, field: value}
     err = await refused(hass, "timeseries_merge", key=KEY, entries=[kudos(9, T0_TEXT)], **window)
     assert err.translation_key == "invalid_time"
-    assert err.translation_placeholders == {"field": field, "value": str(value)}
+    assert err.translation_placeholders == {"field": field, "value": echoed(value)}
     await unchanged(hass, before)
 
 
@@ -146,11 +156,11 @@ async def test_query_range_refused_naming_the_field(
     before = await seeded(hass)
     err = await refused(hass, "timeseries_query", key=KEY, **{"start_time": T0 - 60, field: value})
     assert err.translation_key == "invalid_time"
-    assert err.translation_placeholders == {"field": field, "value": str(value)}
+    assert err.translation_placeholders == {"field": field, "value": echoed(value)}
     with_last = await refused(hass, "timeseries_query", key=KEY, last="1 day", end_time=value)
     assert (with_last.translation_key, with_last.translation_placeholders) == (
         "invalid_time",
-        {"field": "end_time", "value": str(value)},
+        {"field": "end_time", "value": echoed(value)},
     )
     await unchanged(hass, before)
 
@@ -167,7 +177,7 @@ async def test_query_range_refused_naming_the_field(
 async def test_last_refused(hass: HomeAssistant, services: None, last: str, key: str) -> None:
     before = await seeded(hass)
     err = await refused(hass, "timeseries_query", key=KEY, last=last)
-    assert (err.translation_key, err.translation_placeholders) == (key, {"value": last})
+    assert (err.translation_key, err.translation_placeholders) == (key, {"value": echoed(last)})
     await unchanged(hass, before)
 
 
@@ -263,7 +273,7 @@ async def test_history_query_refuses_what_is_not_a_time(
             err = await refused(hass, "history_query", **{field: value})
             assert (err.translation_key, err.translation_placeholders) == (
                 "invalid_time",
-                {"field": field, "value": str(value)},
+                {"field": field, "value": echoed(value)},
             )
     assert (await call(hass, "history_statistics"))["total_events"] == 1
 

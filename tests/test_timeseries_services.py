@@ -14,24 +14,27 @@ from homeassistant.exceptions import ServiceValidationError, Unauthorized
 from homeassistant.setup import async_setup_component
 from homeassistant.util import dt as dt_util
 import pytest
+from pytest_homeassistant_custom_component.common import MockConfigEntry
 
-from custom_components.azure_openai_memory.const import DOMAIN
-from custom_components.azure_openai_memory.data import DATA_HISTORY, DATA_TIMESERIES
-from custom_components.azure_openai_memory.memory.timeseries import (
-    DEFAULT_MAX_ENTRIES,
-    TimeSeries,
-    TimeseriesSettings,
-    format_time,
-)
-from custom_components.azure_openai_memory.timeseries.services import (
-    async_register_timeseries_services,
+from custom_components.azure_openai_memory.const import (
+    CONF_TIMESERIES_KEEP_DAYS,
+    CONF_TIMESERIES_MAX_ENTRIES,
+    DOMAIN,
+    RECOMMENDED_OPTIONS,
 )
 from custom_components.azure_openai_memory.timeseries.store import TimeseriesStore
+
+from .conftest import Restart, options_shown, saves_fall_due, stored, submit_options
 
 DAY0 = datetime(2025, 10, 25, 10, 0, tzinfo=UTC)
 KEY = "kudos_givers_timeseries"
 INDEX = f"{DOMAIN}.timeseries"
 T0 = 1761300000
+
+
+def format_time(epoch: float) -> str:
+    """Epoch seconds as the services write times: UTC ISO 8601 with Z."""
+    return datetime.fromtimestamp(epoch, UTC).isoformat().replace("+00:00", "Z")
 
 
 def at(moment: datetime, hours_ago: float) -> str:
@@ -46,6 +49,41 @@ def kudos(n: int, moment: datetime, hours_ago: float) -> dict[str, Any]:
 async def services(hass: HomeAssistant) -> None:
     """The integration, set up without any entry: time series need none."""
     assert await async_setup_component(hass, DOMAIN, {})
+
+
+@pytest.fixture
+def settings_entry(hass: HomeAssistant) -> MockConfigEntry:
+    """An entry whose options form sets the installation's series settings (not set up)."""
+    entry = MockConfigEntry(
+        domain=DOMAIN,
+        unique_id="https://other.openai.azure.com",
+        data={},
+        options=dict(RECOMMENDED_OPTIONS),
+        minor_version=2,
+    )
+    entry.add_to_hass(hass)
+    return entry
+
+
+async def set_series_settings(
+    hass: HomeAssistant, entry: MockConfigEntry, max_entries: int, keep_days: float
+) -> None:
+    """The installation's series settings, saved in the options form."""
+    await submit_options(
+        hass,
+        entry,
+        **{CONF_TIMESERIES_MAX_ENTRIES: max_entries, CONF_TIMESERIES_KEEP_DAYS: keep_days},
+    )
+
+
+async def series_settings_shown(hass: HomeAssistant, entry: MockConfigEntry) -> tuple[int, float]:
+    shown = await options_shown(hass, entry)
+    return shown[CONF_TIMESERIES_MAX_ENTRIES], shown[CONF_TIMESERIES_KEEP_DAYS]
+
+
+def final_write_listeners(hass: HomeAssistant) -> int:
+    """Files listening for Home Assistant's final write; a loaded series is one of them."""
+    return hass.bus.async_listeners().get(EVENT_HOMEASSISTANT_FINAL_WRITE, 0)
 
 
 async def call(
@@ -73,21 +111,6 @@ def numbered(count: int, start: int = 0) -> list[dict[str, Any]]:
 def stored_series(hass_storage: dict[str, Any]) -> dict[str, Any]:
     """The index and series files, as written."""
     return {k: v for k, v in hass_storage.items() if k.startswith(INDEX)}
-
-
-async def restart(hass: HomeAssistant, memory_budget: int | None = None) -> TimeseriesStore:
-    """What a restart does to time series: a new store read from what was written.
-
-    The old store flushes first, as HA's final write does; the services are registered
-    again around the new store.
-    """
-    await hass.data[DATA_TIMESERIES].async_close()
-    kwargs = {} if memory_budget is None else {"memory_budget": memory_budget}
-    fresh = TimeseriesStore(hass, INDEX, **kwargs)
-    await fresh.async_load()
-    hass.data[DATA_TIMESERIES] = fresh
-    async_register_timeseries_services(hass, fresh, hass.data[DATA_HISTORY])
-    return fresh
 
 
 async def fetch_last_24h(
@@ -205,7 +228,9 @@ async def test_naive_times_use_the_configured_zone(hass: HomeAssistant, services
     assert result["entries"][0]["timestamp"] == "2025-10-25T10:00:00Z"
 
 
-async def test_concurrent_merges_lose_nothing(hass: HomeAssistant, services: None) -> None:
+async def test_concurrent_merges_lose_nothing(
+    hass: HomeAssistant, services: None, hass_storage: dict[str, Any]
+) -> None:
     """200 merges at once into a new key: every entry arrives."""
     await asyncio.gather(
         *(
@@ -215,10 +240,9 @@ async def test_concurrent_merges_lose_nothing(hass: HomeAssistant, services: Non
     )
     listed = await call(hass, "list")
     assert listed["keys"][0]["count"] == 200
-    store = hass.data[DATA_TIMESERIES]
-    async with store.lock(KEY):
-        series = await store.async_get(KEY)
-    assert series.total_api_calls == 200
+    file = await stored(hass, hass_storage, f"{INDEX}.{KEY}")
+    assert file is not None
+    assert file["data"]["metadata"]["total_api_calls"] == 200
 
 
 BAD_CALLS = [
@@ -280,12 +304,12 @@ async def test_bad_input_is_translated_and_writes_nothing(
     placeholders: dict[str, str],
 ) -> None:
     """Every bad input: a ServiceValidationError naming field and index, no write."""
-    store = hass.data[DATA_TIMESERIES]
     if service == "query" and data["key"] == KEY:
         await call(hass, "merge", key=KEY, entries=[{"id": "kept", "timestamp": 1761300000}])
-    await store.async_flush()
+    await saves_fall_due(hass)
     before = copy.deepcopy(stored_series(hass_storage))
     assert bool(before) is (service == "query" and data["key"] == KEY)
+    listeners = final_write_listeners(hass)
     listed_before = await call(hass, "list")
     with pytest.raises(ServiceValidationError) as err:
         await call(hass, service, **data)
@@ -294,9 +318,9 @@ async def test_bad_input_is_translated_and_writes_nothing(
     assert placeholders.items() <= err.value.translation_placeholders.items()
     assert await call(hass, "list") == listed_before
     await hass.async_block_till_done()
-    # A refused merge into a new key leaves nothing loaded either.
-    assert store.loaded_keys() == ([KEY] if before else [])
-    await store.async_close()
+    # A refused merge into a new key leaves nothing loaded either (no file kept open).
+    assert final_write_listeners(hass) == listeners
+    await hass.async_stop()
     assert stored_series(hass_storage) == before
 
 
@@ -323,14 +347,16 @@ async def test_cleanup_defaults_and_admin(
 
 
 async def test_cleanup_default_is_the_installation_setting(
-    hass: HomeAssistant, services: None, freezer: FrozenDateTimeFactory
+    hass: HomeAssistant,
+    services: None,
+    settings_entry: MockConfigEntry,
+    freezer: FrozenDateTimeFactory,
 ) -> None:
     """Without keep_days, cleanup keeps what the series settings say, not an entry's options."""
     freezer.move_to(DAY0)
     entries = [kudos(n, DAY0, 24 * days) for n, days in enumerate((1, 20, 40))]
     await call(hass, "merge", key=KEY, entries=entries)
-    store: TimeseriesStore = hass.data[DATA_TIMESERIES]
-    store.async_update_settings(TimeseriesSettings(max_entries=10_000, keep_days=30))
+    await set_series_settings(hass, settings_entry, 10_000, 30)
     result = await call(hass, "cleanup", key=KEY)
     assert (result["removed"], result["kept"]) == (1, 2)
     assert result["cutoff_date"] == at(DAY0, 24 * 30)
@@ -339,32 +365,37 @@ async def test_cleanup_default_is_the_installation_setting(
 
 
 async def test_lowered_cap_applies_to_series_without_their_own(
-    hass: HomeAssistant, services: None, hass_storage: dict[str, Any]
+    hass: HomeAssistant,
+    services: None,
+    settings_entry: MockConfigEntry,
+    hass_storage: dict[str, Any],
+    restart: Restart,
 ) -> None:
     """The installation's cap is read by every merge; lowering it trims the series that
     follow it at once, and leaves a series with its own cap (from a merge call) alone."""
-    store: TimeseriesStore = hass.data[DATA_TIMESERIES]
-    store.async_update_settings(TimeseriesSettings(max_entries=30, keep_days=90))
-    followed = await call(hass, "merge", key="follows_timeseries", entries=numbered(40))
-    assert (followed["total_count"], followed["evicted"]) == (30, 10)
-    own = await call(hass, "merge", key="own_timeseries", entries=numbered(40), max_entries=35)
-    assert (own["total_count"], own["evicted"]) == (35, 5)
+    await set_series_settings(hass, settings_entry, 300, 90)
+    followed = await call(hass, "merge", key="follows_timeseries", entries=numbered(400))
+    assert (followed["total_count"], followed["evicted"]) == (300, 100)
+    own = await call(hass, "merge", key="own_timeseries", entries=numbered(400), max_entries=350)
+    assert (own["total_count"], own["evicted"]) == (350, 50)
 
-    store.async_update_settings(TimeseriesSettings(max_entries=20, keep_days=90))
-    await hass.async_block_till_done()
+    await set_series_settings(hass, settings_entry, 200, 90)
     listed = {s["key"]: s for s in (await call(hass, "list"))["keys"]}
-    assert listed["follows_timeseries"]["count"] == 20
-    assert listed["follows_timeseries"]["oldest"] == format_time(T0 + 20 * 60)
-    assert listed["own_timeseries"]["count"] == 35
-    # The override is kept: a later merge without max_entries still caps at 35.
-    again = await call(hass, "merge", key="own_timeseries", entries=numbered(50))
-    assert again["total_count"] == 35
+    assert listed["follows_timeseries"]["count"] == 200
+    assert listed["follows_timeseries"]["oldest"] == format_time(T0 + 200 * 60)
+    assert listed["own_timeseries"]["count"] == 350
+    # The override is kept: a later merge without max_entries still caps at 350.
+    again = await call(hass, "merge", key="own_timeseries", entries=numbered(500))
+    assert again["total_count"] == 350
 
-    await store.async_flush()
-    assert hass_storage[INDEX]["data"]["settings"] == {"max_entries": 20, "keep_days": 90}
-    fresh = await restart(hass)
-    assert fresh.settings == TimeseriesSettings(max_entries=20, keep_days=90)
-    assert fresh.settings_stored
+    await saves_fall_due(hass)
+    assert hass_storage[INDEX]["data"]["settings"] == {"max_entries": 200, "keep_days": 90}
+    hass = await restart()
+    entry = hass.config_entries.async_get_entry(settings_entry.entry_id)
+    assert isinstance(entry, MockConfigEntry)
+    assert await series_settings_shown(hass, entry) == (200, 90)
+    again = await call(hass, "merge", key="follows_timeseries", entries=numbered(600, 400))
+    assert again["total_count"] == 200
 
 
 class TestRestart:
@@ -380,7 +411,7 @@ class TestRestart:
         hass.config.config_dir = str(tmp_path)
 
     async def test_restart_keeps_every_entry(
-        self, hass: HomeAssistant, tmp_path: Path, services: None
+        self, hass: HomeAssistant, tmp_path: Path, services: None, restart: Restart
     ) -> None:
         entries = [{"id": f"e{i}", "timestamp": 1761300000 + 60 * i, "n": i} for i in range(500)]
         await call(
@@ -391,22 +422,18 @@ class TestRestart:
         await hass.async_block_till_done()
         assert (tmp_path / ".storage" / f"{DOMAIN}.timeseries.{KEY}").exists()
 
-        fresh = TimeseriesStore(hass, f"{DOMAIN}.timeseries")
-        await fresh.async_load()
-        assert fresh.known_keys() == [KEY]
-        async with fresh.lock(KEY):
-            series = await fresh.async_get(KEY)
-        assert series is not None
-        assert len(series) == 500
-        assert series.query(1761300000, 1761400000) == {
-            k: v for k, v in before.items() if k != "success"
-        }
+        hass = await restart()
+        assert [s["key"] for s in (await call(hass, "list"))["keys"]] == [KEY]
+        after = await call(hass, "query", key=KEY, start_time=1761300000, end_time=1761400000)
+        assert after["count"] == 500
+        assert after == before
 
 
 async def test_list_answers_from_the_index_without_loading(
-    hass: HomeAssistant, services: None
+    hass: HomeAssistant, services: None, restart: Restart
 ) -> None:
-    """After a restart, listing reports every series as before and loads none of them."""
+    """After a restart, listing reports every series as before and loads none of them
+    (a loaded series keeps its file listening for the final write)."""
     for n, key in enumerate(("a_timeseries", "b_timeseries", "c_timeseries")):
         await call(
             hass,
@@ -427,109 +454,139 @@ async def test_list_answers_from_the_index_without_loading(
         {"start": format_time(T0 - 3600), "end": format_time(T0 + 3600)}
     ]
 
-    fresh = await restart(hass)
+    hass = await restart()
+    listeners = final_write_listeners(hass)
     assert await call(hass, "list") == listed
-    assert fresh.loaded_keys() == []
-    assert fresh.memory_used == 0
+    assert final_write_listeners(hass) == listeners
+    await call(hass, "query", key="a_timeseries", start_time=T0, end_time=T0 + 3600)
+    assert final_write_listeners(hass) == listeners + 1  # what loading one does
+
+
+# A TimeseriesStore with a memory budget of the test's choosing: the budget is not a setting,
+# so these two build the store themselves and merge through its own methods.
+
+
+async def merge_into(store: TimeseriesStore, key: str, entries: list[dict[str, Any]]) -> None:
+    """What timeseries_merge does to a store, without a window."""
+    async with store.lock(key):
+        series = await store.async_get(key, create=True)
+        assert series is not None
+        now = format_time(dt_util.utcnow().timestamp())
+        series.merge(series.prepare(entries, "id", "timestamp", UTC, now), now)
+        store.async_changed(key)
+
+
+async def query(store: TimeseriesStore, key: str) -> list[dict[str, Any]]:
+    async with store.lock(key):
+        series = await store.async_get(key)
+        assert series is not None
+        return list(series.query(T0, T0 + 3600)["entries"])
 
 
 async def test_eviction_under_a_tiny_budget_keeps_every_write(
-    hass: HomeAssistant, services: None, freezer: FrozenDateTimeFactory
+    hass: HomeAssistant, freezer: FrozenDateTimeFactory
 ) -> None:
     """With room for about one series, merges into ten keys, twice each, interleaved:
     series leave memory as others come, and every entry is there when queried, before
     and after a restart."""
     freezer.move_to(DAY0)
-    probe = TimeSeries("x")
-    now = format_time(DAY0.timestamp())
-    entries = [{**e, "key": 0} for e in numbered(60)]
-    probe.merge(probe.prepare(entries, "id", "timestamp", UTC, now), now)
-    one_series = probe.memory_estimate()
-    store = await restart(hass, memory_budget=one_series + one_series // 2)
+    probe = TimeseriesStore(hass, "probe")
+    await probe.async_load()
+    await merge_into(probe, "x", [{**e, "key": 0} for e in numbered(60)])
+    one_series = probe.memory_used
+    await probe.async_close()
+    store = TimeseriesStore(hass, INDEX, memory_budget=one_series + one_series // 2)
+    await store.async_load()
     keys = [f"series_{n}_timeseries" for n in range(10)]
     for round_ in range(2):
         for n, key in enumerate(keys):
             first = round_ * 30
-            entries = [{**e, "key": n} for e in numbered(first + 30, first)]
-            await call(hass, "merge", key=key, entries=entries)
+            await merge_into(store, key, [{**e, "key": n} for e in numbered(first + 30, first)])
     await hass.async_block_till_done()
     assert 1 <= len(store.loaded_keys()) <= 2
     assert store.memory_used <= one_series + one_series // 2
 
+    now = format_time(DAY0.timestamp())
     expected = {
         key: [{**e, "key": n, "first_seen": now} for e in reversed(numbered(60))]
         for n, key in enumerate(keys)
     }
-
-    async def every_series() -> dict[str, list[dict[str, Any]]]:
-        return {
-            key: (await call(hass, "query", key=key, start_time=T0, end_time=T0 + 3600))["entries"]
-            for key in keys
-        }
-
-    assert await every_series() == expected
+    assert {key: await query(store, key) for key in keys} == expected
     await hass.async_block_till_done()
     assert len(store.loaded_keys()) <= 2
-    await restart(hass, memory_budget=one_series)
-    assert await every_series() == expected
+    await store.async_close()
+    fresh = TimeseriesStore(hass, INDEX, memory_budget=one_series)
+    await fresh.async_load()
+    assert {key: await query(fresh, key) for key in keys} == expected
+    await fresh.async_close()
 
 
-async def test_a_series_in_use_is_not_evicted(hass: HomeAssistant, services: None) -> None:
+async def test_a_series_in_use_is_not_evicted(hass: HomeAssistant) -> None:
     """While its lock is held a series stays loaded, however far over budget; it leaves
     once released, with its pending write on disk."""
-    store = await restart(hass, memory_budget=1)
-    await call(hass, "merge", key="held_timeseries", entries=numbered(5))
+    store = TimeseriesStore(hass, INDEX, memory_budget=1)
+    await store.async_load()
+    await merge_into(store, "held_timeseries", numbered(5))
     async with store.lock("held_timeseries"):
         held = await store.async_get("held_timeseries")
         assert held is not None
-        await call(hass, "merge", key="other_timeseries", entries=numbered(5))
+        await merge_into(store, "other_timeseries", numbered(5))
         await hass.async_block_till_done()
         assert store.loaded_keys() == ["held_timeseries"]
         assert len(held.query(T0, T0 + 3600)["entries"]) == 5
-    await call(hass, "merge", key="third_timeseries", entries=numbered(3))
+    await merge_into(store, "third_timeseries", numbered(3))
     await hass.async_block_till_done()
     assert store.loaded_keys() == []
-    result = await call(hass, "query", key="held_timeseries", start_time=T0, end_time=T0 + 3600)
-    assert result["count"] == 5
+    assert len(await query(store, "held_timeseries")) == 5
+    await store.async_close()
 
 
 async def test_index_of_version_1_migrates(
-    hass: HomeAssistant, hass_storage: dict[str, Any]
+    hass: HomeAssistant,
+    hass_storage: dict[str, Any],
+    services: None,
+    settings_entry: MockConfigEntry,
+    restart: Restart,
 ) -> None:
     """An index listing keys only: the first list loads each series once and keeps its
     summary; a cap written by version 1 (always 10,000) follows the setting from then on."""
-    old = TimeSeries(KEY)
-    now = format_time(T0)
-    old.merge(old.prepare(numbered(25), "id", "timestamp", UTC, now), now, (T0 - 60, T0 + 1800))
-    series_v1 = {**old.as_dict(), "max_entries": DEFAULT_MAX_ENTRIES}
+    await call(
+        hass, "merge", key=KEY, entries=numbered(250), window_start=T0 - 60, window_end=T0 + 1800
+    )
+    await hass.async_stop()
+    # As version 1 stored them: the index lists keys only, the series always has a cap.
     hass_storage[INDEX] = {"version": 1, "key": INDEX, "data": {"keys": [KEY]}}
-    hass_storage[f"{INDEX}.{KEY}"] = {"version": 1, "key": f"{INDEX}.{KEY}", "data": series_v1}
-    assert await async_setup_component(hass, DOMAIN, {})
-    store: TimeseriesStore = hass.data[DATA_TIMESERIES]
-    assert store.loaded_keys() == []
+    series = hass_storage[f"{INDEX}.{KEY}"]
+    series["version"] = 1
+    series["data"]["max_entries"] = 10_000
 
+    hass = await restart()
+    listeners = final_write_listeners(hass)
     expected = {
         "key": KEY,
-        "count": 25,
+        "count": 250,
         "oldest": format_time(T0),
-        "newest": format_time(T0 + 24 * 60),
+        "newest": format_time(T0 + 249 * 60),
         "covered": [{"start": format_time(T0 - 60), "end": format_time(T0 + 1800)}],
     }
     assert await call(hass, "list") == {"keys": [expected]}
-    await store.async_flush()
+    await saves_fall_due(hass)
     index = hass_storage[INDEX]
     assert index["version"] == 2
     assert index["data"]["series"][KEY] == {
         **{k: v for k, v in expected.items() if k != "key"},
         "max_entries": None,
     }
+    assert final_write_listeners(hass) == listeners + 1  # the one series listed, loaded once
 
-    fresh = await restart(hass)
+    hass = await restart()
+    listeners = final_write_listeners(hass)
     assert await call(hass, "list") == {"keys": [expected]}
-    assert fresh.loaded_keys() == []
-    fresh.async_update_settings(TimeseriesSettings(max_entries=20, keep_days=90))
-    await hass.async_block_till_done()
-    assert (await call(hass, "list"))["keys"][0]["count"] == 20
+    assert final_write_listeners(hass) == listeners  # its summary is in the index now
+    entry = hass.config_entries.async_get_entry(settings_entry.entry_id)
+    assert isinstance(entry, MockConfigEntry)
+    await set_series_settings(hass, entry, 200, 90)
+    assert (await call(hass, "list"))["keys"][0]["count"] == 200
 
 
 async def test_fetched_up_to_now_is_full_when_queried_up_to_now(

@@ -8,11 +8,17 @@ agents' windows.
 from datetime import datetime
 from pathlib import Path
 
-from homeassistant.config_entries import ConfigEntry
+from homeassistant.config_entries import (
+    SIGNAL_CONFIG_ENTRY_CHANGED,
+    ConfigEntry,
+    ConfigEntryChange,
+    ConfigEntryState,
+)
 from homeassistant.const import Platform
 from homeassistant.core import HomeAssistant, callback
 from homeassistant.exceptions import ConfigEntryAuthFailed, ConfigEntryNotReady
 from homeassistant.helpers import config_validation as cv
+from homeassistant.helpers.dispatcher import async_dispatcher_connect
 from homeassistant.helpers.event import async_track_time_interval
 from homeassistant.helpers.typing import ConfigType
 
@@ -50,6 +56,13 @@ from .window import (
 
 PLATFORMS: list[Platform] = platforms(Platform.CONVERSATION, Platform.SENSOR)
 CONFIG_SCHEMA = cv.config_entry_only_config_schema(DOMAIN)
+# Entries without an update listener (yet): not loaded, or still setting up.
+_NOT_RUNNING = (
+    ConfigEntryState.NOT_LOADED,
+    ConfigEntryState.SETUP_IN_PROGRESS,
+    ConfigEntryState.SETUP_ERROR,
+    ConfigEntryState.SETUP_RETRY,
+)
 
 
 async def async_setup(hass: HomeAssistant, config: ConfigType) -> bool:
@@ -59,6 +72,22 @@ async def async_setup(hass: HomeAssistant, config: ConfigType) -> bool:
     await async_setup_summaries(hass, history)
     await async_setup_memories(hass, history)
     async_register_window_services(hass, history)
+
+    @callback
+    def _entry_changed(change: ConfigEntryChange, entry: ConfigEntry) -> None:
+        """The home's settings saved in the options of an entry that is not loaded (its
+        resource unreachable, say) apply now too; a loaded entry's update listener does it."""
+        if (
+            change is ConfigEntryChange.UPDATED
+            and entry.domain == DOMAIN
+            and entry.state in _NOT_RUNNING
+            and (entry.version, entry.minor_version) >= (1, 2)  # migrated: see async_migrate_entry
+        ):
+            hass.async_create_task(
+                _async_apply_home_options(hass, entry), f"{DOMAIN} home settings"
+            )
+
+    async_dispatcher_connect(hass, SIGNAL_CONFIG_ENTRY_CHANGED, _entry_changed)
     return True
 
 

@@ -12,6 +12,7 @@ from homeassistant.helpers.entity_platform import AddConfigEntryEntitiesCallback
 from homeassistant.helpers.selector import SelectOptionDict
 
 __all__ = [
+    "CLOCK_PROMPT",
     "HANDLE_INTENTS_TAKES_CHAT_LOG",
     "HAS_AI_TASK",
     "HAS_PROVIDE_LLM_DATA",
@@ -73,6 +74,12 @@ def llm_api_ids(value: str | Sequence[str] | None) -> list[str]:
     if not value:
         return []
     return [value] if isinstance(value, str) else list(value)
+
+
+# The template of the sentence with the current time that Home Assistant renders into an
+# agent's prompt: its first line in 2025.4 (BASE_PROMPT); in 2026.x after the LLM API's
+# prompt (DATE_TIME_PROMPT), and left out when the API offers its date-and-time tool.
+CLOCK_PROMPT: str = str(getattr(llm, "DATE_TIME_PROMPT", None) or getattr(llm, "BASE_PROMPT", ""))
 
 
 # 2025.4 fills the chat log with async_update_llm_data; later versions with

@@ -24,7 +24,7 @@ API_STYLE_DEPLOYMENT: Final = "deployment"
 API_STYLES: Final = [API_STYLE_V1, API_STYLE_DEPLOYMENT]
 
 RECOMMENDED_API_STYLE: Final = API_STYLE_V1
-# Latest dated GA version (AZURE_WIRE.md section 1).
+# The latest dated GA api-version.
 RECOMMENDED_API_VERSION: Final = "2024-10-21"
 # The Responses API exists on dated versions from this preview on.
 RESPONSES_MIN_API_VERSION: Final = "2025-03-01-preview"
@@ -45,6 +45,13 @@ CONF_PREFER_LOCAL_INTENTS: Final = "prefer_local_intents"
 # Tokens one request may carry (prompt + context + history + the new message);
 # 0 or absent means "derive it from the deployment name" (memory.tokens).
 CONF_CONTEXT_LIMIT: Final = "context_limit"
+# Whether requests carry a prompt cache key: "auto" (absent) for the models whose
+# documentation takes one, "on" or "off" whatever the deployment is named.
+CONF_PROMPT_CACHE_KEY: Final = "prompt_cache_key"
+PROMPT_CACHE_KEY_AUTO: Final = "auto"
+PROMPT_CACHE_KEY_ON: Final = "on"
+PROMPT_CACHE_KEY_OFF: Final = "off"
+PROMPT_CACHE_KEY_CHOICES: Final = [PROMPT_CACHE_KEY_AUTO, PROMPT_CACHE_KEY_ON, PROMPT_CACHE_KEY_OFF]
 
 API_MODE_CHAT: Final = "chat_completions"
 API_MODE_RESPONSES: Final = "responses"
@@ -161,9 +168,10 @@ RECOMMENDED_AI_TASK: Final[dict[str, Any]] = {
         CONF_REQUEST_TIMEOUT,
     )
 }
-# Memories (seed 002). The four MEMORY_CONFIG settings belong to the installation (the
-# memories store keeps them; the options flow shows them); the embeddings deployment,
-# the switch and the budget are the entry's own options.
+# Memories. Four settings (archive retention, high-confidence count, cap per type,
+# relevance threshold) belong to the installation (the memories store keeps them; the
+# options flow shows them); the embeddings deployment, the switch and the budget are the
+# entry's own options.
 CONF_ARCHIVE_RETENTION_DAYS: Final = "archive_retention_days"
 CONF_HIGH_CONFIDENCE_THRESHOLD: Final = "high_confidence_threshold"
 CONF_MAX_MEMORIES_PER_TYPE: Final = "max_memories_per_type"
@@ -173,7 +181,9 @@ CONF_MEMORY_CONTEXT: Final = "memory_context"
 CONF_MEMORY_TOKEN_BUDGET: Final = "memory_token_budget"
 RECOMMENDED_ARCHIVE_RETENTION_DAYS: Final = 90
 RECOMMENDED_HIGH_CONFIDENCE_THRESHOLD: Final = 3
-RECOMMENDED_MAX_MEMORIES_PER_TYPE: Final = 50
+# A home easily has more than 50 routines; 10,000 per type keep every search and save
+# within their targets (scripts/bench).
+RECOMMENDED_MAX_MEMORIES_PER_TYPE: Final = 10_000
 RECOMMENDED_RELEVANCE_SCORE_THRESHOLD: Final = 2
 RECOMMENDED_EMBEDDINGS_DEPLOYMENT: Final = ""
 RECOMMENDED_MEMORY_CONTEXT: Final = True

@@ -1,7 +1,8 @@
 """The conversation agent: local intents first, then Azure OpenAI with the memory window.
 
 An answer that takes longer than the agent's early timeout is promised ("still working on
-it") and delivered later as a notification; it still enters the window.
+it") and delivered later as a notification; it still enters the window. An answer that asks
+the user something keeps a voice satellite listening; the promise never does.
 """
 
 import asyncio
@@ -45,7 +46,7 @@ from .llm.client import ILLMClient, RequestOptions, Usage, create_llm_client
 from .memories.tools import async_add_memory_tools
 from .memory.window import AgentWindows
 from .request import Budget, PromptCount, RequestBuilder
-from .speech import async_spoken, async_text
+from .speech import asks_user, async_spoken, async_text
 from .stats import ROUTE_LLM, ROUTE_LOCAL
 from .summaries import speaker_group
 from .turn import Turn, WindowWriter
@@ -204,17 +205,20 @@ class AzureOpenAIMemoryAgent(
         response.async_set_speech(
             turn.answer or await async_text(self.hass, user_input.language, "no_answer")
         )
+        # A satellite listens again when the answer asks something. Home Assistant's own
+        # reading of the chat log is not used: it takes a final ";" in every language, and a
+        # question the answer only quotes, as a question.
         return conversation.ConversationResult(
             response=response,
             conversation_id=chat_log.conversation_id,
-            continue_conversation=chat_log.continue_conversation,
+            continue_conversation=asks_user(turn.answer, user_input.language),
         )
 
     async def _async_run_turn(self, turn: Turn, agent_id: str | None) -> None:
         """Talk to the model (with tool rounds) and record the turn only if it completes."""
         options, client = self._llm
         async with self._writer.lock(turn.conversation_id, turn.source):
-            self.windows.continue_conversation(turn.conversation_id, turn.source)
+            self._writer.resume(turn.conversation_id, turn.source)
             usage = Usage()
             private = replace(
                 turn.chat_log, content=turn.chat_log.content.copy(), delta_listener=turn.forward

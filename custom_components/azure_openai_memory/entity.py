@@ -19,7 +19,14 @@ from homeassistant.helpers.entity import Entity
 from .availability import async_request_failed, async_request_succeeded
 from .const import CONF_DEPLOYMENT, DOMAIN
 from .data import AzureOpenAIMemoryConfigEntry, Runtime
-from .llm.client import Delta, RequestOptions, Usage, context_limit, request_options
+from .llm.client import (
+    Delta,
+    PromptCacheKey,
+    RequestOptions,
+    Usage,
+    context_limit,
+    request_options,
+)
 from .llm.errors import ErrorKind, classify_error
 from .llm.tools import tool_spec
 from .memory.window import MessageEntry
@@ -40,10 +47,16 @@ class RequestFailed(Exception):
 
 
 def tool_specs(chat_log: conversation.ChatLog) -> list[dict[str, Any]]:
-    """The tools of the chat log's LLM API, none without one."""
+    """The tools of the chat log's LLM API, none without one; sorted by name.
+
+    Every request lists them in the same order whatever order the APIs added them in, so
+    they stay part of the beginning Azure can reuse from its prompt cache.
+    """
     if chat_log.llm_api is None:
         return []
-    return [tool_spec(tool, chat_log.llm_api.custom_serializer) for tool in chat_log.llm_api.tools]
+    api = chat_log.llm_api
+    specs = [tool_spec(tool, api.custom_serializer) for tool in api.tools]
+    return sorted(specs, key=lambda spec: str(spec["name"]))
 
 
 class AzureOpenAIMemoryBaseLLMEntity(Entity):
@@ -64,6 +77,9 @@ class AzureOpenAIMemoryBaseLLMEntity(Entity):
             model=subentry.data.get(CONF_DEPLOYMENT),
             entry_type=dr.DeviceEntryType.SERVICE,
         )
+        # Per agent, not per conversation: every conversation of an agent begins with the
+        # same prompt and tools, which is what the cache holds.
+        self._prompt_cache_key = PromptCacheKey(f"{DOMAIN}-{subentry.subentry_id}")
 
     @property
     def runtime(self) -> Runtime:
@@ -77,7 +93,7 @@ class AzureOpenAIMemoryBaseLLMEntity(Entity):
 
     def request_options(self) -> RequestOptions:
         """What every request of this entity sends."""
-        return request_options(self.runtime.settings, self.subentry.data)
+        return request_options(self.runtime.settings, self.subentry.data, self._prompt_cache_key)
 
     @asynccontextmanager
     async def async_request(self, options: RequestOptions, usage: Usage) -> AsyncIterator[None]:
@@ -93,7 +109,9 @@ class AzureOpenAIMemoryBaseLLMEntity(Entity):
             self._report_failure(kind, err)
             raise RequestFailed(kind) from err
         finally:
-            self.runtime.stats.record_usage(usage.input_tokens, usage.output_tokens)
+            self.runtime.stats.record_usage(
+                usage.input_tokens, usage.output_tokens, usage.cached_input_tokens
+            )
         async_request_succeeded(self.hass, self.entry, self.runtime.health, self.subentry)
 
     async def async_tool_rounds(

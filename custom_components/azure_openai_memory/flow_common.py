@@ -4,7 +4,6 @@ from collections.abc import Mapping
 import logging
 from typing import Any
 
-from homeassistant.const import CONF_API_KEY
 from homeassistant.core import HomeAssistant
 from homeassistant.helpers.selector import (
     NumberSelector,
@@ -17,18 +16,10 @@ from homeassistant.helpers.selector import (
     TextSelectorConfig,
     TextSelectorType,
 )
-import voluptuous as vol
 
 from .const import (
     API_STYLE_DEPLOYMENT,
-    API_STYLES,
     CONF_API_STYLE,
-    CONF_API_VERSION,
-    CONF_DEPLOYMENT,
-    CONF_ENDPOINT,
-    RECOMMENDED_API_STYLE,
-    RECOMMENDED_API_VERSION,
-    RECOMMENDED_DEPLOYMENT,
 )
 from .data import settings_from_entry_data
 from .llm.client import (
@@ -68,24 +59,6 @@ def number(low: float, high: float, step: float, unit: str | None = None) -> Num
 
 
 PASSWORD = TextSelector(TextSelectorConfig(type=TextSelectorType.PASSWORD))
-
-
-def _resource_schema(with_key: bool) -> vol.Schema:
-    schema: dict[vol.Marker, Any] = {vol.Required(CONF_ENDPOINT): str}
-    if with_key:
-        schema[vol.Required(CONF_API_KEY)] = PASSWORD
-    schema[vol.Required(CONF_API_STYLE, default=RECOMMENDED_API_STYLE)] = select(
-        API_STYLES, CONF_API_STYLE
-    )
-    schema[vol.Optional(CONF_API_VERSION, default=RECOMMENDED_API_VERSION)] = str
-    return vol.Schema(schema)
-
-
-USER_SCHEMA = _resource_schema(with_key=True).extend(
-    {vol.Required(CONF_DEPLOYMENT, default=RECOMMENDED_DEPLOYMENT): str}
-)
-RECONFIGURE_SCHEMA = _resource_schema(with_key=False)
-REAUTH_SCHEMA = vol.Schema({vol.Required(CONF_API_KEY): PASSWORD})
 
 
 async def async_check_resource_form(hass: HomeAssistant, data: Mapping[str, Any]) -> str | None:

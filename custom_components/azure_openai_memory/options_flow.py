@@ -143,7 +143,7 @@ def _options_schema() -> vol.Schema:
                         vol.Optional(CONF_EMBEDDINGS_DEPLOYMENT): TextSelector(),
                         vol.Optional(CONF_MEMORY_CONTEXT): BooleanSelector(),
                         vol.Optional(CONF_MEMORY_TOKEN_BUDGET): number(50, 20_000, 50, "tokens"),
-                        # The seed's MEMORY_CONFIG, the installation's.
+                        # The memories' settings, the installation's.
                         vol.Optional(CONF_ARCHIVE_RETENTION_DAYS): number(1, 3650, 1, "d"),
                         vol.Optional(CONF_HIGH_CONFIDENCE_THRESHOLD): number(2, 100, 1),
                         vol.Optional(CONF_MAX_MEMORIES_PER_TYPE): number(1, 100_000, 1),

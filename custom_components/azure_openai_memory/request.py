@@ -1,19 +1,30 @@
 """What one turn sends: the prompt, stored data and as much of the window as fits.
 
-The context limit is shared out in this order: the answer's maximum, the question, the
-prompt with its tools, the turn's stored data, and the window's newest messages with
-whatever is left. Stored data gets only what the window's last exchange leaves, so a
-question is never sent without the exchange it follows up.
+The context limit is shared out in this order: the answer's maximum, the question and the
+clock note, the prompt with its tools, the turn's stored data, and the window's newest
+messages with whatever is left. Stored data gets only what the window's last exchange
+leaves, so a question is never sent without the exchange it follows up.
+
+A request is laid out so that what changes least comes first, since Azure reuses the
+processed beginning a request shares with an earlier one (its prompt cache): the prompt
+(without the current time), the tools sorted by name, the history, the clock note, the
+turn's stored data (next to the question it is for), the question. The current time that Home Assistant renders into the prompt
+would make every request differ from its first line on; it travels as the clock note
+instead, which changes nothing before it.
 """
 
 import asyncio
 from collections.abc import AsyncIterator, Mapping
 from dataclasses import dataclass
+from datetime import datetime
+import re
 from typing import Any, Self
 
 from homeassistant.core import HomeAssistant
+from homeassistant.util import dt as dt_util
 import orjson
 
+from .compat import CLOCK_PROMPT
 from .const import (
     CONF_SUMMARIES,
     CONF_SUMMARY_CONTEXT_TOKENS,
@@ -27,6 +38,54 @@ from .context import MAX_CONTEXT_TOKENS, async_past_context, async_turn_data, me
 from .llm.client import Delta
 from .memory.window import MESSAGE_OVERHEAD_TOKENS, AgentWindows
 from .turn import TAG_INPUT, Turn, pending
+
+_WEEKDAYS = ("Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday", "Sunday")
+_MONTHS = (
+    "January",
+    "February",
+    "March",
+    "April",
+    "May",
+    "June",
+    "July",
+    "August",
+    "September",
+    "October",
+    "November",
+    "December",
+)
+_TEMPLATE_FIELD = re.compile(r"\{\{.*?\}\}")
+
+
+def _rendered(template: str) -> re.Pattern[str] | None:
+    """What the template renders to: its text, any one-line value for each of its fields.
+
+    A rendered prompt part may lose its last line break (2026.x strips each part).
+    """
+    if not (template := template.rstrip("\n")):
+        return None
+    texts = _TEMPLATE_FIELD.split(template)
+    return re.compile(r"[^\n]+?".join(re.escape(text) for text in texts) + "\n?")
+
+
+_CLOCK_SENTENCE = _rendered(CLOCK_PROMPT)
+
+
+def without_clock(system_prompt: str) -> tuple[str, bool]:
+    """The prompt without the current-time sentence Home Assistant put in, and if it had one.
+
+    A time the user's own instructions render (a template of theirs) stays where it is.
+    """
+    if _CLOCK_SENTENCE is None:
+        return system_prompt, False
+    prompt, found = _CLOCK_SENTENCE.subn("", system_prompt, count=1)
+    return prompt, found > 0
+
+
+def clock_note(now: datetime) -> str:
+    """The current time, to the minute, for the turn's messages after the history."""
+    date = f"{_WEEKDAYS[now.weekday()]} {now.day} {_MONTHS[now.month - 1]} {now.year}"
+    return f"Now: {now:%H:%M}, {date} (Home Assistant's clock)."
 
 
 @dataclass
@@ -89,9 +148,14 @@ class RequestBuilder:
         user = pending("user", turn.user_text, frozenset({TAG_INPUT}))
         turn.pending.append(user)
 
+        system_prompt, had_clock = without_clock(system_prompt)
+        note = clock_note(dt_util.now()) if had_clock else None
         prompt_text = system_prompt + (orjson.dumps(tools).decode() if tools else "")
-        question = windows.count_tokens(turn.user_text)
-        room = budget.context_limit - budget.answer - question
+        # The question and the clock note before it: always sent, whatever else fits.
+        last = windows.count_tokens(turn.user_text)
+        if note is not None:
+            last += windows.count_tokens(note)
+        room = budget.context_limit - budget.answer - last
         # A token is at least one byte: the byte length bounds the prompt's cost, so the
         # exact count is needed here only when that bound does not fit.
         prompt = len(prompt_text.encode())
@@ -121,7 +185,7 @@ class RequestBuilder:
             context = await async_past_context(
                 hass, context, turn.group, windows.counter, data_budget, budget.past
             )
-        other = question
+        other = last
         if context is not None:
             other += context.tokens + MESSAGE_OVERHEAD_TOKENS
             room -= context.tokens + MESSAGE_OVERHEAD_TOKENS
@@ -136,6 +200,8 @@ class RequestBuilder:
             {"role": "system", "content": system_prompt},
             *(m.to_api_message() for m in history),
         ]
+        if note is not None:
+            messages.append({"role": "user", "content": note})
         if context is not None:
             messages.append({"role": "user", "content": context.message})
         messages.append(user.to_api_message())

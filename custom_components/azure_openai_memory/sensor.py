@@ -9,7 +9,7 @@ from homeassistant.components.sensor import (
     SensorEntityDescription,
     SensorStateClass,
 )
-from homeassistant.const import EntityCategory, UnitOfTime
+from homeassistant.const import PERCENTAGE, EntityCategory, UnitOfTime
 from homeassistant.core import HomeAssistant, callback
 from homeassistant.helpers import device_registry as dr
 from homeassistant.helpers.typing import StateType
@@ -29,7 +29,7 @@ class StatSensorDescription(SensorEntityDescription):
     value_fn: Callable[[Runtime], StateType]
 
 
-def _memory_total(key: str) -> Callable[[Runtime], StateType]:
+def _windows_total(key: str) -> Callable[[Runtime], StateType]:
     return lambda runtime: sum(int(m.totals()[key]) for m in runtime.windows.values())
 
 
@@ -88,6 +88,16 @@ SENSORS: tuple[StatSensorDescription, ...] = (
         state_class=SensorStateClass.TOTAL_INCREASING,
         value_fn=lambda r: r.stats.tokens_out,
     ),
+    # Of all input tokens so far, the share Azure read from its prompt cache (billed at a
+    # discount): how well the requests' stable beginning pays off.
+    StatSensorDescription(
+        key="cached_input_share",
+        translation_key="cached_input_share",
+        native_unit_of_measurement=PERCENTAGE,
+        suggested_display_precision=1,
+        state_class=SensorStateClass.MEASUREMENT,
+        value_fn=lambda r: r.stats.cached_input_share(),
+    ),
     StatSensorDescription(
         key="latency_p50",
         translation_key="latency_p50",
@@ -113,7 +123,7 @@ SENSORS: tuple[StatSensorDescription, ...] = (
         native_unit_of_measurement="messages",
         entity_registry_enabled_default=False,
         state_class=SensorStateClass.TOTAL,
-        value_fn=_memory_total("evicted_messages"),
+        value_fn=_windows_total("evicted_messages"),
     ),
     StatSensorDescription(
         key="conversations",
@@ -121,7 +131,7 @@ SENSORS: tuple[StatSensorDescription, ...] = (
         native_unit_of_measurement="conversations",
         entity_registry_enabled_default=False,
         state_class=SensorStateClass.MEASUREMENT,
-        value_fn=_memory_total("conversations"),
+        value_fn=_windows_total("conversations"),
     ),
 )
 

@@ -23,6 +23,10 @@ class TurnStatistics:
     late_answers: int = 0
     tokens_in: int = 0
     tokens_out: int = 0
+    # Input tokens Azure read from its prompt cache (billed at a discount).
+    tokens_in_cached: int = 0
+    last_turn_tokens_in: int = 0
+    last_turn_tokens_in_cached: int = 0
     last_request_tokens: int = 0
     last_prompt_tokens: int = 0
     requests_trimmed: int = 0
@@ -43,10 +47,23 @@ class TurnStatistics:
         self.latencies_ms.append(latency_ms)
         self._changed()
 
-    def record_usage(self, tokens_in: int, tokens_out: int) -> None:
-        """Tokens the API reported; listeners hear of them with the turn, error or late answer."""
+    def record_usage(self, tokens_in: int, tokens_out: int, tokens_in_cached: int = 0) -> None:
+        """Tokens the API reported for one turn or task (all its tool rounds).
+
+        Listeners hear of them with the turn, error or late answer.
+        """
         self.tokens_in += tokens_in
         self.tokens_out += tokens_out
+        self.tokens_in_cached += tokens_in_cached
+        if tokens_in:
+            self.last_turn_tokens_in = tokens_in
+            self.last_turn_tokens_in_cached = tokens_in_cached
+
+    def cached_input_share(self) -> float | None:
+        """Percent of all input tokens so far that Azure read from its prompt cache."""
+        if not self.tokens_in:
+            return None
+        return round(100 * self.tokens_in_cached / self.tokens_in, 1)
 
     def record_request(self, total_tokens: int, prompt_tokens: int, left_out: int) -> None:
         """What the last request carried (counted by us); left_out: history messages not sent."""
@@ -90,6 +107,15 @@ class TurnStatistics:
             "late_answers": self.late_answers,
             "tokens_in": self.tokens_in,
             "tokens_out": self.tokens_out,
+            "tokens_in_cached": self.tokens_in_cached,
+            "cached_input_share": self.cached_input_share(),
+            "last_turn_tokens_in": self.last_turn_tokens_in,
+            "last_turn_tokens_in_cached": self.last_turn_tokens_in_cached,
+            "last_turn_cached_share": (
+                round(100 * self.last_turn_tokens_in_cached / self.last_turn_tokens_in, 1)
+                if self.last_turn_tokens_in
+                else None
+            ),
             "last_request_tokens": self.last_request_tokens,
             "last_prompt_tokens": self.last_prompt_tokens,
             "last_prompt_share": (

@@ -35,6 +35,7 @@ from .const import (
     CONF_MAX_TOKENS,
     CONF_PREFER_LOCAL_INTENTS,
     CONF_PROMPT,
+    CONF_PROMPT_CACHE_KEY,
     CONF_REASONING_EFFORT,
     CONF_REQUEST_TIMEOUT,
     CONF_SLIDING_WINDOW_MAX_TOKENS,
@@ -42,6 +43,7 @@ from .const import (
     CONF_TOP_P,
     DEFAULT_AGENT_NAME,
     DEFAULT_AI_TASK_NAME,
+    PROMPT_CACHE_KEY_CHOICES,
     REASONING_EFFORTS,
     RECOMMENDED_AGENT,
     RECOMMENDED_AI_TASK,
@@ -127,6 +129,10 @@ class LLMSubentryFlowHandler(ConfigSubentryFlow):
                     # (memory.tokens.context_limit_for_model).
                     vol.Optional(CONF_CONTEXT_LIMIT): number(0, 10_000_000, 1, "tokens"),
                     vol.Required(CONF_PREFER_LOCAL_INTENTS): BooleanSelector(),
+                    # Empty: automatic (llm.client.sends_prompt_cache_key).
+                    vol.Optional(CONF_PROMPT_CACHE_KEY): select(
+                        PROMPT_CACHE_KEY_CHOICES, CONF_PROMPT_CACHE_KEY
+                    ),
                 }
             )
         return vol.Schema(schema)

@@ -1,7 +1,10 @@
 """One conversation turn: what it produces, and how it enters the agent's windows.
 
 A turn's messages stay pending until the turn completes: a failed or cut-off turn leaves
-the window as it was, so the next request never carries half an exchange.
+the window as it was, so the next request never carries half an exchange. The note a
+conversation gains when it resumes after a pause is about time, not the exchange: it is
+stored before the request, and stays when the request fails (the time has passed all the
+same; the retry adds no second one).
 """
 
 import asyncio
@@ -13,6 +16,7 @@ import weakref
 
 from homeassistant.components import conversation
 from homeassistant.core import HomeAssistant
+from homeassistant.util import dt as dt_util
 import orjson
 
 from .const import DOMAIN, LOGGER
@@ -122,6 +126,15 @@ class WindowWriter:
             lock = self._locks[key] = asyncio.Lock()
         return lock
 
+    def resume(self, conversation_id: str, source: str | None) -> None:
+        """Continue the speaker's window under this id; after a pause, note the time."""
+        windows = self._windows
+        windows.continue_conversation(conversation_id, source)
+        note = windows.note_resumption(conversation_id, dt_util.get_default_time_zone())
+        if note is not None:
+            LOGGER.debug("Conversation %s resumed: %s", conversation_id, note.content)
+            self._save()
+
     def commit(self, turn: Turn) -> None:
         """Record a completed turn in the window, in order, and save later."""
         windows = self._windows
@@ -169,7 +182,7 @@ class WindowWriter:
         self, conversation_id: str, source: str | None, text: str, speech: str
     ) -> None:
         windows = self._windows
-        windows.continue_conversation(conversation_id, source)
+        self.resume(conversation_id, source)
         windows.add_message(conversation_id, "user", text, {TAG_INPUT, ROUTE_LOCAL})
         windows.add_message(conversation_id, "assistant", speech, {TAG_OUTPUT, ROUTE_LOCAL})
         self._save()

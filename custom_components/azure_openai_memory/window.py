@@ -123,7 +123,7 @@ def async_maintain(runtime: Runtime) -> None:
         runtime.windows_store.async_schedule_save()
     health = frozenset(w for agent in runtime.windows.values() for w in agent.health())
     for warning in health - runtime.reported_health:
-        LOGGER.warning("Conversation memory: %s", warning)
+        LOGGER.warning("Conversation windows: %s", warning)
     runtime.reported_health = health
 
 

@@ -4,14 +4,16 @@ It lets the real openai SDK run end to end in tests and in scripts/develop.
 Shapes and quirks follow what Azure OpenAI sends: deployment and v1 URLs,
 api-version and api-key checks, Azure's error bodies, the empty-choices first
 stream chunk, content-filter annotations (also after the finish chunk), the
-usage-only last chunk, 429 with Retry-After, and a stream cut mid-way.
+usage-only last chunk, 429 with Retry-After, a stream cut mid-way, and the 400 for a
+request argument the resource does not know. With `prompt_caching` on, the usage counts
+each prompt's own tokens and the part Azure would have read from its cache (caching.py).
 """
 
 import asyncio
 import base64
 from collections import deque
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 import json
 import re
 import time
@@ -22,6 +24,7 @@ from aiohttp import web
 import numpy as np
 
 from . import develop
+from .caching import PromptCache, prompt_tokens
 from .embeddings import hashed_embedder
 
 DEFAULT_KEY = "stub-key-0123456789"
@@ -56,6 +59,13 @@ class Reply:
     finish_reason: str | None = None
     late_filter_annotation: bool = True
     usage: tuple[int, int] = (12, 7)
+    # Held back until the test sets this event (after `delay`, if any): a test decides when
+    # the answer arrives instead of guessing how long the other side takes.
+    gate: asyncio.Event | None = None
+    # Set when the request this reply answers has arrived.
+    arrived: asyncio.Event | None = None
+    # Of the usage's prompt tokens, those read from the prompt cache.
+    cached_tokens: int = 0
     # OpenAI-compatible servers (not Azure) may send tool calls without ids.
     omit_tool_call_ids: bool = False
     # Responses API only: end the stream with "failed", "incomplete" or an "error" event
@@ -114,6 +124,10 @@ class RecordedRequest:
     body: dict[str, Any] | None
     # time.perf_counter() when the whole request had arrived, for latency benchmarks.
     received: float = field(default_factory=time.perf_counter)
+    # The client's port: requests sent over one kept-alive connection share it.
+    peer_port: int = 0
+    # The usage the answer reported: prompt, completion and cached prompt tokens.
+    usage: tuple[int, int, int] | None = None
 
 
 class AzureStub:
@@ -138,13 +152,24 @@ class AzureStub:
         self.responder: Callable[[dict[str, Any]], Reply] | None = None
         self._runner: web.AppRunner | None = None
         self.port = 0
+        # Client ports of the connections open now, and who waits for one to close.
+        self._connections: dict[Any, int] = {}
+        self._open_ports: set[int] = set()
+        self._closed_waiters: dict[int, list[asyncio.Future[None]]] = {}
         # Embeddings: vectors from `embedder` (replace it to serve a real model); failures
         # are scripted in their own queue, so chat replies stay in order.
         self.embedder: Callable[[list[str]], list[list[float]]] = hashed_embedder
+        # A deployment's own embedder, instead of `embedder`.
+        self.deployment_embedders: dict[str, Callable[[list[str]], list[list[float]]]] = {}
         self.embedding_replies: deque[Reply] = deque()
         self.embedding_deployments = {"text-embedding-3-small"}
         # Deployments that cannot shorten their vectors (ada-002): `dimensions` is a 400.
         self.fixed_size_embeddings: set[str] = set()
+        # Request arguments this resource does not know: a request carrying one is a 400.
+        self.unknown_arguments: set[str] = set()
+        # Usage counts each prompt (not the scripted figure) and what of it was cached.
+        self.prompt_caching = False
+        self.prompt_caches: dict[str, PromptCache] = {}
 
     @property
     def endpoint(self) -> str:
@@ -176,6 +201,7 @@ class AzureStub:
         app.router.add_post("/openai/v1/responses", self._responses)
         self._runner = web.AppRunner(app, access_log=None)
         await self._runner.setup()
+        self._watch_connections(self._runner.server)
         site = web.TCPSite(self._runner, host, port)
         await site.start()
         server = site._server
@@ -189,18 +215,52 @@ class AzureStub:
             await self._runner.cleanup()
             self._runner = None
 
+    def _watch_connections(self, server: web.Server | None) -> None:
+        """Note the client port of each connection while it is open."""
+        assert server is not None
+        made, lost = server.connection_made, server.connection_lost
+
+        def connection_made(handler: Any, transport: asyncio.Transport) -> None:
+            made(handler, transport)
+            if (peer := transport.get_extra_info("peername")) is not None:
+                self._connections[handler] = peer[1]
+                self._open_ports.add(peer[1])
+
+        def connection_lost(handler: Any, exc: BaseException | None = None) -> None:
+            lost(handler, exc)
+            if (port := self._connections.pop(handler, None)) is None:
+                return
+            self._open_ports.discard(port)
+            for waiter in self._closed_waiters.pop(port, []):
+                if not waiter.done():
+                    waiter.set_result(None)
+
+        # aiohttp's server calls these for every connection; the stand-in listens in.
+        setattr(server, "connection_made", connection_made)  # noqa: B010
+        setattr(server, "connection_lost", connection_lost)  # noqa: B010
+
+    async def connection_closed(self, peer_port: int) -> None:
+        """Return once the client has closed its connection from this port."""
+        if peer_port not in self._open_ports:
+            return
+        waiter = asyncio.get_running_loop().create_future()
+        self._closed_waiters.setdefault(peer_port, []).append(waiter)
+        await waiter
+
     # -- request handling -------------------------------------------------
 
     async def _record(self, request: web.Request) -> RecordedRequest:
         body = None
         if request.can_read_body:
             body = await request.json()
+        peer = request.transport.get_extra_info("peername") if request.transport else None
         recorded = RecordedRequest(
             method=request.method,
             path=request.path,
             query=dict(request.query),
             headers={k.lower(): v for k, v in request.headers.items()},
             body=body,
+            peer_port=peer[1] if peer else 0,
         )
         self.requests.append(recorded)
         return recorded
@@ -248,6 +308,33 @@ class AzureStub:
             },
         )
 
+    def _unknown_argument(self, body: dict[str, Any]) -> web.Response | None:
+        """Azure's answer to an argument it does not know: a 400 that names it."""
+        unknown = sorted(self.unknown_arguments & body.keys())
+        if not unknown:
+            return None
+        return _error(
+            400,
+            {
+                "message": f"Unrecognized request argument supplied: {unknown[0]}",
+                "type": "invalid_request_error",
+                "param": None,
+                "code": None,
+            },
+        )
+
+    def _cached(self, reply: Reply, deployment: str, body: dict[str, Any]) -> Reply:
+        """The reply with the usage Azure reports for this prompt: its tokens, and the cached."""
+        if not self.prompt_caching:
+            return reply
+        prompt = prompt_tokens(body)
+        cache = self.prompt_caches.setdefault(deployment, PromptCache())
+        return replace(
+            reply,
+            usage=(len(prompt), reply.usage[1]),
+            cached_tokens=cache.cached_tokens(prompt),
+        )
+
     async def _next_reply(self, body: dict[str, Any] | None = None) -> Reply | web.Response:
         if self.replies:
             reply = self.replies.popleft()
@@ -255,8 +342,12 @@ class AzureStub:
             reply = self.responder(body or {})
         else:
             reply = Reply()
+        if reply.arrived is not None:
+            reply.arrived.set()
         if reply.delay:
             await asyncio.sleep(reply.delay)
+        if reply.gate is not None:
+            await reply.gate.wait()
         if reply.error is not None:
             return _error(reply.status, reply.error, reply.headers)
         return reply
@@ -287,9 +378,13 @@ class AzureStub:
         deployment = request.match_info.get("deployment") or body.get("model", "")
         if (missing := self._unknown_deployment(deployment)) is not None:
             return missing
+        if (unknown := self._unknown_argument(body)) is not None:
+            return unknown
         reply = await self._next_reply(body)
         if isinstance(reply, web.Response):
             return reply
+        reply = self._cached(reply, deployment, body)
+        recorded.usage = (*reply.usage, reply.cached_tokens)
         text = _reply_text(reply, body.get("messages", []))
         if body.get("stream"):
             include_usage = bool((body.get("stream_options") or {}).get("include_usage"))
@@ -311,8 +406,12 @@ class AzureStub:
             )
         if self.embedding_replies:
             reply = self.embedding_replies.popleft()
+            if reply.arrived is not None:
+                reply.arrived.set()
             if reply.delay:
                 await asyncio.sleep(reply.delay)
+            if reply.gate is not None:
+                await reply.gate.wait()
             if reply.error is not None:
                 return _error(reply.status, reply.error, reply.headers)
         if deployment in self.fixed_size_embeddings and "dimensions" in body:
@@ -325,7 +424,8 @@ class AzureStub:
             )
         texts = body.get("input")
         texts = [texts] if isinstance(texts, str) else list(texts or [])
-        vectors = self.embedder([str(text) for text in texts])
+        embedder = self.deployment_embedders.get(deployment, self.embedder)
+        vectors = embedder([str(text) for text in texts])
         dimensions = body.get("dimensions")
         data = []
         for index, values in enumerate(vectors):
@@ -358,9 +458,13 @@ class AzureStub:
         deployment = body.get("model", "")
         if (missing := self._unknown_deployment(deployment)) is not None:
             return missing
+        if (unknown := self._unknown_argument(body)) is not None:
+            return unknown
         reply = await self._next_reply(body)
         if isinstance(reply, web.Response):
             return reply
+        reply = self._cached(reply, deployment, body)
+        recorded.usage = (*reply.usage, reply.cached_tokens)
         text = _reply_text(reply, _responses_user_texts(body.get("input")))
         if body.get("stream"):
             return await self._stream(request, reply, _response_events(reply, text, deployment))
@@ -449,6 +553,7 @@ def _usage(reply: Reply) -> dict[str, Any]:
         "prompt_tokens": prompt,
         "completion_tokens": completion,
         "total_tokens": prompt + completion,
+        "prompt_tokens_details": {"cached_tokens": reply.cached_tokens},
         "completion_tokens_details": {"reasoning_tokens": 0},
     }
 
@@ -625,7 +730,7 @@ def _response_object(
             "input_tokens": prompt,
             "output_tokens": completion,
             "total_tokens": prompt + completion,
-            "input_tokens_details": {"cached_tokens": 0},
+            "input_tokens_details": {"cached_tokens": reply.cached_tokens},
             "output_tokens_details": {"reasoning_tokens": 0},
         },
         "error": None,
@@ -701,6 +806,7 @@ def _response_events(reply: Reply, text: str | None, model: str) -> list[dict[st
 async def serve_forever(host: str, port: int, api_key: str, develop_mode: bool = True) -> None:
     """Run the stand-in until cancelled (scripts/develop uses this)."""
     stub = AzureStub(api_key=api_key)
+    stub.prompt_caching = True
     if develop_mode:
         stub.responder = develop_reply
     endpoint = await stub.start(host, port)

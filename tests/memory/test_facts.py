@@ -207,7 +207,7 @@ def test_max_memories_per_type_evicts_least_confident_oldest() -> None:
         newest.memory.id,
     }
     archived = store.apply_settings(FactSettings(max_memories_per_type=1), now=NOW + 5)
-    assert archived == 2
+    assert [a.id for a in archived] == [newer.memory.id, newest.memory.id]
     assert {m.id for m in store} == {sure.memory.id, other.memory.id}
 
 

@@ -18,8 +18,8 @@ import uuid
 
 import pytest
 
+from custom_components.azure_openai_memory.memory import history_schema
 from custom_components.azure_openai_memory.memory.history import (
-    _MIGRATIONS,
     MAX_EVENT_DATA_BYTES,
     MAX_QUERY_LIMIT,
     SCHEMA_VERSION,
@@ -30,8 +30,6 @@ from custom_components.azure_openai_memory.memory.history import (
     HistorySnapshot,
     HistoryStatistics,
     HistoryStore,
-    _damaged_header,
-    _migrate,
 )
 
 NOW = datetime(2025, 10, 25, 11, 0, tzinfo=UTC).timestamp()
@@ -105,6 +103,27 @@ def count_rows(path: Path) -> int:
     with raw(path) as conn:
         result: int = conn.execute("SELECT COUNT(*) FROM agent_history_events").fetchone()[0]
         return result
+
+
+def wait_for_rows(path: Path, count: int, timeout: float = 10.0) -> None:
+    """Return once the database holds `count` events (written by the store's own thread)."""
+    deadline = time.monotonic() + timeout
+    while count_rows(path) < count:
+        assert time.monotonic() < deadline, f"{count_rows(path)} of {count} events written"
+        time.sleep(0.01)
+
+
+def wal_frames(path: Path) -> int:
+    """Frames in the database's write-ahead log; every commit appends at least one."""
+    wal = path.with_name(path.name + "-wal")
+    page_size: int = raw_page_size(path)
+    return max(wal.stat().st_size - 32, 0) // (24 + page_size) if wal.exists() else 0
+
+
+def raw_page_size(path: Path) -> int:
+    with raw(path) as conn:
+        size: int = conn.execute("PRAGMA page_size").fetchone()[0]
+        return size
 
 
 def ids(events: list[AgentHistoryEvent]) -> list[str]:
@@ -461,14 +480,16 @@ def test_batch_window_commits_one_transaction(path: Path) -> None:
     store = HistoryStore(path, batch_window=0.2)
     store.open()
     try:
+        frames = wal_frames(path)
         start = time.monotonic()
         for n in range(50):
             store.enqueue(make(data={"n": n}))
-        assert store._wait_for_commits(1, timeout=10)
+        wait_for_rows(path, 50)
         elapsed = time.monotonic() - start
         assert elapsed >= 0.2
         assert count_rows(path) == 50
-        assert store._commits == 1  # all fifty in one transaction
+        # All fifty in one transaction: fifty commits would add at least fifty frames.
+        assert wal_frames(path) - frames < 50
     finally:
         store.close()
 
@@ -551,24 +572,51 @@ def test_truncated_database_is_moved_aside(path: Path) -> None:
         store.close()
 
 
+def opens_as_it_is(path: Path) -> bool:
+    """Whether the store opens the file in place (None: nothing was moved aside)."""
+    store = HistoryStore(path)
+    try:
+        return store.open() is None
+    finally:
+        store.close()
+
+
 def test_header_check_compares_the_size_with_the_header(path: Path) -> None:
     """SQLite also notices most truncations itself; this check does not depend on which
     pages a read happens to touch."""
     size = _filled_database(path)
-    assert not _damaged_header(path)
-    assert not _damaged_header(path.with_name("missing.db"))
-    with path.open("r+b") as file:
-        file.truncate(size - 4096)
-    assert _damaged_header(path)
-    wal = path.with_name("history.db-wal")
-    wal.write_bytes(b"frames not yet checkpointed")
-    assert not _damaged_header(path)  # SQLite completes the file from its WAL
-    wal.unlink()
-    with path.open("r+b") as file:
-        file.truncate(size - 4096 - 100)  # not a whole number of pages
-    assert _damaged_header(path)
-    path.write_bytes(b"")
-    assert not _damaged_header(path)  # SQLite starts an empty file as a new database
+    copy = path.with_name("copy.db")
+    copy.write_bytes(path.read_bytes())
+    assert opens_as_it_is(copy)
+    assert opens_as_it_is(path.with_name("missing.db"))  # a new database
+    copy.write_bytes(path.read_bytes()[: size - 4096])  # a page short
+    assert not opens_as_it_is(copy)
+    copy.write_bytes(path.read_bytes()[: size - 4096 - 100])  # not a whole number of pages
+    assert not opens_as_it_is(copy)
+    copy.write_bytes(b"")
+    assert opens_as_it_is(copy)  # SQLite starts an empty file as a new database
+
+
+def test_a_database_with_its_write_ahead_log_opens_whole(path: Path, tmp_path: Path) -> None:
+    """Copied while open (as a power cut leaves it), the log holds the newest pages:
+    SQLite completes the file from it, nothing is set aside."""
+    store = HistoryStore(path)
+    store.open()
+    try:
+        store.record_events([make(data={"n": n}, at=NOW + n) for n in range(200)])
+        crashed = tmp_path / "crashed"
+        crashed.mkdir()
+        for name in ("history.db", "history.db-wal"):
+            (crashed / name).write_bytes(path.with_name(name).read_bytes())
+    finally:
+        store.close()
+    assert (crashed / "history.db-wal").stat().st_size > 0
+    again = HistoryStore(crashed / "history.db")
+    try:
+        assert again.open() is None
+        assert again.get_statistics().total_events == 200
+    finally:
+        again.close()
 
 
 def test_damaged_pages_are_moved_aside(path: Path) -> None:
@@ -667,7 +715,7 @@ def test_failed_batch_is_retried_after_the_window(path: Path) -> None:
         with locker:
             store.enqueue(make())
             assert failed.wait(10)
-        assert store._wait_for_commits(1, timeout=10)  # no flush: the writer retried
+        wait_for_rows(path, 1)  # no flush: the writer retried
         assert count_rows(path) == 1
         assert not store.failing
     finally:
@@ -963,21 +1011,39 @@ def _current_database(path: Path) -> None:
     store.close()
 
 
-def test_migration_steps_run_in_order_and_keep_data(path: Path) -> None:
+def with_steps(
+    monkeypatch: pytest.MonkeyPatch, *steps: Callable[[sqlite3.Connection], None]
+) -> None:
+    """The schema's migration steps, and these after them (a later schema version)."""
+    monkeypatch.setattr(history_schema, "_MIGRATIONS", (*history_schema._MIGRATIONS, *steps))
+
+
+def test_migration_steps_run_in_order_and_keep_data(
+    path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     _current_database(path)
 
     def to_next_version(conn: sqlite3.Connection) -> None:
         conn.execute("ALTER TABLE agent_history_events ADD COLUMN language TEXT")
         conn.execute("UPDATE agent_history_events SET language = 'en'")
 
-    with closing(sqlite3.connect(path, isolation_level=None)) as conn:
-        assert _migrate(conn, _MIGRATIONS) == SCHEMA_VERSION  # up to date: nothing runs
-        assert _migrate(conn, [*_MIGRATIONS, to_next_version]) == SCHEMA_VERSION + 1
+    assert opens_as_it_is(path)  # up to date: nothing runs
+    with raw(path) as conn:
+        assert conn.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION
+    with_steps(monkeypatch, to_next_version)
+    store = HistoryStore(path)
+    try:
+        assert store.open() is None
+        assert store.schema_version == SCHEMA_VERSION + 1
+        assert store.get_statistics().total_events == 1
+    finally:
+        store.close()
+    with raw(path) as conn:
         assert conn.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION + 1
         assert conn.execute("SELECT language FROM agent_history_events").fetchall() == [("en",)]
 
 
-def test_failed_migration_step_changes_nothing(path: Path) -> None:
+def test_failed_migration_step_changes_nothing(path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     _current_database(path)
 
     def broken(conn: sqlite3.Connection) -> None:
@@ -985,9 +1051,10 @@ def test_failed_migration_step_changes_nothing(path: Path) -> None:
         conn.execute("DELETE FROM agent_history_events")
         raise sqlite3.OperationalError("disk I/O error")
 
-    with closing(sqlite3.connect(path, isolation_level=None)) as conn:
-        with pytest.raises(sqlite3.OperationalError):
-            _migrate(conn, [*_MIGRATIONS, broken])
+    with_steps(monkeypatch, broken)
+    with pytest.raises(sqlite3.OperationalError):
+        HistoryStore(path).open()
+    with raw(path) as conn:
         assert conn.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION
         assert conn.execute("SELECT COUNT(*) FROM agent_history_events").fetchone()[0] == 1
         assert conn.execute(
@@ -996,11 +1063,18 @@ def test_failed_migration_step_changes_nothing(path: Path) -> None:
 
 
 def test_empty_database_migrates_from_version_0(tmp_path: Path) -> None:
-    with closing(sqlite3.connect(tmp_path / "empty.db", isolation_level=None)) as conn:
+    empty = tmp_path / "empty.db"
+    with raw(empty) as conn:
         assert conn.execute("PRAGMA user_version").fetchone()[0] == 0
-        assert _migrate(conn, _MIGRATIONS) == SCHEMA_VERSION
+    store = HistoryStore(empty)
+    try:
+        assert store.open() is None
+        assert store.schema_version == SCHEMA_VERSION
+    finally:
+        store.close()
+    with raw(empty) as conn:
         names = {row[0] for row in conn.execute("SELECT name FROM sqlite_master")}
-        assert names >= SEED_TABLES | SEED_INDEXES | SEED_VIEWS
+    assert names >= SEED_TABLES | SEED_INDEXES | SEED_VIEWS
 
 
 def test_queries_are_answered_from_indexes(store: HistoryStore) -> None:

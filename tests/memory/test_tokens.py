@@ -18,10 +18,15 @@ BUNDLED_CL100K = Path(tiktoken_ext.__path__[0]) / "data" / "cl100k_base.tiktoken
 CL100K_URL = "https://openaipublic.blob.core.windows.net/encodings/cl100k_base.tiktoken"
 
 
+def forget_built_encodings(monkeypatch: pytest.MonkeyPatch) -> None:
+    """As in a new process: no encoding built yet (a process keeps those it built)."""
+    monkeypatch.setattr(tokens, "_loaded", {})
+
+
 @pytest.fixture(autouse=True)
-def fresh_cache() -> None:
+def fresh_cache(monkeypatch: pytest.MonkeyPatch) -> None:
     """Each test loads from scratch."""
-    tokens.clear_cache()
+    forget_built_encodings(monkeypatch)
 
 
 @pytest.fixture
@@ -137,7 +142,9 @@ def test_corrupt_cached_file_is_ignored(
     assert "does not match its published hash" in caplog.text
 
 
-def test_download_builds_caches_and_upgrades(tmp_path: Path, no_bundled_encoding: None) -> None:
+def test_download_builds_caches_and_upgrades(
+    tmp_path: Path, no_bundled_encoding: None, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """A downloaded file is checked, cached where the next start finds it, and upgrades
     the counter in place."""
     counter = tokens.load_counter("gpt-4", tmp_path)
@@ -153,7 +160,7 @@ def test_download_builds_caches_and_upgrades(tmp_path: Path, no_bundled_encoding
     assert not counter.upgrade(encoding)  # already exact: nothing changes
 
     assert [p.name for p in tmp_path.iterdir()] == [hashlib.sha1(CL100K_URL.encode()).hexdigest()]
-    tokens.clear_cache()
+    forget_built_encodings(monkeypatch)
     assert tokens.load_counter("gpt-4", tmp_path).exact  # the next start, offline
 
 

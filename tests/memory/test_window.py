@@ -8,6 +8,7 @@ from custom_components.azure_openai_memory.memory.tokens import TokenCounter
 from custom_components.azure_openai_memory.memory.window import (
     MESSAGE_OVERHEAD_TOKENS,
     AgentWindows,
+    MessageEntry,
     ToolCallEntry,
     WindowSettings,
 )
@@ -32,6 +33,12 @@ def make(counter: TokenCounter, clock: Clock, **settings: object) -> AgentWindow
     return AgentWindows(counter, WindowSettings(**settings), clock)  # type: ignore[arg-type]
 
 
+def held(memory: AgentWindows, conversation_id: str) -> list[MessageEntry]:
+    """What a conversation's window holds, system first."""
+    window = memory.windows.get(conversation_id)
+    return window.messages() if window is not None else []
+
+
 def words(n: int) -> str:
     """A text of exactly n cl100k tokens (' a' is one token)."""
     return "a" + " a" * (n - 1)
@@ -42,8 +49,8 @@ def test_add_message_creates_window(counter: TokenCounter, clock: Clock) -> None
     entry = memory.add_message("c1", "user", "Turn on the lights", {"input"})
     assert entry.token_count == 4 + MESSAGE_OVERHEAD_TOKENS
     assert memory.get_all_conversations() == ["c1"]
-    assert [m.content for m in memory.get_messages("c1")] == ["Turn on the lights"]
-    assert memory.get_messages("unknown") == []
+    assert [m.content for m in held(memory, "c1")] == ["Turn on the lights"]
+    assert held(memory, "unknown") == []
 
 
 def test_fifo_eviction(counter: TokenCounter, clock: Clock) -> None:
@@ -52,7 +59,7 @@ def test_fifo_eviction(counter: TokenCounter, clock: Clock) -> None:
     for i in range(10):
         memory.add_message("c", "user" if i % 2 == 0 else "assistant", f"m{i} " + words(16))
         assert memory.get_stats("c")["current_tokens"] <= 100  # type: ignore[index]
-    contents = [m.content.split()[0] for m in memory.get_messages("c")]
+    contents = [m.content.split()[0] for m in held(memory, "c")]
     assert contents == ["m6", "m7", "m8", "m9"]  # 22 tokens each: four fit in 100
     assert memory.get_stats("c")["evicted_count"] == 6  # type: ignore[index]
 
@@ -63,11 +70,11 @@ def test_preserve_system_messages(counter: TokenCounter, clock: Clock) -> None:
     memory.add_message("c", "system", "You are helpful")
     for i in range(6):
         memory.add_message("c", "user", f"q{i} " + words(10))
-    messages = memory.get_messages("c")
+    messages = held(memory, "c")
     assert messages[0].role == "system"
     assert messages[-1].content.startswith("q5")
     memory.add_message("c", "system", "You are terse")
-    messages = memory.get_messages("c")
+    messages = held(memory, "c")
     assert [m.content for m in messages if m.role == "system"] == ["You are terse"]
     assert messages[0].role == "system"
 
@@ -77,7 +84,7 @@ def test_system_evicted_when_not_preserved(counter: TokenCounter, clock: Clock) 
     memory.add_message("c", "system", words(10))
     memory.add_message("c", "user", words(10))
     memory.add_message("c", "user", words(10))
-    assert all(m.role != "system" for m in memory.get_messages("c"))
+    assert all(m.role != "system" for m in held(memory, "c"))
 
 
 def test_important_last_ephemeral_first(counter: TokenCounter, clock: Clock) -> None:
@@ -86,10 +93,10 @@ def test_important_last_ephemeral_first(counter: TokenCounter, clock: Clock) -> 
     memory.add_message("c", "user", "plain " + words(9))
     memory.add_message("c", "tool", "search " + words(9), {"ephemeral"})
     memory.add_message("c", "user", "new " + words(9))
-    firsts = [m.content.split()[0] for m in memory.get_messages("c")]
+    firsts = [m.content.split()[0] for m in held(memory, "c")]
     assert firsts == ["keep", "plain", "new"]  # ephemeral went first although newer
     memory.add_message("c", "user", "newer " + words(9))
-    firsts = [m.content.split()[0] for m in memory.get_messages("c")]
+    firsts = [m.content.split()[0] for m in held(memory, "c")]
     assert firsts == ["keep", "new", "newer"]  # then plain, oldest first; important stays
 
 
@@ -98,7 +105,7 @@ def test_tool_call_and_results_leave_together(counter: TokenCounter, clock: Cloc
     memory = make(counter, clock, max_tokens=60)
 
     def assert_no_orphans() -> None:
-        messages = memory.get_messages("c")
+        messages = held(memory, "c")
         calls = {c.id for m in messages for c in m.tool_calls}
         results = {m.tool_call_id for m in messages if m.role == "tool"}
         assert calls == results
@@ -112,15 +119,15 @@ def test_tool_call_and_results_leave_together(counter: TokenCounter, clock: Cloc
     )
     memory.add_message("c", "tool", '{"success": true}', tool_call_id="call_1")
     memory.add_message("c", "assistant", "Done")
-    assert [m.role for m in memory.get_messages("c")] == ["user", "assistant", "tool", "assistant"]
+    assert [m.role for m in held(memory, "c")] == ["user", "assistant", "tool", "assistant"]
     seen_partial = False
     for i in range(6):
         memory.add_message("c", "user", f"next{i} " + words(8))
         assert_no_orphans()
-        roles = [m.role for m in memory.get_messages("c")]
+        roles = [m.role for m in held(memory, "c")]
         seen_partial |= roles[0] == "assistant" and "tool" in roles
     assert seen_partial  # the user message went first, the pair stayed together
-    assert "tool" not in [m.role for m in memory.get_messages("c")]
+    assert "tool" not in [m.role for m in held(memory, "c")]
 
 
 def test_oversized_message_truncated_not_emptying(counter: TokenCounter, clock: Clock) -> None:
@@ -128,7 +135,7 @@ def test_oversized_message_truncated_not_emptying(counter: TokenCounter, clock: 
     memory.add_message("c", "system", words(10))
     memory.add_message("c", "user", "hello")
     memory.add_message("c", "user", words(500))
-    messages = memory.get_messages("c")
+    messages = held(memory, "c")
     assert messages[0].role == "system"
     assert messages[-1].token_count <= 50 - messages[0].token_count
     assert memory.get_stats("c")["current_tokens"] <= 50  # type: ignore[index]
@@ -141,7 +148,7 @@ def test_tag_filtering_and_distribution(counter: TokenCounter, clock: Clock) -> 
     memory.add_message("c", "assistant", "done", {"output", "context:lights"})
     memory.add_message("c", "user", "weather?", {"input", "context:weather"})
     memory.add_message("c", "assistant", "sunny", {"output", "context:weather"})
-    lights = memory.get_messages("c", tag_filter={"context:lights"})
+    lights = [m for m in held(memory, "c") if "context:lights" in m.tags]
     assert [m.content for m in lights] == ["lights on", "done"]
     stats = memory.get_stats("c")
     assert stats is not None
@@ -169,8 +176,8 @@ def test_reset_and_multiple_conversations(counter: TokenCounter, clock: Clock) -
     memory = make(counter, clock)
     memory.add_message("a", "user", "one")
     memory.add_message("b", "user", "two")
-    assert memory.get_messages("a")[0].content == "one"
-    assert memory.get_messages("b")[0].content == "two"
+    assert held(memory, "a")[0].content == "one"
+    assert held(memory, "b")[0].content == "two"
     assert memory.reset("a") == 1
     assert memory.reset("a") == 0
     assert memory.get_all_conversations() == ["b"]
@@ -212,14 +219,14 @@ def test_continuation_from_same_source(counter: TokenCounter, clock: Clock) -> N
     memory.add_message("c1", "user", "what is 2+2?")
     clock.now += 600
     assert memory.continue_conversation("c2", "satellite.kitchen") == "c2"
-    assert [m.content for m in memory.get_messages("c2")] == ["what is 2+2?"]
+    assert [m.content for m in held(memory, "c2")] == ["what is 2+2?"]
     assert "c1" not in memory.get_all_conversations()
     # Another device starts fresh; so does the same device after the continuation time.
     memory.continue_conversation("c3", "satellite.office")
-    assert memory.get_messages("c3") == []
+    assert held(memory, "c3") == []
     clock.now += 3600
     memory.continue_conversation("c4", "satellite.kitchen")
-    assert memory.get_messages("c4") == []
+    assert held(memory, "c4") == []
 
 
 def test_persistence_round_trip(counter: TokenCounter, clock: Clock) -> None:
@@ -232,9 +239,7 @@ def test_persistence_round_trip(counter: TokenCounter, clock: Clock) -> None:
     stored = json.loads(json.dumps(memory.as_dict()))
     restored = make(counter, clock, max_tokens=200)
     restored.load(stored)
-    assert [m.as_dict() for m in restored.get_messages("c")] == [
-        m.as_dict() for m in memory.get_messages("c")
-    ]
+    assert [m.as_dict() for m in held(restored, "c")] == [m.as_dict() for m in held(memory, "c")]
     assert restored.get_stats("c") == memory.get_stats("c")
     assert restored.windows["c"].groups() == memory.windows["c"].groups()
 
@@ -249,13 +254,13 @@ def test_langgraph_shapes(counter: TokenCounter, clock: Clock) -> None:
         tool_calls=[ToolCallEntry("call_9", "HassTurnOn", {"area": "kitchen"})],
     )
     memory.add_message("c", "tool", '{"ok": true}', tool_call_id="call_9")
-    user, assistant, tool = (m.to_langgraph_message() for m in memory.get_messages("c"))
+    user, assistant, tool = (m.to_langgraph_message() for m in held(memory, "c"))
     assert user == {"role": "user", "content": "lights"}
     assert assistant["tool_calls"] == [
         {"id": "call_9", "name": "HassTurnOn", "args": {"area": "kitchen"}, "type": "tool_call"}
     ]
     assert tool == {"role": "tool", "content": '{"ok": true}', "tool_call_id": "call_9"}
-    api = memory.get_messages("c")[1].to_api_message()
+    api = held(memory, "c")[1].to_api_message()
     assert api["tool_calls"][0]["function"] == {
         "name": "HassTurnOn",
         "arguments": '{"area": "kitchen"}',
@@ -273,7 +278,7 @@ def test_tool_calls_without_ids_never_group(counter: TokenCounter, clock: Clock)
         memory.add_message("c", "tool", '{"success": true}', tool_call_id="")
         memory.add_message("c", "assistant", f"a{i} " + words(10))
         assert memory.get_stats("c")["current_tokens"] <= 200  # type: ignore[index]
-    assert memory.get_messages("c")[-1].content.startswith("a19")
+    assert held(memory, "c")[-1].content.startswith("a19")
     assert memory.get_stats("c")["evicted_count"] > 40  # type: ignore[index]
 
 
@@ -292,7 +297,7 @@ def test_recent_messages_fit_a_request_budget(counter: TokenCounter, clock: Cloc
     recent, left_out = memory.get_recent_messages("c", 26 * 5)
     assert [m.content.split()[0] for m in recent] == ["a7", "q8", "a8", "q9", "a9"]
     assert left_out == 15
-    assert len(memory.get_messages("c")) == 20
+    assert len(held(memory, "c")) == 20
 
 
 def test_recent_messages_keep_the_last_exchange(counter: TokenCounter, clock: Clock) -> None:

@@ -2,7 +2,9 @@
 
 from collections.abc import AsyncIterator, Mapping
 from dataclasses import dataclass, field
+import inspect
 import json
+import re
 from typing import Any, Protocol
 from urllib.parse import urlsplit
 
@@ -20,10 +22,14 @@ from ..const import (
     CONF_CONTEXT_LIMIT,
     CONF_DEPLOYMENT,
     CONF_MAX_TOKENS,
+    CONF_PROMPT_CACHE_KEY,
     CONF_REASONING_EFFORT,
     CONF_REQUEST_TIMEOUT,
     CONF_TEMPERATURE,
     CONF_TOP_P,
+    LOGGER,
+    PROMPT_CACHE_KEY_AUTO,
+    PROMPT_CACHE_KEY_ON,
     REASONING_EFFORT_OFF,
     RECOMMENDED_API_MODE,
     RECOMMENDED_MAX_TOKENS,
@@ -46,6 +52,15 @@ JSON_SCHEMA_MIN_API_VERSION = "2024-08-01"
 # openai 3.x moved to httpx2; HA's shared client is an httpx client, which 3.x
 # accepts only through a cast its authors say may go away.
 SDK_TAKES_HTTPX = int(openai.__version__.split(".", 1)[0]) < 3
+
+PROMPT_CACHE_KEY = "prompt_cache_key"
+# openai 1.x (Home Assistant 2025.4's pin) has no such parameter: it goes in the body as is.
+SDK_TAKES_PROMPT_CACHE_KEY = (
+    PROMPT_CACHE_KEY in inspect.signature(openai.resources.chat.AsyncCompletions.create).parameters
+)
+# Azure documents prompt_cache_key from the GPT-5.6 family on.
+PROMPT_CACHE_KEY_FROM_FAMILY = (5, 6)
+_GPT_FAMILY = re.compile(r"gpt-(\d+)(?:\.(\d+))?", re.IGNORECASE)
 
 
 class InvalidEndpoint(ValueError):
@@ -152,6 +167,32 @@ class Usage:
 
     input_tokens: int = 0
     output_tokens: int = 0
+    # Of the input tokens, those Azure read from its prompt cache.
+    cached_input_tokens: int = 0
+
+
+class PromptCacheKey:
+    """What routes an agent's requests to the machines that hold its prompt cache.
+
+    One per agent, shared by every request the agent builds: a deployment that refuses
+    the parameter is asked once, and never again until the agent is set up anew.
+    """
+
+    def __init__(self, value: str) -> None:
+        self.value = value
+        self.refused = False
+
+    @property
+    def sent(self) -> str | None:
+        """The key a request carries; none after a refusal."""
+        return None if self.refused else self.value
+
+
+def model_takes_prompt_cache_key(deployment: str) -> bool:
+    """A deployment named after a model whose documentation takes prompt_cache_key."""
+    if (family := _GPT_FAMILY.match(deployment.strip())) is None:
+        return False
+    return (int(family[1]), int(family[2] or 0)) >= PROMPT_CACHE_KEY_FROM_FAMILY
 
 
 @dataclass(frozen=True)
@@ -181,6 +222,7 @@ class RequestOptions:
     include_stream_usage: bool = True
     json_schema_supported: bool = True
     response_format: JsonFormat | None = None
+    prompt_cache_key: PromptCacheKey | None = None
 
     @property
     def is_reasoning(self) -> bool:
@@ -213,7 +255,19 @@ def _supports(settings: ResourceSettings, min_api_version: str) -> bool:
     )
 
 
-def request_options(settings: ResourceSettings, agent: Mapping[str, Any]) -> RequestOptions:
+def sends_prompt_cache_key(agent: Mapping[str, Any]) -> bool:
+    """The agent's choice, or by default whether its deployment's model takes the key."""
+    choice = agent.get(CONF_PROMPT_CACHE_KEY) or PROMPT_CACHE_KEY_AUTO
+    if choice == PROMPT_CACHE_KEY_AUTO:
+        return model_takes_prompt_cache_key(agent[CONF_DEPLOYMENT])
+    return bool(choice == PROMPT_CACHE_KEY_ON)
+
+
+def request_options(
+    settings: ResourceSettings,
+    agent: Mapping[str, Any],
+    cache_key: PromptCacheKey | None = None,
+) -> RequestOptions:
     """The request options of one agent (subentry data) on one resource."""
     return RequestOptions(
         deployment=agent[CONF_DEPLOYMENT],
@@ -225,6 +279,7 @@ def request_options(settings: ResourceSettings, agent: Mapping[str, Any]) -> Req
         timeout=float(agent.get(CONF_REQUEST_TIMEOUT, RECOMMENDED_REQUEST_TIMEOUT)),
         include_stream_usage=_supports(settings, STREAM_USAGE_MIN_API_VERSION),
         json_schema_supported=_supports(settings, JSON_SCHEMA_MIN_API_VERSION),
+        prompt_cache_key=cache_key if sends_prompt_cache_key(agent) else None,
     )
 
 
@@ -277,6 +332,35 @@ class _StreamingClient:
         self._sdk = sdk.with_options(timeout=options.timeout)
         self._options = options
 
+    def _add_prompt_cache_key(self, args: dict[str, Any]) -> None:
+        if (key := self._options.prompt_cache_key) is None or key.sent is None:
+            return
+        if SDK_TAKES_PROMPT_CACHE_KEY:
+            args[PROMPT_CACHE_KEY] = key.sent
+        else:
+            args["extra_body"][PROMPT_CACHE_KEY] = key.sent
+
+    def _prompt_cache_key_refused(self, args: dict[str, Any], err: openai.BadRequestError) -> bool:
+        """A 400 that names the key this request sent: it goes again without it, as later ones.
+
+        Azure names an argument a model does not take in the error's param or its message.
+        A turn running alongside may have heard the refusal first: its request still had the
+        key, and is sent again all the same.
+        """
+        key = self._options.prompt_cache_key
+        if key is None or PROMPT_CACHE_KEY not in {*args, *args["extra_body"]}:
+            return False
+        if err.param != PROMPT_CACHE_KEY and PROMPT_CACHE_KEY not in err.message:
+            return False
+        if not key.refused:
+            key.refused = True
+            LOGGER.debug(
+                "Deployment %s refused %s; its requests go without it",
+                self._options.deployment,
+                PROMPT_CACHE_KEY,
+            )
+        return True
+
 
 class ChatCompletionsClient(_StreamingClient):
     """Chat Completions, streamed, tolerant of Azure's chunk quirks (empty choices,
@@ -309,19 +393,29 @@ class ChatCompletionsClient(_StreamingClient):
             args["extra_body"]["tools"] = [chat_tool(spec) for spec in tools]
         if (response_format := options.chat_response_format()) is not None:
             args["extra_body"]["response_format"] = response_format
+        self._add_prompt_cache_key(args)
         return args
 
     async def stream(
         self, messages: list[dict[str, Any]], tools: list[dict[str, Any]], usage: Usage
     ) -> AsyncIterator[Delta]:
         """One request; tool calls are assembled from their deltas and yielded at the end."""
-        result = await self._sdk.chat.completions.create(**self._arguments(messages, tools))
+        create = self._sdk.chat.completions.create
+        args = self._arguments(messages, tools)
+        try:
+            result = await create(**args)
+        except openai.BadRequestError as err:
+            if not self._prompt_cache_key_refused(args, err):
+                raise
+            result = await create(**self._arguments(messages, tools))
         calls: dict[int, dict[str, str]] = {}
         yield {"role": "assistant"}
         async for chunk in result:
             if chunk.usage is not None:
                 usage.input_tokens += chunk.usage.prompt_tokens
                 usage.output_tokens += chunk.usage.completion_tokens
+                if (details := chunk.usage.prompt_tokens_details) is not None:
+                    usage.cached_input_tokens += details.cached_tokens or 0
             # The first chunk has no choices; annotation-only choices have no delta.
             for choice in chunk.choices:
                 if choice.finish_reason == "content_filter":
@@ -404,13 +498,21 @@ class ResponsesClient(_StreamingClient):
             args["extra_body"]["tools"] = [responses_tool(spec) for spec in tools]
         if (text_format := options.responses_text_format()) is not None:
             args["extra_body"]["text"] = {"format": text_format}
+        self._add_prompt_cache_key(args)
         return args
 
     async def stream(
         self, messages: list[dict[str, Any]], tools: list[dict[str, Any]], usage: Usage
     ) -> AsyncIterator[Delta]:
         """One request; events are matched by type name, which every SDK version shares."""
-        result = await self._sdk.responses.create(**self._arguments(messages, tools))
+        create = self._sdk.responses.create
+        args = self._arguments(messages, tools)
+        try:
+            result = await create(**args)
+        except openai.BadRequestError as err:
+            if not self._prompt_cache_key_refused(args, err):
+                raise
+            result = await create(**self._arguments(messages, tools))
         names: dict[str, tuple[str, str]] = {}
         calls: list[llm.ToolInput] = []
         yield {"role": "assistant"}
@@ -425,9 +527,12 @@ class ResponsesClient(_StreamingClient):
                     raise ResponseFailed(f"arguments for unknown item {event.item_id}")
                 calls.append(_tool_input(*known, event.arguments))
             elif kind in ("response.completed", "response.incomplete", "response.failed"):
-                if event.response.usage is not None:
-                    usage.input_tokens += event.response.usage.input_tokens
-                    usage.output_tokens += event.response.usage.output_tokens
+                if (reported := event.response.usage) is not None:
+                    usage.input_tokens += reported.input_tokens
+                    usage.output_tokens += reported.output_tokens
+                    # OpenAI-compatible servers may leave the details out.
+                    details = getattr(reported, "input_tokens_details", None)
+                    usage.cached_input_tokens += getattr(details, "cached_tokens", 0) or 0
                 if kind == "response.incomplete":
                     details = event.response.incomplete_details
                     if details is not None and details.reason == "content_filter":

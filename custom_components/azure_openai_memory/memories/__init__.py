@@ -22,10 +22,13 @@ from ..const import (
     RECOMMENDED_HIGH_CONFIDENCE_THRESHOLD,
     RECOMMENDED_MAX_MEMORIES_PER_TYPE,
     RECOMMENDED_RELEVANCE_SCORE_THRESHOLD,
+    SUBENTRY_AGENT,
 )
 from ..data import DATA_MEMORIES, AzureOpenAIMemoryConfigEntry
 from ..history.recorder import HistoryRecorder
+from ..llm.client import request_options
 from ..llm.embeddings import Embedder
+from ..llm.supersede import SupersedeJudge
 from ..memory.facts import FactSettings
 from .services import async_register_memory_services
 from .store import Memories
@@ -108,12 +111,23 @@ def async_apply_options(hass: HomeAssistant, options: dict[str, Any]) -> None:
 
 @callback
 def async_use_embeddings(hass: HomeAssistant, entry: AzureOpenAIMemoryConfigEntry) -> None:
-    """An entry that names an embeddings deployment ranks the installation's memories."""
+    """An entry that names an embeddings deployment ranks the installation's memories, and
+    its first agent's deployment judges whether a new memory replaces an older one."""
     deployment = str(entry.options.get(CONF_EMBEDDINGS_DEPLOYMENT) or "").strip()
     if not deployment:
         return
     runtime = entry.runtime_data
     memories = hass.data[DATA_MEMORIES]
     identity = f"{runtime.settings.endpoint}|{deployment}"
-    memories.async_use_embeddings(entry.entry_id, Embedder(runtime.client, deployment, identity))
+    agent = next(
+        (sub for sub in entry.subentries.values() if sub.subentry_type == SUBENTRY_AGENT), None
+    )
+    judge = (
+        SupersedeJudge(runtime.client, request_options(runtime.settings, agent.data))
+        if agent is not None
+        else None
+    )
+    memories.async_use_embeddings(
+        entry.entry_id, Embedder(runtime.client, deployment, identity), judge
+    )
     entry.async_on_unload(lambda: memories.async_use_embeddings(entry.entry_id, None))

@@ -30,10 +30,21 @@ def archived_response(archived: ArchivedMemory) -> dict[str, Any]:
     }
 
 
+def gone_response(archived: ArchivedMemory) -> dict[str, str]:
+    """What a save took out of use, as the one who saved it is told: id and words."""
+    return {"id": archived.id, "content": archived.original_content}
+
+
 async def async_save(
     memories: Memories, data: dict[str, Any], source: str | None = None
 ) -> dict[str, Any]:
-    """memory_save, and the agent's remember tool (source: conversation)."""
+    """memory_save, and the agent's remember tool (source: conversation).
+
+    One shape for both (and the panel): `action`, the `memory` saved, what it `replaced`
+    (to the archive) and what the type's cap `evicted`, each with id and content, so the
+    one who saved can say "I replaced …" or "I made room by archiving …". `archived` is
+    the replaced record in full, as memory_save answered before `replaced` existed.
+    """
     try:
         result = await memories.async_save(
             data["content"],
@@ -42,14 +53,16 @@ async def async_save(
             confidence=data.get("confidence"),
             source=source or data.get("source", "manual"),
             source_reference=data.get("source_reference"),
+            pinned=data.get("pinned"),
         )
     except FactError as err:
         raise translated(err) from err
     return {
         "action": result.action.value,
         "memory": memory_response(result.memory),
+        "replaced": gone_response(result.archived) if result.archived else None,
         "archived": archived_response(result.archived) if result.archived else None,
-        "evicted": [archived_response(one) for one in result.evicted],
+        "evicted": [{**archived_response(one), **gone_response(one)} for one in result.evicted],
     }
 
 

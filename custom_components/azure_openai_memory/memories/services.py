@@ -30,6 +30,7 @@ MEMORY_SAVE_SCHEMA = vol.Schema(
         vol.Optional("confidence"): cv.string,
         vol.Optional("source", default="manual"): cv.string,
         vol.Optional("source_reference"): cv.string,
+        vol.Optional("pinned"): cv.boolean,
     }
 )
 MEMORY_SEARCH_SCHEMA = vol.Schema(

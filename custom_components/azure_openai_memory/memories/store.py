@@ -15,12 +15,15 @@ from typing import Any
 
 from homeassistant.config_entries import ConfigEntryState
 from homeassistant.core import CALLBACK_TYPE, HomeAssistant, callback
+from homeassistant.helpers import issue_registry as ir
 from homeassistant.helpers.event import async_call_later
 
 from ..const import DOMAIN
 from ..llm.embeddings import BATCH_SIZE, RETRY_AFTER, Embedder
+from ..llm.supersede import SupersedeJudge
 from ..memory.facts import (
     FACTS_VERSION,
+    ArchivedMemory,
     FactSettings,
     FactStore,
     ForgetResult,
@@ -28,6 +31,7 @@ from ..memory.facts import (
     SaveResult,
     SearchResult,
     Vector,
+    Verdict,
     migrate_facts,
     parse_confidence,
     parse_source,
@@ -48,6 +52,8 @@ EMBEDDED_QUERY_CHARS = 2000
 # long (seconds): the missing one is usually back well before, and switching would embed
 # every memory again.
 TAKE_OVER_AFTER = 60.0
+# The Repairs issue of a type whose cap pushed memories out (its id ends with the type).
+OVER_CAP_ISSUE = "memories_over_cap"
 
 
 class Memories:
@@ -60,9 +66,13 @@ class Memories:
         # What the stored vectors came from (resource and deployment), or None.
         self._vectors_from: str | None = None
         self._embedders: dict[str, Embedder] = {}
+        # Each entry's first agent, asked whether a new memory replaces an older one.
+        self._judges: dict[str, SupersedeJudge] = {}
         self._embedding: asyncio.Task[None] | None = None
         self._cancel_retry: CALLBACK_TYPE | None = None
         self._cancel_take_over: CALLBACK_TYPE | None = None
+        # Memories each type's cap pushed out since the start (or the cap was raised).
+        self._pushed_out: dict[str, int] = {}
         self.file = DebouncedStore(
             hass, STORAGE_KEY, self._snapshot, version=FACTS_VERSION, migrate=migrate_facts
         )
@@ -108,14 +118,47 @@ class Memories:
 
     @callback
     def async_update_settings(self, settings: FactSettings) -> None:
-        """New settings; a lowered cap archives at once."""
+        """New settings; a lowered cap archives at once, a raised one clears its issues."""
         if settings == self.facts.settings and self._settings_stored:
             return
         self._settings_stored = True
-        archived = self.facts.apply_settings(settings)
-        if archived:
-            _LOGGER.debug("Archived %d memories over max_memories_per_type", archived)
+        if settings.max_memories_per_type > self.facts.settings.max_memories_per_type:
+            for kind in self._pushed_out:
+                ir.async_delete_issue(self.hass, DOMAIN, f"{OVER_CAP_ISSUE}_{kind}")
+            self._pushed_out.clear()
+        self._async_report_cap(self.facts.apply_settings(settings))
         self.async_changed()
+
+    @callback
+    def _async_report_cap(self, evicted: Iterable[ArchivedMemory]) -> None:
+        """A memory the cap pushed out is gone from recall: a Repairs issue names its type.
+
+        Silent, it would be data lost from the household's point of view. The issue says
+        how many went since the start, and goes when the cap is raised.
+        """
+        kinds: set[str] = set()
+        for archived in evicted:
+            kind = archived.memory.type.value
+            self._pushed_out[kind] = self._pushed_out.get(kind, 0) + 1
+            kinds.add(kind)
+        for kind in sorted(kinds):
+            _LOGGER.debug(
+                "%d %s memories archived over the cap so far", self._pushed_out[kind], kind
+            )
+            ir.async_create_issue(
+                self.hass,
+                DOMAIN,
+                f"{OVER_CAP_ISSUE}_{kind}",
+                is_fixable=False,
+                is_persistent=False,
+                severity=ir.IssueSeverity.WARNING,
+                translation_key=OVER_CAP_ISSUE,
+                translation_placeholders={
+                    "type": kind,
+                    "cap": str(self.facts.settings.max_memories_per_type),
+                    "count": str(self._pushed_out[kind]),
+                },
+            )
 
     # -- embeddings --
 
@@ -136,12 +179,28 @@ class Memories:
             return None  # the vectors' deployment may be back in a moment: words meanwhile
         return self._embedders[min(self._embedders)]
 
+    @property
+    def judge(self) -> SupersedeJudge | None:
+        """The model asked about updates: the first agent of the entry whose embeddings
+        deployment is in use (the same resource); None without one."""
+        embedder = self.embedder
+        for entry_id, one in self._embedders.items():
+            if one is embedder:
+                return self._judges.get(entry_id)
+        return None
+
     @callback
-    def async_use_embeddings(self, entry_id: str, embedder: Embedder | None) -> None:
-        """An entry set up (with or without a deployment) or unloaded (None)."""
+    def async_use_embeddings(
+        self, entry_id: str, embedder: Embedder | None, judge: SupersedeJudge | None = None
+    ) -> None:
+        """An entry set up (with or without a deployment, and its first agent's judge) or
+        unloaded (None)."""
         self._embedders.pop(entry_id, None)
+        self._judges.pop(entry_id, None)
         if embedder is not None:
             self._embedders[entry_id] = embedder
+            if judge is not None:
+                self._judges[entry_id] = judge
         if not self._embedders:
             self._async_stop_embedding()
         elif self._vectors_missing_their_deployment() and self._entries_setting_up():
@@ -273,10 +332,13 @@ class Memories:
         confidence: Any = None,
         source: Any = MemorySource.MANUAL,
         source_reference: str | None = None,
+        pinned: bool | None = None,
     ) -> SaveResult:
-        """Validate, embed (one request), deduplicate and save; FactError on bad input."""
+        """Validate, embed (one request), ask the model about a memory of the same subject
+        (one request, when there is such a memory and a model), deduplicate and save;
+        FactError on bad input."""
         content = validate_content(content)
-        parse_type(memory_type)
+        kind = parse_type(memory_type)
         tags = validate_tags(tags)
         if confidence is not None:
             parse_confidence(confidence)
@@ -285,6 +347,14 @@ class Memories:
         dropped = vectors is not None and not self._vectors_comparable(identity)
         if dropped:
             vectors = None  # the store is being embedded again by another deployment
+        vector = vectors[0] if vectors else None
+        verdict = None
+        if (judge := self.judge) is not None and (
+            candidate := self.facts.update_candidate(content, kind, tags, vector=vector)
+        ) is not None:
+            relation = await judge.async_judge(kind.value, tags, candidate.content, content)
+            if relation is not None:
+                verdict = Verdict(candidate.id, relation)
         result = self.facts.save(
             content,
             memory_type,
@@ -292,9 +362,12 @@ class Memories:
             confidence=confidence,
             source=source,
             source_reference=source_reference,
-            vector=vectors[0] if vectors else None,
+            vector=vector,
+            pinned=pinned,
+            verdict=verdict,
         )
         self.async_changed()
+        self._async_report_cap(result.evicted)
         if dropped:
             self._async_embed_missing()
         return result

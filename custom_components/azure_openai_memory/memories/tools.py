@@ -22,6 +22,8 @@ from ..memory.tokens import TokenCounter
 from .answers import async_save, async_search
 
 _TYPES = [kind.value for kind in MemoryType]
+# What the remember tool tells the model of the memory it saved.
+_TOLD_FIELDS = ("id", "content", "type", "tags", "confidence", "occurrences", "pinned")
 
 
 class MemoriesAPI(llm.API):
@@ -40,7 +42,10 @@ class RememberTool(llm.Tool):
         "Save a lasting fact about this household when the user asks you to remember "
         "something or states a lasting preference, routine or fact. Tag it with "
         "prefix:value tags naming who and what it is about (person:anna, room:guest_room, "
-        "topic:coffee); a newer fact of the same type with the same tags replaces the older."
+        "topic:coffee); a newer fact about the same thing replaces the older. The answer "
+        "says what happened (action: created, reinforced, superseded or updated): when "
+        "`replaced` is set, tell the user which older fact it replaced; when `evicted` is "
+        "not empty, tell the user which facts were archived to make room."
     )
     parameters = vol.Schema(
         {
@@ -48,6 +53,11 @@ class RememberTool(llm.Tool):
             vol.Required("type", description="What kind of fact it is"): vol.In(_TYPES),
             vol.Optional("tags", description="prefix:value tags"): [str],
             vol.Optional("confidence"): vol.In([level.value for level in MemoryConfidence]),
+            vol.Optional(
+                "pinned",
+                description="true when the user wants this fact kept for good: it is "
+                "never archived to make room and is offered first",
+            ): bool,
         }
     )
 
@@ -59,10 +69,14 @@ class RememberTool(llm.Tool):
         result = await async_save(
             hass.data[DATA_MEMORIES], args, source=MemorySource.CONVERSATION.value
         )
+        memory = result["memory"]
         return {
             "action": result["action"],
-            "id": result["memory"]["id"],
-            "replaced": result["archived"]["id"] if result["archived"] else None,
+            # The saved memory's id, also at the top as this tool always answered it.
+            "id": memory["id"],
+            "memory": {name: memory[name] for name in _TOLD_FIELDS},
+            "replaced": result["replaced"],
+            "evicted": [{"id": one["id"], "content": one["content"]} for one in result["evicted"]],
         }
 
 

@@ -7,6 +7,7 @@ class InputError(ValueError):
     """Bad input; `key` is the translation key, `placeholders` fill its message."""
 
     def __init__(self, translation_key: str, **placeholders: Any) -> None:
-        super().__init__(translation_key, placeholders)
+        # Only the key in args: a traceback of the refusal must not repeat a huge value.
+        super().__init__(translation_key)
         self.key = translation_key
         self.placeholders = {name: str(value) for name, value in placeholders.items()}

@@ -62,7 +62,7 @@ ERA_MAX_KEY_TOPICS: Final = 30
 TOPIC_EVOLUTION_WEEKS: Final = 12
 # A day with this many messages is as active as a day gets (activity_score 1.0).
 FULL_ACTIVITY_MESSAGES: Final = 50
-SUMMARIES_VERSION: Final = 1
+SUMMARIES_VERSION: Final = 2
 GROUP_PATTERN = re.compile(r"^[a-z0-9](?:[a-z0-9_]{0,126}[a-z0-9])?$")
 HOME_GROUP: Final = "home"
 _ID_NAMESPACE = uuid.UUID("7f0c5a52-3a43-4c1e-9b7e-6d2b6f1e0a04")
@@ -136,6 +136,9 @@ class GroupSummary:
     # Written without the model and still to be written again by it (False once its
     # parts or its talk are gone: nothing is left to rewrite it from).
     rewrite_pending: bool = False
+    # The messages of each part as last folded in, kept after the part is pruned: a
+    # summary's count is their sum, so it never shrinks with what is left.
+    part_counts: dict[str, int] = field(default_factory=dict)
 
     def as_dict(self) -> dict[str, Any]:
         """The stored and service shape (fresh lists: safe to hand to another thread)."""
@@ -158,6 +161,7 @@ class GroupSummary:
             "aggregated_into": self.aggregated_into,
             "extractive": self.extractive,
             "rewrite_pending": self.rewrite_pending,
+            "part_counts": dict(self.part_counts),
         }
 
     @classmethod
@@ -182,7 +186,13 @@ class GroupSummary:
             aggregated_into=data.get("aggregated_into"),
             extractive=bool(data.get("extractive", False)),
             rewrite_pending=bool(data.get("rewrite_pending", data.get("extractive", False))),
+            part_counts={str(i): int(n) for i, n in data.get("part_counts", {}).items()},
         )
+
+    def count_part(self, part: "GroupSummary") -> None:
+        """A part folded in (again): its messages count, and the total follows."""
+        self.part_counts[part.summary_id] = part.message_count
+        self.message_count = sum(self.part_counts.values())
 
 
 @dataclass(slots=True)
@@ -447,17 +457,12 @@ class SummaryBook:
         previous = self._by_id.get(job.summary_id)
         present = {child.summary_id for child in job.children}
         children = [c.summary_id for c in job.children]
-        message_count = sum(c.message_count for c in job.children)
+        part_counts: dict[str, int] = {}
         if previous is not None:
             gone = [i for i in previous.aggregated_from if i not in present]
-            # What the previous write counted beyond the parts still here (estimated from
-            # their current counts), kept.
-            kept = sum(
-                c.message_count for i in previous.aggregated_from if (c := self._by_id.get(i))
-            )
-            if gone:
-                message_count += max(0, previous.message_count - kept)
+            part_counts = {i: n for i, n in previous.part_counts.items() if i not in present}
             children = [*gone, *children]
+        part_counts |= {c.summary_id: c.message_count for c in job.children}
         parent = GroupSummary(
             summary_id=job.summary_id,
             agent_id=agent_id,
@@ -469,12 +474,13 @@ class SummaryBook:
             topics=written.topics[:7],
             highlights=written.highlights[:4],
             active_users=written.active_users[:5] or merge_active_users(job.children),
-            message_count=message_count,
+            message_count=sum(part_counts.values()),
             activity_score=sum(c.activity_score for c in job.children) / len(job.children),
             created_at=previous.created_at if previous is not None else now,
             aggregated_from=children,
             extractive=written.extractive,
             rewrite_pending=written.extractive,
+            part_counts=part_counts,
         )
         self.put(parent)
         for child in job.children:
@@ -536,6 +542,8 @@ class SummaryBook:
             old = self._by_id.get(summary_id(monthly.group_id, PeriodType.ERA, era["started"]))
             if old is not None and monthly.summary_id in old.aggregated_from:
                 old.aggregated_from.remove(monthly.summary_id)
+                old.part_counts.pop(monthly.summary_id, None)
+                old.message_count = sum(old.part_counts.values())
         first_talk = min(
             (c.period_start for i in monthly.aggregated_from if (c := self._by_id.get(i))),
             default=monthly.period_start,
@@ -557,9 +565,7 @@ class SummaryBook:
         if monthly.summary_id not in record.aggregated_from:
             record.aggregated_from.append(monthly.summary_id)
         record.period_end = max(record.period_end, monthly.period_end)
-        record.message_count = sum(
-            s.message_count for i in record.aggregated_from if (s := self._by_id.get(i))
-        )
+        record.count_part(monthly)
         record.topics = list(era["key_topics"])
 
     def _write_era(
@@ -570,38 +576,57 @@ class SummaryBook:
         children = list(previous.aggregated_from) if previous is not None else []
         if monthly.summary_id not in children:
             children.append(monthly.summary_id)
-        self.put(
-            GroupSummary(
-                summary_id=era_id,
-                agent_id=monthly.agent_id,
-                group_id=group_id,
-                period_type=PeriodType.ERA,
-                period_start=era["started"],
-                period_end=max(monthly.period_end, previous.period_end if previous else ""),
-                summary=era["theme"] if not monthly.summary else monthly.summary,
-                topics=list(era["key_topics"]),
-                highlights=list(monthly.highlights),
-                active_users=list(monthly.active_users),
-                message_count=sum(s.message_count for i in children if (s := self._by_id.get(i))),
-                activity_score=monthly.activity_score,
-                created_at=previous.created_at if previous is not None else now,
-                aggregated_from=children,
-                extractive=monthly.extractive,
-            )
+        record = GroupSummary(
+            summary_id=era_id,
+            agent_id=monthly.agent_id,
+            group_id=group_id,
+            period_type=PeriodType.ERA,
+            period_start=era["started"],
+            period_end=max(monthly.period_end, previous.period_end if previous else ""),
+            summary=era["theme"] if not monthly.summary else monthly.summary,
+            topics=list(era["key_topics"]),
+            highlights=list(monthly.highlights),
+            active_users=list(monthly.active_users),
+            activity_score=monthly.activity_score,
+            created_at=previous.created_at if previous is not None else now,
+            aggregated_from=children,
+            extractive=monthly.extractive,
+            part_counts=dict(previous.part_counts) if previous is not None else {},
         )
+        record.count_part(monthly)
+        self.put(record)
 
     def _keep_last_eras(self, group_id: str) -> None:
         eras = self.newest(group_id, PeriodType.ERA, len(self._by_id))
         for old in eras[DECAY_CONFIG["era"]["max_count"] :]:
             self.remove(old)
 
-    def context(self, group_id: str) -> dict[PeriodType, list[GroupSummary]]:
-        """What a turn carries of the group's past: last month, 2 weeks, 3 days."""
-        return {
-            PeriodType.MONTHLY: self.newest(group_id, PeriodType.MONTHLY, 1),
-            PeriodType.WEEKLY: self.newest(group_id, PeriodType.WEEKLY, 2),
-            PeriodType.DAILY: self.newest(group_id, PeriodType.DAILY, 3),
-        }
+    def context(self, group_id: str) -> list[GroupSummary]:
+        """What a turn carries of the group's past: the coarsest summaries that together
+        hold every day kept, newest first.
+
+        A day is held by its daily until its week is folded, then by the weekly, then by
+        the monthly; a summary is left out only while the one it was folded into is kept
+        (so none is carried twice, and a pruned parent leaves no hole). Monthlies are pruned
+        before their era: an era is carried while one of its months has lost its monthly,
+        after the monthlies (it stands for the months before them).
+        """
+        cover = [
+            summary
+            for kind in (PeriodType.DAILY, PeriodType.WEEKLY, PeriodType.MONTHLY)
+            for summary in self.of(group_id, kind)
+            if summary.aggregated_into is None or summary.aggregated_into not in self._by_id
+        ]
+        cover.extend(
+            era
+            for era in self.of(group_id, PeriodType.ERA)
+            if any(month not in self._by_id for month in era.aggregated_from)
+        )
+        return sorted(
+            cover,
+            key=lambda s: (s.period_type is not PeriodType.ERA, s.period_end, s.period_start),
+            reverse=True,
+        )
 
 
 # -- Topic words and the extractive fallback ------------------------------------------------
@@ -721,7 +746,38 @@ def summary_line(summary: GroupSummary) -> str:
 
 
 def migrate_summaries(version: int, data: dict[str, Any]) -> dict[str, Any]:
-    """Version 1 is the first; a newer file is refused."""
+    """Stored summaries of an older version, in SUMMARIES_VERSION's form; a newer file is
+    refused."""
     if version > SUMMARIES_VERSION:
         raise ValueError(f"summaries stored by a newer version ({version})")
+    if version < 2:
+        data = _with_part_counts(data)
     return data
+
+
+def _with_part_counts(data: dict[str, Any]) -> dict[str, Any]:
+    """Version 1 did not keep each part's messages. Every summary keeps the count it has:
+    its parts still stored count what they count now, and those pruned since share what
+    is left of it (they are gone for good, so only their sum matters).
+
+    The migrated file is written at once, before it is read: one that is not summaries is
+    refused here (a ValueError), so that it is set aside as it was.
+    """
+    try:
+        stored = data.get("summaries", [])
+        counts = {str(item["summary_id"]): int(item.get("message_count", 0)) for item in stored}
+        summaries = []
+        for item in stored:
+            parts = [str(i) for i in item.get("aggregated_from", [])]
+            part_counts = {i: counts[i] for i in parts if i in counts}
+            gone = [i for i in parts if i not in counts]
+            left = int(item.get("message_count", 0)) - sum(part_counts.values())
+            if gone and left > 0:
+                share, extra = divmod(left, len(gone))
+                part_counts |= {i: share + (n < extra) for n, i in enumerate(gone)}
+            summaries.append({**item, "part_counts": part_counts})
+        migrated = {**data, "summaries": summaries}
+        SummaryBook.from_dict(migrated)
+    except (AttributeError, KeyError, TypeError, ValueError) as err:
+        raise ValueError(f"not summaries: {err}") from err
+    return migrated

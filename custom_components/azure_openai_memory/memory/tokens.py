@@ -342,9 +342,3 @@ def load_counter(model: str, cache_dir: Path | None) -> TokenCounter:
         wanted,
     )
     return TokenCounter(wanted, None, exact=False)
-
-
-def clear_cache() -> None:
-    """Forget the encodings built in this process (tests)."""
-    with _loaded_lock:
-        _loaded.clear()

@@ -5,11 +5,15 @@ Eviction is first in, first out over *groups*: a message alone, or an assistant 
 call together with its tool results (the API rejects a tool result whose call is gone).
 Groups live in three queues, so `ephemeral` ones go first and `important` ones last, and
 every add costs O(1) amortized however long the conversation has run.
+
+A conversation that resumes after a pause gains a note saying how much later it is: the
+window survives restarts, and what it observed hours ago is not what is true now.
 """
 
 from collections import OrderedDict, deque
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
+from datetime import datetime, tzinfo
 import json
 import time
 from typing import Any
@@ -18,6 +22,10 @@ from .tokens import TokenCounter
 
 IMPORTANT = "important"
 EPHEMERAL = "ephemeral"
+# The tag of the note a conversation gains when it resumes after a pause.
+RESUMED = "resumed"
+# A pause longer than this earns the note; a follow-up within it is the same moment.
+RESUME_AFTER_SECONDS = 10 * 60
 # Chat formats spend a few tokens per message on role and separators.
 MESSAGE_OVERHEAD_TOKENS = 4
 
@@ -111,6 +119,40 @@ class MessageEntry:
             tool_calls=tuple(ToolCallEntry(**c) for c in data.get("tool_calls", ())),
             tool_call_id=data.get("tool_call_id"),
         )
+
+
+_WEEKDAYS = ("Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday", "Sunday")
+
+
+def _elapsed(seconds: float) -> str:
+    """A pause in whole units: minutes below an hour, hours below two days, then days."""
+    if seconds >= 2 * 86400:
+        count, unit = int(seconds // 86400), "day"
+    elif seconds >= 3600:
+        count, unit = int(seconds // 3600), "hour"
+    else:
+        count, unit = max(int(seconds // 60), 1), "minute"
+    return f"{count} {unit}{'' if count == 1 else 's'}"
+
+
+def resumption_note(paused: float, now: datetime, before: datetime) -> str:
+    """The note between a conversation's past and its present.
+
+    `now` and `before` are the home's local times of the resumption and of the last
+    message: a pause into another day names the day, as "14:05" alone would mislead.
+    """
+    when = f"{now:%H:%M}"
+    if now.date() != before.date():
+        when = f"{_WEEKDAYS[now.weekday()]} {now:%Y-%m-%d}, {when}"
+    return (
+        f"— Note, not from the user: {_elapsed(paused)} later, {when}; "
+        "what was observed before this line may have changed —"
+    )
+
+
+def _starts_exchange(entry: MessageEntry) -> bool:
+    """A question starts an exchange; the note of a resumption does not."""
+    return entry.role == "user" and RESUMED not in entry.tags
 
 
 class ConversationWindow:
@@ -242,7 +284,8 @@ class ConversationWindow:
 
         What a request can carry is not what the window keeps: the window keeps its
         messages, a request leaves out the oldest groups. The last complete exchange (the
-        last user message and everything after it) is always included, even over budget.
+        last question and everything after it, a resumption's note included) is always
+        included, even over budget.
         """
         messages = self._messages
         if self.history_tokens <= budget:
@@ -256,17 +299,17 @@ class ConversationWindow:
                 break
             kept.extend(seqs)
             used += cost
-            exchange_complete = exchange_complete or messages[seqs[0]].role == "user"
+            exchange_complete = exchange_complete or _starts_exchange(messages[seqs[0]])
         kept.sort()
         return [messages[seq] for seq in kept], len(messages) - len(kept)
 
     def last_exchange_tokens(self) -> int:
-        """Tokens of the last user message and everything after it (what a request always carries)."""
+        """Tokens of the last question and everything after it (what a request always carries)."""
         messages = self._messages
         used = 0
         for seqs in reversed(self._groups.values()):
             used += sum(messages[seq].token_count for seq in seqs)
-            if messages[seqs[0]].role == "user":
+            if _starts_exchange(messages[seqs[0]]):
                 break
         return used
 
@@ -388,18 +431,6 @@ class AgentWindows:
         self._window(conversation_id).add(entry, self.counter)
         return entry
 
-    def get_messages(
-        self, conversation_id: str, tag_filter: Iterable[str] | None = None
-    ) -> list[MessageEntry]:
-        """The conversation's messages; with a filter, those carrying any of its tags."""
-        window = self.windows.get(conversation_id)
-        if window is None:
-            return []
-        if tag_filter is None:
-            return window.messages()
-        wanted = frozenset(tag_filter)
-        return [m for m in window.messages() if not m.tags.isdisjoint(wanted)]
-
     def window_tokens(self, conversation_id: str) -> int:
         """Tokens of a conversation's history (its system message aside)."""
         window = self.windows.get(conversation_id)
@@ -440,6 +471,27 @@ class AgentWindows:
                 self.windows[conversation_id] = window
             self._last_by_source[source] = (conversation_id, now)
         return conversation_id
+
+    def note_resumption(self, conversation_id: str, time_zone: tzinfo) -> MessageEntry | None:
+        """After a pause, a note that time has passed, stored before the next question.
+
+        Stored once, as a message of its own, so that everything before it stays exactly
+        as the earlier requests sent it; it is counted and evicted like any message.
+        The home's time zone says what "14:05" means.
+        """
+        window = self.windows.get(conversation_id)
+        if window is None or len(window) == 0:
+            return None
+        now = self.clock()
+        paused = now - window.last_activity
+        if paused <= RESUME_AFTER_SECONDS:
+            return None
+        note = resumption_note(
+            paused,
+            datetime.fromtimestamp(now, time_zone),
+            datetime.fromtimestamp(window.last_activity, time_zone),
+        )
+        return self.add_message(conversation_id, "user", note, {RESUMED})
 
     def reset(self, conversation_id: str | None = None) -> int:
         """Forget one conversation, or all; returns how many were forgotten."""

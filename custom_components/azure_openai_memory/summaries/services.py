@@ -93,6 +93,7 @@ async def _async_summary_get(keeper: SummaryKeeper, call: ServiceCall) -> Servic
     for summary in shown:
         del summary["aggregated_into"]
         del summary["rewrite_pending"]
+        del summary["part_counts"]
     return {"summaries": shown}
 
 

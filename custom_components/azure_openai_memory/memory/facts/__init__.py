@@ -30,11 +30,20 @@ from .models import (
 )
 from .records import FACTS_VERSION, migrate_facts
 from .store import KEYWORD_WEIGHT, MIN_SIMILARITY, VECTOR_WEIGHT, FactStore
-from .supersede import SAME_TAGS_SIMILARITY, SUPERSEDE_SIMILARITY, conflicting
+from .supersede import (
+    CANDIDATE_SIMILARITY,
+    SAME_BODY_PART_SIMILARITY,
+    SAME_TAGS_SIMILARITY,
+    SUPERSEDE_SIMILARITY,
+    Relation,
+    Verdict,
+    conflicting,
+)
 from .text import FUZZY_SIMILARITY, bm25, normalize_for_comparison, terms
 from .vectors import Vector, decode_vector, encode_vector
 
 __all__ = [
+    "CANDIDATE_SIMILARITY",
     "FACTS_VERSION",
     "FUZZY_SIMILARITY",
     "KEYWORD_WEIGHT",
@@ -42,6 +51,7 @@ __all__ = [
     "MAX_SEARCH_LIMIT",
     "MAX_TAGS",
     "MIN_SIMILARITY",
+    "SAME_BODY_PART_SIMILARITY",
     "SAME_TAGS_SIMILARITY",
     "SUPERSEDE_SIMILARITY",
     "VECTOR_WEIGHT",
@@ -54,10 +64,12 @@ __all__ = [
     "MemoryConfidence",
     "MemorySource",
     "MemoryType",
+    "Relation",
     "SaveAction",
     "SaveResult",
     "SearchResult",
     "Vector",
+    "Verdict",
     "bm25",
     "conflicting",
     "decode_vector",

@@ -9,8 +9,9 @@ indexes and ranks nothing, so every other module of the package can build on it.
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from enum import StrEnum
-import re
+import functools
 from typing import Any
+import unicodedata
 
 from ..errors import InputError
 
@@ -25,7 +26,11 @@ CONFIDENCE_BOOST = {"high": 0.02, "medium": 0.01, "low": 0.0}
 RECENT_DAYS, RECENT_BOOST = 7, 0.01
 MONTH_DAYS, MONTH_BOOST = 30, 0.005
 
-_TAG = re.compile(r"^[\w-]+(:[\w.-]+)?$")
+# Apostrophes written alike (typographic, modifier letter) are one: the ASCII one.
+_APOSTROPHES = str.maketrans({"\u2019": "'", "\u02bc": "'", "\u2018": "'"})
+# Besides letters, digits and combining marks of any script, what a tag may hold.
+_PREFIX_CHARACTERS = frozenset("_-")
+_VALUE_CHARACTERS = frozenset("_-.'")
 
 
 class MemoryType(StrEnum):
@@ -62,11 +67,14 @@ class MemorySource(StrEnum):
 
 
 class SaveAction(StrEnum):
-    """What a save did."""
+    """What a save did: a new memory, the same one seen again, or a new memory replacing an
+    older one of the same subject, by the offline rule (superseded) or as a model judged
+    (updated)."""
 
     CREATED = "created"
     REINFORCED = "reinforced"
     SUPERSEDED = "superseded"
+    UPDATED = "updated"
 
 
 # Stored values to members without the enum constructor's cost (10,000 at start-up).
@@ -88,7 +96,7 @@ class FactSettings:
 
     archive_retention_days: float = 90
     high_confidence_threshold: int = 3
-    max_memories_per_type: int = 50
+    max_memories_per_type: int = 10_000
     relevance_score_threshold: float = 2
 
 
@@ -106,6 +114,8 @@ class Memory:
     occurrences: int = 1
     tags: tuple[str, ...] = ()
     source_reference: str | None = None
+    # Never pushed out by a cap, and offered first among the memories a search finds.
+    pinned: bool = False
 
     def as_dict(self) -> dict[str, Any]:
         """The stored and reported form (times still as POSIX seconds)."""
@@ -120,6 +130,7 @@ class Memory:
             "confidence": self.confidence.value,
             "occurrences": self.occurrences,
             "tags": list(self.tags),
+            "pinned": self.pinned,
         }
 
     @classmethod
@@ -134,8 +145,11 @@ class Memory:
             updated_at=float(data["updated_at"]),
             confidence=_CONFIDENCES[data["confidence"]],
             occurrences=int(data.get("occurrences", 1)),
-            tags=tuple(data.get("tags", ())),
+            # Folded as validate_tag folds them now: an earlier version only lowercased.
+            tags=tuple(dict.fromkeys(map(fold_tag, data.get("tags", ())))),
             source_reference=data.get("source_reference"),
+            # Records written before pinning existed have no such field: not pinned.
+            pinned=data.get("pinned") is True,
         )
 
 
@@ -244,14 +258,42 @@ def validate_content(content: Any) -> str:
     return content
 
 
+@functools.lru_cache(maxsize=16_384)
+def fold_tag(tag: str) -> str:
+    """A tag as stored and compared: composed (NFC), case folded, one apostrophe."""
+    return unicodedata.normalize("NFC", tag.translate(_APOSTROPHES).casefold())
+
+
+def _part_valid(part: str, allowed: frozenset[str]) -> bool:
+    """Letters, digits and combining marks of any script, and the allowed punctuation;
+    at least one letter or digit. No space, control or format character gets in."""
+    return any(char.isalnum() for char in part) and all(
+        char.isalnum() or char in allowed or unicodedata.category(char)[0] == "M" for char in part
+    )
+
+
+@functools.lru_cache(maxsize=16_384)
+def _checked_tag(folded: str) -> bool:
+    prefix, colon, value = folded.partition(":")
+    if not _part_valid(prefix, _PREFIX_CHARACTERS):
+        return False
+    return not colon or _part_valid(value, _VALUE_CHARACTERS)
+
+
 def validate_tag(tag: Any) -> str:
-    """A tag, lowercased: `prefix:value` or a plain word, at most MAX_TAG_LENGTH."""
+    """A tag, folded (fold_tag): `prefix:value` or a plain word, at most MAX_TAG_LENGTH.
+
+    Names are written as the household writes them: `person:İlkay`, `person:o'brien`,
+    `room:küche`, `person:张伟`. The prefix holds letters, digits, `_` and `-`; the
+    value also `.` and apostrophes.
+    """
     if not isinstance(tag, str):
         raise FactError("memory_tag_invalid", tag=tag)
-    tag = tag.strip().lower()
-    if len(tag) > MAX_TAG_LENGTH:
+    tag = tag.strip()
+    # Composing can shorten a decomposed name, but not by half: nothing longer is folded.
+    if len(tag) > 2 * MAX_TAG_LENGTH or len(tag := fold_tag(tag)) > MAX_TAG_LENGTH:
         raise FactError("memory_tag_too_long", tag=tag[:MAX_TAG_LENGTH], max=MAX_TAG_LENGTH)
-    if not _TAG.match(tag):
+    if not _checked_tag(tag):
         raise FactError("memory_tag_invalid", tag=tag)
     return tag
 

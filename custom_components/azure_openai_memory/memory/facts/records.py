@@ -19,7 +19,11 @@ from .models import CONFIDENCE_BOOST, ArchivedMemory, FactSettings, Memory, Memo
 from .text import KeywordIndex, document, normalize_for_comparison
 from .vectors import Vector, as_unit_vector, encode_vector
 
-FACTS_VERSION = 1
+# 2: the per-type cap's old default (50) is no longer kept as if a user had chosen it.
+FACTS_VERSION = 2
+# The per-type cap every installation stored before version 2, chosen or not: saving the
+# options form stored all four settings. Below the new default it archived a home's facts.
+OLD_DEFAULT_CAP = 50
 
 type _ArchiveKeywords = tuple[
     list[ArchivedMemory], KeywordIndex, npt.NDArray[np.float32], npt.NDArray[np.float64]
@@ -38,7 +42,7 @@ class FactRecords:
     """Every memory of the installation, indexed; FactStore adds what is done with them.
 
     Each active memory has a row in parallel numpy arrays (vector, confidence boost,
-    last update, whether in use) so that ranking 10,000 memories is one matrix product
+    last update, whether in use, whether pinned) so that ranking 10,000 memories is one matrix product
     and a few vector operations. Rows of removed memories are reused.
     """
 
@@ -68,6 +72,7 @@ class FactRecords:
         self._boost: npt.NDArray[np.float32] = np.zeros(0, dtype=np.float32)
         self._updated: npt.NDArray[np.float64] = np.zeros(0, dtype=np.float64)
         self._in_use: npt.NDArray[np.bool_] = np.zeros(0, dtype=bool)
+        self._pinned: npt.NDArray[np.bool_] = np.zeros(0, dtype=bool)
 
     # -- reading --
 
@@ -120,6 +125,7 @@ class FactRecords:
         self._boost = np.concatenate([self._boost, np.zeros(new - size, dtype=np.float32)])
         self._updated = np.concatenate([self._updated, np.zeros(new - size)])
         self._in_use = np.concatenate([self._in_use, np.zeros(new - size, dtype=bool)])
+        self._pinned = np.concatenate([self._pinned, np.zeros(new - size, dtype=bool)])
         self._free.extend(range(new - 1, size - 1, -1))
         self._ids.extend([None] * (new - size))
 
@@ -169,11 +175,13 @@ class FactRecords:
         self._in_use[:count] = True
         self._boost[:count] = [CONFIDENCE_BOOST[m.confidence.value] for m in memories]
         self._updated[:count] = [m.updated_at for m in memories]
+        self._pinned[:count] = [m.pinned for m in memories]
 
     def _refresh_row(self, memory: Memory) -> None:
         row = self._row[memory.id]
         self._boost[row] = CONFIDENCE_BOOST[memory.confidence.value]
         self._updated[row] = memory.updated_at
+        self._pinned[row] = memory.pinned
 
     def _unindex(self, memory: Memory) -> None:
         self._stored.pop(memory.id, None)
@@ -196,6 +204,7 @@ class FactRecords:
         self._keywords.remove(row)
         self._ids[row] = None
         self._in_use[row] = False
+        self._pinned[row] = False
         self._has_vector[row] = False
         self._free.append(row)
 
@@ -365,7 +374,20 @@ class FactRecords:
 
 
 def migrate_facts(version: int, data: dict[str, Any]) -> dict[str, Any]:
-    """Only version 1 exists; a newer file is not ours to read."""
+    """1 -> 2: a stored cap of the old default goes, so the current default applies.
+
+    A newer file is not ours to read.
+    """
     if version > FACTS_VERSION:
         raise ValueError(f"memories stored by a newer version ({version})")
+    settings = data.get("settings")
+    if (
+        version < 2
+        and isinstance(settings, dict)
+        and settings.get("max_memories_per_type") == OLD_DEFAULT_CAP
+    ):
+        data = {
+            **data,
+            "settings": {k: v for k, v in settings.items() if k != "max_memories_per_type"},
+        }
     return data

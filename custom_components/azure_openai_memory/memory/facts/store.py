@@ -47,8 +47,16 @@ from .models import (
     validate_tags,
 )
 from .records import FactRecords
-from .supersede import SAME_TAGS_SIMILARITY, SUPERSEDE_SIMILARITY, conflicting, same_words_alike
-from .text import normalize_for_comparison, terms
+from .supersede import (
+    CANDIDATE_SIMILARITY,
+    SUPERSEDE_SIMILARITY,
+    Relation,
+    Verdict,
+    conflicting,
+    same_tags_similarity,
+    same_words_alike,
+)
+from .text import normalize_for_comparison, numbers_of, terms
 from .vectors import Vector, as_unit_vector
 
 # Below this cosine similarity a memory is no answer to a question (unless words match).
@@ -64,6 +72,8 @@ VECTOR_WEIGHT = 0.995
 KEYWORD_WEIGHT = 0.005
 # Memories of one type sharing a tag value that make a pattern.
 PATTERN_MIN_MEMORIES = 3
+# Added to a pinned memory's score for ordering only: above any relevance and boosts.
+PINNED_FIRST = 10.0
 
 _OVERRIDE = re.compile(r"\boverr(id|ode)", re.IGNORECASE)
 
@@ -87,11 +97,17 @@ class FactStore(FactRecords):
         source: MemorySource | str = MemorySource.MANUAL,
         source_reference: str | None = None,
         vector: Sequence[float] | npt.NDArray[Any] | None = None,
+        pinned: bool | None = None,
+        verdict: Verdict | None = None,
         now: float | None = None,
     ) -> SaveResult:
         """Save with the three-step deduplication; raises FactError on bad input.
 
         Everything is validated before anything changes: a refused save writes nothing.
+        `pinned` pins (True) or unpins (False) the memory saved or reinforced; None leaves
+        a reinforced memory as it was, and a new one takes the pin of what it replaces.
+        A `verdict` (a model's, on the memory update_candidate offered) decides step 2
+        instead of the offline rule, while that memory is still there.
         """
         content = validate_content(content)
         kind = parse_type(memory_type)
@@ -100,27 +116,25 @@ class FactStore(FactRecords):
         origin = parse_source(source)
         now = time.time() if now is None else now
         unit = as_unit_vector(vector) if vector is not None else None
-        threshold = self.settings.high_confidence_threshold
 
         # 1. The same words again: seen once more.
         existing_id = self._by_content.get(normalize_for_comparison(content))
         if existing_id is not None:
-            existing = self._active[existing_id]
-            self._stored.pop(existing_id, None)
-            existing.occurrences += 1
-            existing.updated_at = now
-            if level is MemoryConfidence.HIGH or existing.occurrences >= threshold:
-                existing.confidence = MemoryConfidence.HIGH
-            self._refresh_row(existing)
-            if unit is not None and not self._has_vector[self._row[existing_id]]:
-                self._put_vector(self._row[existing_id], unit)
-            if added := [t for t in tag_tuple if t not in existing.tags]:
-                # The new save's tags too: forgetting or erasing by any of them finds it.
-                vector = self.vector(existing_id)
-                self._unindex(existing)
-                existing.tags = (*existing.tags, *added)[:MAX_TAGS]
-                self._index(existing, vector)
-            return SaveResult(SaveAction.REINFORCED, existing)
+            return self._reinforce(self._active[existing_id], tag_tuple, level, pinned, unit, now)
+
+        # 2. The same subject: the new memory replaces the old one, or repeats it.
+        judged = self._active.get(verdict.memory_id) if verdict is not None else None
+        if verdict is not None and judged is not None and judged.type is kind:
+            relation = verdict.relation
+            if relation is Relation.REPEATS and numbers_of(content) != numbers_of(judged.content):
+                relation = Relation.ADDS  # a changed number is never the same fact
+            if relation is Relation.REPEATS:
+                return self._reinforce(judged, tag_tuple, level, pinned, None, now)
+            old = judged if relation is Relation.REPLACES else None
+            action = SaveAction.UPDATED
+        else:
+            old = self._same_subject(kind, tag_tuple, unit, content)
+            action = SaveAction.SUPERSEDED
 
         memory = Memory(
             id=_new_id(),
@@ -132,44 +146,106 @@ class FactStore(FactRecords):
             confidence=level or MemoryConfidence.MEDIUM,
             tags=tag_tuple,
             source_reference=source_reference,
+            pinned=bool(pinned),
         )
-        # 2. The same subject: the new memory replaces the old, and inherits its count.
+        # It inherits the old one's count (and its pin, unless this save says otherwise).
         archived = None
-        if (old := self._same_subject(kind, tag_tuple, unit, content)) is not None:
+        if old is not None:
             memory.occurrences = old.occurrences + 1
-            if memory.occurrences >= threshold:
+            memory.pinned = old.pinned if pinned is None else pinned
+            if memory.occurrences >= self.settings.high_confidence_threshold:
                 memory.confidence = MemoryConfidence.HIGH
             shared = ", ".join(t for t in tag_tuple if t in old.tags)
-            archived = self._archive(
-                old, memory.id, f"Updated by newer observation about {shared}", now
+            reason = (
+                f"Updated by newer observation about {shared}"
+                if action is SaveAction.SUPERSEDED
+                else f"Replaced by a newer fact about {shared} (as the model judged)"
             )
+            archived = self._archive(old, memory.id, reason, now)
         # 3. Otherwise a new memory.
         self._index(memory, unit)
         evicted = self._evict_over_cap(kind, now, keep=memory.id)
-        return SaveResult(
-            SaveAction.SUPERSEDED if archived else SaveAction.CREATED, memory, archived, evicted
-        )
+        return SaveResult(action if archived else SaveAction.CREATED, memory, archived, evicted)
+
+    def _reinforce(
+        self,
+        existing: Memory,
+        tags: tuple[str, ...],
+        level: MemoryConfidence | None,
+        pinned: bool | None,
+        unit: Vector | None,
+        now: float,
+    ) -> SaveResult:
+        """A memory seen once more: counted, confident from the threshold, pinned as asked."""
+        existing_id = existing.id
+        self._stored.pop(existing_id, None)
+        existing.occurrences += 1
+        existing.updated_at = now
+        if (
+            level is MemoryConfidence.HIGH
+            or existing.occurrences >= self.settings.high_confidence_threshold
+        ):
+            existing.confidence = MemoryConfidence.HIGH
+        if pinned is not None:
+            existing.pinned = pinned
+        self._refresh_row(existing)
+        if unit is not None and not self._has_vector[self._row[existing_id]]:
+            self._put_vector(self._row[existing_id], unit)
+        if added := [t for t in tags if t not in existing.tags]:
+            # The new save's tags too: forgetting or erasing by any of them finds it.
+            vector = self.vector(existing_id)
+            self._unindex(existing)
+            existing.tags = (*existing.tags, *added)[:MAX_TAGS]
+            self._index(existing, vector)
+        return SaveResult(SaveAction.REINFORCED, existing)
+
+    def update_candidate(
+        self,
+        content: str,
+        memory_type: MemoryType | str,
+        tags: Iterable[str] = (),
+        *,
+        vector: Sequence[float] | npt.NDArray[Any] | None = None,
+    ) -> Memory | None:
+        """The memory a model should be asked about before this content is saved.
+
+        The most alike memory of the type sharing a tag (none naming another person,
+        room or device) at least CANDIDATE_SIMILARITY alike; without a comparable
+        embedding, the memory the offline rule would supersede. None when the content
+        repeats a memory word for word (step 1 of save decides) or nothing is close.
+        """
+        content = validate_content(content)
+        kind = parse_type(memory_type)
+        tag_tuple = validate_tags(tags)
+        unit = as_unit_vector(vector) if vector is not None else None
+        if normalize_for_comparison(content) in self._by_content:
+            return None
+        if unit is not None and unit.shape[0] == self._dims:
+            return self._alike_sharing_tags(kind, tag_tuple, unit, CANDIDATE_SIMILARITY)
+        return self._same_subject(kind, tag_tuple, unit, content)
 
     def _same_subject(
         self, kind: MemoryType, tags: tuple[str, ...], vector: Vector | None, content: str
     ) -> Memory | None:
-        """The memory a new one replaces: same tag set, or shared tags and alike embeddings.
+        """The memory a new one replaces by the offline rule: same tag set, or shared tags
+        and alike embeddings.
 
-        With embeddings on both sides, the same tag set also needs SAME_TAGS_SIMILARITY;
-        without, it needs shared words (same_words_alike).
+        With embeddings on both sides, the same tag set needs same_tags_similarity;
+        without, shared words (same_words_alike).
         """
         if not tags:
             return None
         comparable = vector is not None and vector.shape[0] == self._dims
         same = self._by_tag_set.get((kind, frozenset(tags)))
         if same:
+            cut = same_tags_similarity(kind, tags)
             best: tuple[float, Memory] | None = None
             for same_id in same:
                 row = self._row[same_id]
                 if comparable and self._has_vector[row]:
                     assert vector is not None
                     alike = float(self._vectors[row] @ vector)
-                    if alike < SAME_TAGS_SIMILARITY:
+                    if alike < cut:
                         continue
                 elif same_words_alike(kind, tags, content, self._active[same_id].content):
                     alike = 1.0
@@ -185,6 +261,13 @@ class FactStore(FactRecords):
                 return best[1]
         if vector is None or not comparable:
             return None
+        return self._alike_sharing_tags(kind, tags, vector, SUPERSEDE_SIMILARITY)
+
+    def _alike_sharing_tags(
+        self, kind: MemoryType, tags: tuple[str, ...], vector: Vector, cut: float
+    ) -> Memory | None:
+        """The most alike memory of a type sharing a tag, at least `cut` alike, whose tags
+        name no other person (room, device)."""
         candidates: set[str] = set()
         for tag in tags:
             candidates |= self._by_type_tag.get((kind, tag), set())
@@ -195,8 +278,7 @@ class FactStore(FactRecords):
         if not rows.size:
             return None
         similarity = self._vectors[rows] @ vector
-        close = np.flatnonzero(similarity >= SUPERSEDE_SIMILARITY)
-        # Most alike first; tags naming another person (room, device) rule one out.
+        close = np.flatnonzero(similarity >= cut)
         for index in close[np.argsort(-similarity[close])]:
             memory_id = self._ids[int(rows[index])]
             assert memory_id is not None
@@ -207,24 +289,33 @@ class FactStore(FactRecords):
     def _evict_over_cap(
         self, kind: MemoryType, now: float, keep: str | None = None
     ) -> tuple[ArchivedMemory, ...]:
-        """Beyond max_memories_per_type, the least confident, oldest memories go first."""
+        """Beyond max_memories_per_type, the least confident, oldest memories go first.
+
+        Pinned memories count towards the cap but never go: a type holds more than its
+        cap only when they alone are more.
+        """
         ids = self._by_type.get(kind, set())
         over = len(ids) - self.settings.max_memories_per_type
         if over <= 0:
             return ()
+        active = self._active
         order = sorted(
-            (self._active[i] for i in ids if i != keep),
+            (active[i] for i in ids if i != keep and not active[i].pinned),
             key=lambda m: (CONFIDENCE_ORDER[m.confidence], m.updated_at),
         )
         return tuple(
             self._archive(m, None, "Over max_memories_per_type", now) for m in order[:over]
         )
 
-    def apply_settings(self, settings: FactSettings, now: float | None = None) -> int:
-        """New settings; a lowered cap archives at once. Returns how many were archived."""
+    def apply_settings(
+        self, settings: FactSettings, now: float | None = None
+    ) -> tuple[ArchivedMemory, ...]:
+        """New settings; a lowered cap archives at once. Returns what it archived."""
         self.settings = settings
         now = time.time() if now is None else now
-        return sum(len(self._evict_over_cap(kind, now)) for kind in list(self._by_type))
+        return tuple(
+            archived for kind in list(self._by_type) for archived in self._evict_over_cap(kind, now)
+        )
 
     # -- searching --
 
@@ -258,8 +349,13 @@ class FactStore(FactRecords):
                     (a.memory, self._plain_score(a.memory, now))
                     for a in self._archived_matching(kind, wanted)
                 ]
+            active = self._active
             found.sort(
-                key=lambda pair: (CONFIDENCE_ORDER[pair[0].confidence], pair[0].updated_at),
+                key=lambda pair: (
+                    pair[0].pinned and pair[0].id in active,
+                    CONFIDENCE_ORDER[pair[0].confidence],
+                    pair[0].updated_at,
+                ),
                 reverse=True,
             )
             return SearchResult(found[:limit], "keyword")
@@ -267,7 +363,13 @@ class FactStore(FactRecords):
         result = self._rank(text, unit, candidates, limit, now)
         if include_archived:
             extra = self._rank_archived(text, kind, wanted, now)
-            merged = sorted(result.memories + extra, key=lambda pair: pair[1], reverse=True)
+            # Archived records keep the pin they had; only an active one is offered first.
+            pinned = {m.id for m, _score in result.memories if m.pinned}
+            merged = sorted(
+                result.memories + extra,
+                key=lambda pair: (pair[0].id in pinned, pair[1]),
+                reverse=True,
+            )
             result = SearchResult(merged[:limit], result.ranker)
         return result
 
@@ -319,10 +421,12 @@ class FactStore(FactRecords):
             relevance = keyword
             allowed &= matched
         total = relevance + self._boost + self._recency(self._updated, now)
+        # Pinned memories first among the matches, then by score (at most about 1.03).
+        order = total + PINNED_FIRST * self._pinned
         rows = np.flatnonzero(allowed)
         if rows.size > limit:
-            rows = rows[np.argpartition(-total[rows], limit - 1)[:limit]]
-        rows = rows[np.argsort(-total[rows], kind="stable")]
+            rows = rows[np.argpartition(-order[rows], limit - 1)[:limit]]
+        rows = rows[np.argsort(-order[rows], kind="stable")]
         found: list[tuple[Memory, float]] = []
         for row in rows:
             memory_id = self._ids[int(row)]
@@ -349,23 +453,32 @@ class FactStore(FactRecords):
     # -- patterns --
 
     def patterns(self) -> list[PatternInsight]:
-        """Any tag value recurring in PATTERN_MIN_MEMORIES+ memories of a type, and overrides.
+        """Any tag value reported PATTERN_MIN_MEMORIES+ times in memories of a type, and
+        overrides.
 
         Not only `body:` tags of injuries: a home has rooms, people and devices in any
-        type, so every tag prefix of every type is looked at.
+        type, so every tag prefix of every type is looked at. What counts is what was
+        reported, not what is still active: three knee reports that each updated the last
+        leave one active memory, whose occurrences carry the three (and whose supersede
+        chain, while the archive keeps it, is the evidence).
         """
+        chains = self._supersede_chains()
         insights: list[PatternInsight] = []
         for (kind, tag), ids in sorted(self._by_type_tag.items()):
-            if len(ids) < PATTERN_MIN_MEMORIES or ":" not in tag:
+            if ":" not in tag:
+                continue
+            reported = sum(self._active[i].occurrences for i in ids)
+            if reported < PATTERN_MIN_MEMORIES:
                 continue
             prefix, value = tag.split(":", 1)
-            evidence = sorted(ids, key=lambda i: self._active[i].created_at)
+            shown = [m for i in ids for m in (*chains.get(i, ()), self._active[i])]
+            evidence = [m.id for m in sorted(shown, key=lambda m: m.created_at)]
             insights.append(
                 PatternInsight(
                     pattern_type=f"recurring_{prefix}",
                     description=(
                         f"Recurring {prefix} {value} in {kind.value} memories "
-                        f"({len(ids)} occurrences)"
+                        f"({reported} occurrences)"
                     ),
                     evidence=evidence,
                     confidence=MemoryConfidence.HIGH,
@@ -389,6 +502,25 @@ class FactStore(FactRecords):
                 )
             )
         return insights
+
+    def _supersede_chains(self) -> dict[str, list[Memory]]:
+        """Active memory id -> the archived memories it replaced, directly or through others."""
+        replaced_by: dict[str, list[Memory]] = {}
+        for archived in self._archived.values():
+            if archived.superseded_by is not None:
+                replaced_by.setdefault(archived.superseded_by, []).append(archived.memory)
+        chains: dict[str, list[Memory]] = {}
+        for memory_id in replaced_by.keys() & self._active.keys():
+            chain, seen, todo = [], {memory_id}, list(replaced_by[memory_id])
+            while todo:
+                older = todo.pop()
+                if older.id in seen:
+                    continue
+                seen.add(older.id)
+                chain.append(older)
+                todo.extend(replaced_by.get(older.id, ()))
+            chains[memory_id] = chain
+        return chains
 
     # -- forgetting --
 

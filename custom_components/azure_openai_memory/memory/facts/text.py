@@ -11,6 +11,7 @@ import functools
 import math
 import re
 from typing import Any
+import unicodedata
 
 import numpy as np
 import numpy.typing as npt
@@ -23,7 +24,6 @@ FUZZY_GRAM = 4
 FUZZY_SIMILARITY = 0.4
 
 _WORD = re.compile(r"\w+")
-_PUNCTUATION = re.compile(r"[^\w\s]")
 _STOP_TEXT = (
     "a an and are as at be been by can do does did for from has have how i in is it its "
     "me my of on or our should so that the their them there these they this to was we "
@@ -32,10 +32,58 @@ _STOP_TEXT = (
 _STOP_WORDS = frozenset(_STOP_TEXT.split())
 
 
+# What makes a number that number stays: a sign or decimal separator before it, and the
+# separators, time colons, slashes and dashes between its digits ("-18", ".5", "2,5",
+# "7:30", "12-34"). Dropped as punctuation, "2.5 mg" would read "25 mg" and a changed
+# dose would only reinforce the old one. Such a mark goes when no digit follows, when a
+# ":", "/" or "'" does not follow a digit either, and when a "-", "." or "," follows a
+# letter or another separator ("x-5", "a..5"). Each alternative starts with its
+# character class, so that text without punctuation costs no more than a scan.
+_NUMBER_MARK_DROPPED = (
+    r"[.,:/'-](?:(?!\d)|(?<=[:/'])(?<!\d.)|(?<=[-.,])(?:(?<=[^\W\d].)|(?<=[.,].)))"
+)
+# ASCII punctuation other than number marks; ASCII symbols ($ + < = > ^ ` | ~) and "%" stay.
+_ASCII_DROPPED = re.compile(rf"[!\"#&()*;?@\[\\\]{{}}]|{_NUMBER_MARK_DROPPED}")
+# Beyond ASCII, every other character outside words is looked at (_symbol_or_nothing).
+_OTHER_CHARACTER = re.compile(rf"[^\w\s.,:/'-]|{_NUMBER_MARK_DROPPED}")
+# Minus signs and apostrophes NFKC leaves apart from their ASCII forms; emoji variation
+# selectors (text or picture style) say nothing about the fact.
+_SAME_CHARACTERS = {"\u2212": "-", "\u2019": "'", "\u02bc": "'", "\ufe0e": "", "\ufe0f": ""}
+_SAME_CHARACTER = re.compile(f"[{''.join(_SAME_CHARACTERS)}]")
+
+
+def _symbol_or_nothing(match: re.Match[str]) -> str:
+    """A character outside words still says something when it is a symbol (a unit, a
+    currency, an emoji: "°", "€", "🐱"), a combining mark or "%"; punctuation and format
+    characters go."""
+    char = match.group()
+    return char if unicodedata.category(char)[0] in "SM" or char in "%‰" else ""
+
+
 def normalize_for_comparison(content: str) -> str:
-    """Content as compared to find a duplicate: lowercase, punctuation gone, whitespace
-    collapsed."""
-    return " ".join(_PUNCTUATION.sub("", content.lower()).split())
+    """Content as compared to find an exact repeat: case (and compatibility forms) folded,
+    punctuation and spacing gone, but numbers, times, signs, units and symbols kept.
+
+    Content of punctuation alone is compared as written, spacing collapsed: "?!" is
+    not "!!".
+    """
+    if content.isascii():
+        folded = content.lower()
+        kept = _ASCII_DROPPED.sub("", folded)
+    else:
+        folded = unicodedata.normalize("NFKC", content).casefold()
+        folded = _SAME_CHARACTER.sub(lambda m: _SAME_CHARACTERS[m.group()], folded)
+        kept = _OTHER_CHARACTER.sub(_symbol_or_nothing, folded)
+    return " ".join(kept.split()) or " ".join(folded.split())
+
+
+_NUMBER = re.compile(r"\d+(?:[.,:/'-]\d+)*")
+
+
+def numbers_of(content: str) -> list[str]:
+    """The numbers a text states, as written (times, decimals and codes whole): two texts
+    with other numbers are never one fact said again."""
+    return _NUMBER.findall(normalize_for_comparison(content))
 
 
 @functools.lru_cache(maxsize=65_536)

@@ -1,0 +1,319 @@
+"""The package's layout rules and the tests' own, read from the source (AST, no imports).
+
+Package: no import cycles among its modules (importing a submodule also runs its
+subpackage's `__init__`, so that counts as an import of the subpackage too); no run-time
+`from . import …` of the integration's own `__init__` (loading one platform must not load
+everything; a subpackage's `__init__` is its public face and may be imported from); no import of
+another module's private (`_`-prefixed) name; every `HassKey` made in `data.py`. Imports
+count at any depth (inside functions too); those under `if TYPE_CHECKING:` do not run and
+do not count.
+
+Tests: they go through public surfaces, so none imports a private name of the package and
+none puts anything into `hass.data`.
+
+The four package tests fail until the package follows the layout; each failure lists every
+violation, one per line.
+"""
+
+import ast
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+ROOT = Path(__file__).parents[1]
+PACKAGE = "custom_components.azure_openai_memory"
+PACKAGE_DIR = ROOT / "custom_components" / "azure_openai_memory"
+TESTS_DIR = ROOT / "tests"
+DATA_MODULE = f"{PACKAGE}.data"
+
+
+@dataclass(frozen=True)
+class Import:
+    """One imported module, or one name from a module, where the source says so."""
+
+    importer: str
+    line: int
+    module: str  # the module the import executes (a submodule when one is named)
+    name: str | None  # the name taken from `module`; None for `import x` or a submodule
+    from_package_init: bool  # the name is taken from a package's __init__
+
+
+def module_name(path: Path, top: Path, prefix: str) -> str:
+    """The dotted name of a file below top (a package's __init__ is the package)."""
+    parts = list(path.relative_to(top).with_suffix("").parts)
+    if parts[-1] == "__init__":
+        parts.pop()
+    return ".".join([prefix, *parts]) if parts else prefix
+
+
+def package_modules() -> dict[str, Path]:
+    """Every module of the package, by dotted name."""
+    return {
+        module_name(path, PACKAGE_DIR, PACKAGE): path for path in sorted(PACKAGE_DIR.rglob("*.py"))
+    }
+
+
+def is_type_checking(node: ast.If) -> bool:
+    test = node.test
+    return (isinstance(test, ast.Name) and test.id == "TYPE_CHECKING") or (
+        isinstance(test, ast.Attribute) and test.attr == "TYPE_CHECKING"
+    )
+
+
+def run_time_nodes(tree: ast.AST) -> Iterator[ast.AST]:
+    """Every node at any depth, except what sits under `if TYPE_CHECKING:`."""
+    stack: list[ast.AST] = [tree]
+    while stack:
+        node = stack.pop()
+        yield node
+        if isinstance(node, ast.If) and is_type_checking(node):
+            stack.extend(node.orelse)  # the else branch does run
+            continue
+        stack.extend(ast.iter_child_nodes(node))
+
+
+def resolve(importer: str, is_package: bool, level: int, module: str | None) -> str:
+    """The absolute name of a relative import's module."""
+    if level == 0:
+        return module or ""
+    base = importer.split(".")
+    if not is_package:
+        base.pop()  # a module's imports are relative to its package
+    if level > 1:
+        base = base[: len(base) - (level - 1)]
+    return ".".join([*base, module] if module else base)
+
+
+def imports_of(name: str, path: Path, known: dict[str, Path]) -> list[Import]:
+    """What a module imports at run time; `known` tells modules from names."""
+    tree = ast.parse(path.read_text(), str(path))
+    is_package = path.name == "__init__.py"
+    found: list[Import] = []
+    for node in run_time_nodes(tree):
+        if isinstance(node, ast.Import):
+            found.extend(Import(name, node.lineno, a.name, None, False) for a in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            source = resolve(name, is_package, node.level, node.module)
+            source_is_package = source in known and known[source].name == "__init__.py"
+            for alias in node.names:
+                submodule = f"{source}.{alias.name}"
+                if submodule in known:
+                    found.append(Import(name, node.lineno, submodule, None, False))
+                else:
+                    found.append(Import(name, node.lineno, source, alias.name, source_is_package))
+    return found
+
+
+def cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """The strongly connected components with a cycle in them (Tarjan), each sorted."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    on_stack: set[str] = set()
+    stack: list[str] = []
+    found: list[list[str]] = []
+
+    def visit(node: str) -> None:
+        index[node] = low[node] = len(index)
+        stack.append(node)
+        on_stack.add(node)
+        for target in sorted(graph.get(node, ())):
+            if target not in index:
+                visit(target)
+                low[node] = min(low[node], low[target])
+            elif target in on_stack:
+                low[node] = min(low[node], index[target])
+        if low[node] == index[node]:
+            component = []
+            while True:
+                member = stack.pop()
+                on_stack.discard(member)
+                component.append(member)
+                if member == node:
+                    break
+            if len(component) > 1 or node in graph.get(node, ()):
+                found.append(sorted(component))
+
+    for node in sorted(graph):
+        if node not in index:
+            visit(node)
+    return sorted(found)
+
+
+def package_imports() -> list[Import]:
+    modules = package_modules()
+    return [imp for name, path in modules.items() for imp in imports_of(name, path, modules)]
+
+
+def short(module: str) -> str:
+    return module.removeprefix(f"{PACKAGE}.") if module != PACKAGE else "__init__"
+
+
+def report(title: str, lines: list[str]) -> str:
+    return "\n".join([f"{title} ({len(lines)}):", *(f"  {line}" for line in lines)])
+
+
+# -- The package's layout --------------------------------------------------------------------
+
+
+def test_no_import_cycles() -> None:
+    modules = package_modules()
+    graph: dict[str, set[str]] = {name: set() for name in modules}
+    for imp in package_imports():
+        targets = [imp.module]
+        # Importing a.b.c runs a.b's __init__ first (the integration's own is always running).
+        parts = imp.module.split(".")
+        targets += [".".join(parts[:n]) for n in range(len(PACKAGE.split(".")) + 1, len(parts))]
+        for target in targets:
+            inside = imp.importer.startswith(f"{target}.")  # a sibling of its own package
+            if target in modules and target not in (imp.importer, PACKAGE) and not inside:
+                graph[imp.importer].add(target)
+    found = [" -> ".join(short(m) for m in component) for component in cycles(graph)]
+    assert found == [], report("Modules importing each other", found)
+
+
+def test_nothing_is_imported_from_the_integration_init() -> None:
+    found = [
+        f"{short(imp.importer)}:{imp.line} takes {imp.name} from {short(imp.module)}"
+        for imp in package_imports()
+        if imp.module == PACKAGE and imp.importer != PACKAGE
+    ]
+    assert found == [], report("Names taken from the integration's __init__ at run time", found)
+
+
+def test_no_private_name_of_another_module_is_imported() -> None:
+    found = [
+        f"{short(imp.importer)}:{imp.line} imports {imp.name} from {short(imp.module)}"
+        for imp in package_imports()
+        if imp.module.startswith(PACKAGE)
+        and imp.name is not None
+        and imp.name.startswith("_")
+        and not imp.name.startswith("__")
+        and imp.module != imp.importer
+    ]
+    assert found == [], report("Private names imported from another module", found)
+
+
+def test_every_hass_key_is_made_in_data() -> None:
+    found = []
+    for name, path in package_modules().items():
+        if name == DATA_MODULE:
+            continue
+        for node in ast.walk(ast.parse(path.read_text(), str(path))):
+            if isinstance(node, ast.Call) and (
+                (isinstance(node.func, ast.Name) and node.func.id == "HassKey")
+                or (isinstance(node.func, ast.Attribute) and node.func.attr == "HassKey")
+            ):
+                found.append(f"{short(name)}:{node.lineno}")
+    assert found == [], report("HassKeys made outside data.py", found)
+
+
+def test_the_rules_see_what_they_check() -> None:
+    """The readers above find what they look for: a guard against checks that pass on nothing."""
+    modules = package_modules()
+    assert f"{PACKAGE}.const" in modules
+    assert f"{PACKAGE}.memory.window" in modules
+    imported = {(imp.importer, imp.module) for imp in package_imports()}
+    assert (PACKAGE, f"{PACKAGE}.const") in imported
+    assert cycles({"a": {"b"}, "b": {"a"}, "c": {"a"}}) == [["a", "b"]]
+    assert cycles({"a": {"a"}}) == [["a"]]
+    assert resolve(f"{PACKAGE}.memory.window", False, 2, "const") == f"{PACKAGE}.const"
+    assert resolve(f"{PACKAGE}.llm", True, 1, "client") == f"{PACKAGE}.llm.client"
+    tree = ast.parse("if TYPE_CHECKING:\n    import a\nelse:\n    import b\nimport c\n")
+    names = [a.name for n in run_time_nodes(tree) if isinstance(n, ast.Import) for a in n.names]
+    assert sorted(names) == ["b", "c"]
+
+
+# -- The tests' own rules --------------------------------------------------------------------
+
+
+def files_under_tests() -> list[Path]:
+    """Every Python file under tests/."""
+    return sorted(TESTS_DIR.rglob("*.py"))
+
+
+def is_hass_data(node: ast.AST) -> bool:
+    """`hass.data` or `<anything>.hass.data`."""
+    if not (isinstance(node, ast.Attribute) and node.attr == "data"):
+        return False
+    owner = node.value
+    return (isinstance(owner, ast.Name) and owner.id == "hass") or (
+        isinstance(owner, ast.Attribute) and owner.attr == "hass"
+    )
+
+
+def hass_data_writes(tree: ast.AST) -> Iterator[int]:
+    """Lines that put an entry into hass.data (or take one out)."""
+    for node in ast.walk(tree):
+        targets: list[ast.expr] = []
+        if isinstance(node, ast.Assign):
+            targets = node.targets
+        elif isinstance(node, ast.AugAssign | ast.AnnAssign):
+            targets = [node.target]
+        elif isinstance(node, ast.Delete):
+            targets = node.targets
+        for target in targets:
+            if isinstance(target, ast.Subscript) and is_hass_data(target.value):
+                yield target.lineno
+        if (
+            isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Attribute)
+            and node.func.attr in ("setdefault", "update", "__setitem__")
+            and is_hass_data(node.func.value)
+        ):
+            yield node.lineno
+
+
+def private_package_imports(tree: ast.AST) -> Iterator[str]:
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+            if not node.module.startswith(PACKAGE):
+                continue
+            if any(
+                part.startswith("_") and not part.startswith("__")
+                for part in node.module.split(".")
+            ):
+                yield f"{node.lineno}: from {node.module}"
+            for alias in node.names:
+                if alias.name.startswith("_") and not alias.name.startswith("__"):
+                    yield f"{node.lineno}: {alias.name} from {node.module}"
+        elif isinstance(node, ast.Import):
+            for alias in node.names:
+                parts = alias.name.split(".")
+                if alias.name.startswith(PACKAGE) and any(
+                    p.startswith("_") and not p.startswith("__") for p in parts
+                ):
+                    yield f"{node.lineno}: import {alias.name}"
+
+
+def test_no_test_imports_a_private_name_of_the_package() -> None:
+    found = [
+        f"{path.relative_to(ROOT)}:{where}"
+        for path in files_under_tests()
+        for where in private_package_imports(ast.parse(path.read_text(), str(path)))
+    ]
+    assert found == [], report("Tests importing private names of the package", found)
+
+
+def test_no_test_puts_anything_into_hass_data() -> None:
+    found = [
+        f"{path.relative_to(ROOT)}:{line}"
+        for path in files_under_tests()
+        for line in hass_data_writes(ast.parse(path.read_text(), str(path)))
+    ]
+    assert found == [], report("Tests writing hass.data", found)
+
+
+def test_the_test_rules_see_what_they_check() -> None:
+    """The readers above find what they look for."""
+    writes = ast.parse(
+        "hass.data[KEY] = 1\nself.hass.data[KEY] += 1\nhass.data.setdefault(KEY, {})\n"
+        "del hass.data[KEY]\nvalue = hass.data[KEY]\n"
+    )
+    assert sorted(hass_data_writes(writes)) == [1, 2, 3, 4]
+    imports = ast.parse(
+        f"from {PACKAGE}.memory import tokens\nfrom {PACKAGE}.memory.history import _MIGRATIONS\n"
+    )
+    assert list(private_package_imports(imports)) == [
+        f"2: _MIGRATIONS from {PACKAGE}.memory.history"
+    ]
+    assert Path(__file__) in files_under_tests()

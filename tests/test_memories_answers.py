@@ -1,0 +1,91 @@
+"""One answer shape for saves: memory_save and the remember tool say what happened, what a
+newer fact replaced and what a cap pushed out, so the agent can tell the user."""
+
+import json
+from typing import Any
+
+from homeassistant.core import HomeAssistant
+from homeassistant.setup import async_setup_component
+import pytest
+from pytest_homeassistant_custom_component.common import MockConfigEntry
+
+from custom_components.azure_openai_memory.const import DOMAIN
+from custom_components.azure_openai_memory.data import DATA_MEMORIES
+from custom_components.azure_openai_memory.memory.facts import FactSettings
+
+from .azure_stub import AzureStub, Reply, ToolCall
+from .conftest import NO_TOOLS, converse
+
+KNEE = {"type": "injury_history", "tags": ["body:knee"]}
+
+
+@pytest.fixture
+async def services(hass: HomeAssistant) -> None:
+    """The integration without any entry: memories need none (ranked by words)."""
+    assert await async_setup_component(hass, DOMAIN, {})
+
+
+async def call(hass: HomeAssistant, service: str, **data: Any) -> dict[str, Any]:
+    response = await hass.services.async_call(
+        DOMAIN, f"memory_{service}", data, blocking=True, return_response=True
+    )
+    assert response is not None
+    return dict(response)
+
+
+async def test_memory_save_answers_what_it_replaced_and_pushed_out(
+    hass: HomeAssistant, services: None
+) -> None:
+    created = await call(hass, "save", content="Occasional knee soreness", **KNEE)
+    assert set(created) == {"action", "memory", "replaced", "archived", "evicted"}
+    assert (created["action"], created["replaced"], created["evicted"]) == ("created", None, [])
+    updated = await call(hass, "save", content="Chronic knee pain after runs over 15km", **KNEE)
+    assert updated["action"] == "superseded"
+    assert updated["replaced"] == {
+        "id": created["memory"]["id"],
+        "content": "Occasional knee soreness",
+    }
+    # The archived record as before, for scripts written against it.
+    assert updated["archived"]["id"] == created["memory"]["id"]
+    assert updated["archived"]["original_content"] == "Occasional knee soreness"
+
+    hass.data[DATA_MEMORIES].async_update_settings(FactSettings(max_memories_per_type=1))
+    pushed = await call(hass, "save", content="The bins go out on Tuesday", type="routine")
+    assert pushed["evicted"] == []
+    making_room = await call(hass, "save", content="The dog is walked at seven", type="routine")
+    (evicted,) = making_room["evicted"]
+    assert (evicted["id"], evicted["content"]) == (
+        pushed["memory"]["id"],
+        "The bins go out on Tuesday",
+    )
+    assert making_room["replaced"] is None
+
+
+@pytest.mark.parametrize("agent_options", [NO_TOOLS])
+async def test_the_remember_tool_answers_the_same_shape(
+    hass: HomeAssistant, loaded_entry: MockConfigEntry, azure: AzureStub
+) -> None:
+    await call(hass, "save", content="Occasional knee soreness", **KNEE)
+    azure.queue(
+        Reply(
+            tool_calls=[
+                ToolCall("remember", {"content": "Chronic knee pain after runs over 15km", **KNEE})
+            ]
+        ),
+        Reply(text="I replaced the older note about your knee."),
+    )
+    await converse(hass, loaded_entry, "Remember: my knee now hurts after runs over 15 km")
+    first, second = azure.calls("/chat/completions")
+    assert first.body is not None
+    assert second.body is not None
+    (remember,) = [t for t in first.body["tools"] if t["function"]["name"] == "remember"]
+    description = remember["function"]["description"]
+    assert "replaced" in description
+    assert "evicted" in description
+    result = json.loads(second.body["messages"][-1]["content"])
+    (memory,) = list(hass.data[DATA_MEMORIES].facts)
+    assert result["action"] == "superseded"
+    assert result["memory"]["id"] == memory.id
+    assert result["memory"]["content"] == "Chronic knee pain after runs over 15km"
+    assert result["replaced"]["content"] == "Occasional knee soreness"
+    assert result["evicted"] == []
