@@ -349,6 +349,28 @@ def test_writes_between_indexing_batches_are_counted_once(tmp_path: Path) -> Non
     assert_counters_match_events(path)
 
 
+def test_a_version_set_back_by_hand_upgrades_again(tmp_path: Path) -> None:
+    """Version 2's tables already there: the step runs again, creating nothing twice and
+    counting nothing twice."""
+    path = path_in(tmp_path)
+    events = household(400)
+    store = HistoryStore(path)
+    store.open()
+    store.record_events(events)
+    store.close()
+    with raw(path) as conn:
+        conn.execute("PRAGMA user_version = 1")
+    store = HistoryStore(path, index_batch=50)
+    store.open()
+    try:
+        assert store.schema_version == 2
+        assert store._wait_for_index(30)
+        assert_counters_match_events(path)
+        assert_answers(store, events)
+    finally:
+        store.close()
+
+
 # --- Keeping the counters -----------------------------------------------------------------
 
 

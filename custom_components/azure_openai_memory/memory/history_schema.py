@@ -218,63 +218,63 @@ def _unindex_event(row: str) -> str:
 
 
 _SCHEMA_2 = (
-    """CREATE TABLE history_event_types (
+    """CREATE TABLE IF NOT EXISTS history_event_types (
         event_type TEXT NOT NULL,
         timestamp INTEGER NOT NULL,
         event_id TEXT NOT NULL,
         PRIMARY KEY (event_type, timestamp, event_id)
     ) WITHOUT ROWID""",
-    """CREATE TABLE history_event_tags (
+    """CREATE TABLE IF NOT EXISTS history_event_tags (
         tag TEXT NOT NULL,
         timestamp INTEGER NOT NULL,
         event_id TEXT NOT NULL,
         PRIMARY KEY (tag, timestamp, event_id)
     ) WITHOUT ROWID""",
-    """CREATE TABLE history_counts (
+    """CREATE TABLE IF NOT EXISTS history_counts (
         day INTEGER NOT NULL,
         agent_id TEXT NOT NULL,
         event_type TEXT NOT NULL,
         events INTEGER NOT NULL,
         PRIMARY KEY (day, agent_id, event_type)
     ) WITHOUT ROWID""",
-    """CREATE TABLE history_totals (
+    """CREATE TABLE IF NOT EXISTS history_totals (
         agent_id TEXT NOT NULL,
         event_type TEXT NOT NULL,
         events INTEGER NOT NULL,
         PRIMARY KEY (agent_id, event_type)
     ) WITHOUT ROWID""",
-    """CREATE TABLE history_tag_counts (
+    """CREATE TABLE IF NOT EXISTS history_tag_counts (
         tag TEXT NOT NULL,
         day INTEGER NOT NULL,
         events INTEGER NOT NULL,
         PRIMARY KEY (tag, day)
     ) WITHOUT ROWID""",
-    """CREATE TABLE history_sessions (
+    """CREATE TABLE IF NOT EXISTS history_sessions (
         session_id TEXT PRIMARY KEY NOT NULL,
         events INTEGER NOT NULL
     ) WITHOUT ROWID""",
-    """CREATE TABLE history_agent_sessions (
+    """CREATE TABLE IF NOT EXISTS history_agent_sessions (
         agent_id TEXT NOT NULL,
         session_id TEXT NOT NULL,
         events INTEGER NOT NULL,
         PRIMARY KEY (agent_id, session_id)
     ) WITHOUT ROWID""",
-    """CREATE TABLE history_agent_session_counts (
+    """CREATE TABLE IF NOT EXISTS history_agent_session_counts (
         agent_id TEXT PRIMARY KEY NOT NULL,
         sessions INTEGER NOT NULL
     ) WITHOUT ROWID""",
     # Holds a row only inside a transaction of the store's own that indexes the events it
     # inserts itself, set by set (insert_in_bulk); no other connection ever sees one.
-    "CREATE TABLE history_bulk_insert (running INTEGER NOT NULL)",
-    f"""CREATE TRIGGER history_event_added AFTER INSERT ON agent_history_events
+    "CREATE TABLE IF NOT EXISTS history_bulk_insert (running INTEGER NOT NULL)",
+    f"""CREATE TRIGGER IF NOT EXISTS history_event_added AFTER INSERT ON agent_history_events
     WHEN NOT EXISTS (SELECT 1 FROM history_bulk_insert)
     BEGIN {_index_event("new")}
     END""",
-    f"""CREATE TRIGGER history_event_removed AFTER DELETE ON agent_history_events
+    f"""CREATE TRIGGER IF NOT EXISTS history_event_removed AFTER DELETE ON agent_history_events
     WHEN {_indexed("old")}
     BEGIN {_unindex_event("old")}
     END""",
-    f"""CREATE TRIGGER history_event_changed
+    f"""CREATE TRIGGER IF NOT EXISTS history_event_changed
     AFTER UPDATE OF event_id, agent_id, timestamp, event_type, tags, session_id
     ON agent_history_events
     WHEN {_indexed("old")}
@@ -286,12 +286,19 @@ _SCHEMA_2 = (
 def _create_version_2(conn: sqlite3.Connection) -> None:
     """The side tables, counters and their triggers. Events already stored are indexed
     later, in batches (index_batch): at a million events that takes seconds, which an
-    upgrade must not add to Home Assistant's start."""
+    upgrade must not add to Home Assistant's start.
+
+    Safe to run again on a database that has them (its version number set back by hand):
+    nothing is created twice, and indexing walks every event again, skipping those that
+    are indexed already.
+    """
     for statement in _SCHEMA_2:
         conn.execute(statement)
     if conn.execute("SELECT 1 FROM agent_history_events LIMIT 1").fetchone() is not None:
         conn.execute(
-            "INSERT INTO history_settings (name, value) VALUES (?, ?)", (INDEX_CURSOR, '""')
+            "INSERT INTO history_settings (name, value) VALUES (?, ?) "
+            "ON CONFLICT (name) DO UPDATE SET value = excluded.value",
+            (INDEX_CURSOR, '""'),
         )
 
 
