@@ -4,9 +4,9 @@ How it is stored, and why:
 
 * The schema: events, snapshots and the events each snapshot holds (three tables), eight
   indexes, three views, foreign keys on, WAL journal.
-  The schema version lives in PRAGMA user_version; `_MIGRATIONS` holds one step per version
-  (step n takes a database from version n to n + 1, in one transaction), so a database of any
-  older version is brought up to date at open. Version 1 also has a small key/value table
+  The schema version lives in PRAGMA user_version; history_schema.MIGRATIONS holds one step
+  per version (step n takes a database from version n to n + 1, in one transaction), so a
+  database of any older version is brought up to date at open. Version 1 also has a small key/value table
   of installation-wide settings (`history_settings`).
 * Timestamps are INTEGER microseconds since the epoch (UTC), not whole seconds:
   one conversation turn writes several events within a millisecond, and a retention cut-off
@@ -71,10 +71,10 @@ import time
 from typing import Any, Final, TypeGuard
 
 from .history_models import (
-    _US,
     MAX_EVENT_DATA_BYTES,
     MAX_QUERY_LIMIT,
     MAX_QUERY_OFFSET,
+    MICROSECONDS,
     AgentHistoryEvent,
     HistoryError,
     HistoryEventType,
@@ -83,35 +83,33 @@ from .history_models import (
     HistorySnapshot,
     HistoryStatistics,
     ListedSnapshot,
-    _agent_text,
-    _check_count,
-    _decode_json,
-    _encode_json,
-    _event_type,
-    _from_us,
-    _optional_json,
-    _optional_text,
-    _optional_uuid,
-    _tags,
-    _to_us,
-    _uuid_text,
+    agent_text,
+    check_count,
+    checked_tags,
+    decode_json,
+    encode_json,
+    from_us,
+    optional_json,
+    optional_text,
+    optional_uuid,
+    parse_event_type,
+    to_us,
+    uuid_text,
 )
 from .history_schema import (
-    _MIGRATIONS,  # noqa: F401 (reached by the tests through this module)
     OPTIMIZE,
     SCHEMA_VERSION,
     MigrationStep,
-    _damaged_header,
-    _is_corruption,
-    _migrate,  # noqa: F401 (reached by the tests through this module)
-    _prepare_writer,
-    _transaction,
+    damaged_header,
     day_of,
     day_start,
     index_batch,
     index_pending,
     insert_in_bulk,
+    is_corruption,
+    prepare_writer,
     take_out_of_index,
+    write_transaction,
 )
 from .timeseries import format_time
 
@@ -195,16 +193,16 @@ def _encode_event(event: AgentHistoryEvent) -> _Row:
     event was when it was handed over, and the writer can never meet an event it cannot
     store."""
     return (
-        _uuid_text(event.event_id, "event_id"),
-        _agent_text(event.agent_id),
-        _to_us(event.timestamp),
-        _event_type(event.event_type).value,
-        _encode_json(event.event_data, "event_data"),
-        _optional_text(event.ref, "ref"),
-        _optional_text(event.session_id, "session_id"),
-        _optional_uuid(event.parent_event_id, "parent_event_id"),
-        _encode_json(list(_tags(event.tags)), "tags", None) if event.tags else "[]",
-        _optional_json(event.metadata, "metadata"),
+        uuid_text(event.event_id, "event_id"),
+        agent_text(event.agent_id),
+        to_us(event.timestamp),
+        parse_event_type(event.event_type).value,
+        encode_json(event.event_data, "event_data"),
+        optional_text(event.ref, "ref"),
+        optional_text(event.session_id, "session_id"),
+        optional_uuid(event.parent_event_id, "parent_event_id"),
+        encode_json(list(checked_tags(event.tags)), "tags", None) if event.tags else "[]",
+        optional_json(event.metadata, "metadata"),
     )
 
 
@@ -220,14 +218,14 @@ def _decode_event(row: Sequence[Any]) -> AgentHistoryEvent:
     return AgentHistoryEvent(
         event_id=row[0],
         agent_id=row[1],
-        timestamp=row[2] / _US,
+        timestamp=row[2] / MICROSECONDS,
         event_type=_stored_type(row[3]),
-        event_data=_decode_json(row[4]),
+        event_data=decode_json(row[4]),
         ref=row[5],
         session_id=row[6],
         parent_event_id=row[7],
-        tags=tuple(_decode_json(row[8]) or ()),
-        metadata=_decode_json(row[9]),
+        tags=tuple(decode_json(row[8]) or ()),
+        metadata=decode_json(row[9]),
     )
 
 
@@ -481,8 +479,8 @@ class _EventRead:
 
 def _range(query: HistoryQuery) -> tuple[int | None, int | None]:
     return (
-        None if query.start_time is None else _to_us(query.start_time),
-        None if query.end_time is None else _to_us(query.end_time),
+        None if query.start_time is None else to_us(query.start_time),
+        None if query.end_time is None else to_us(query.end_time),
     )
 
 
@@ -591,11 +589,11 @@ class HistoryStore:
             if self._thread is not None:
                 raise RuntimeError("history store is already open")
         self._path.parent.mkdir(parents=True, exist_ok=True)
-        moved = self._move_aside() if _damaged_header(self._path) else None
+        moved = self._move_aside() if damaged_header(self._path) else None
         try:
             conn, version = self._connect_writer()
         except sqlite3.DatabaseError as err:
-            if moved is not None or not _is_corruption(err):
+            if moved is not None or not is_corruption(err):
                 raise
             moved = self._move_aside()
             conn, version = self._connect_writer()
@@ -653,7 +651,7 @@ class HistoryStore:
     def _connect_writer(self) -> tuple[sqlite3.Connection, int]:
         conn = self._connect()
         try:
-            version = _prepare_writer(conn)
+            version = prepare_writer(conn)
         except BaseException:
             conn.close()
             raise
@@ -710,7 +708,7 @@ class HistoryStore:
             return
 
         def write(conn: sqlite3.Connection) -> None:
-            with _transaction(conn):
+            with write_transaction(conn):
                 _insert_events(conn, rows, strict=True)
 
         self._submit(write)
@@ -718,20 +716,20 @@ class HistoryStore:
     def create_snapshot(self, snapshot: HistorySnapshot) -> None:
         """Store a snapshot and link its events (storing any that are not yet); the same id
         again replaces it."""
-        snapshot_id = _uuid_text(snapshot.snapshot_id, "snapshot_id")
+        snapshot_id = uuid_text(snapshot.snapshot_id, "snapshot_id")
         rows = [_encode_event(event) for event in snapshot.events]
         values = (
             snapshot_id,
             snapshot.agent_id,
-            _to_us(snapshot.timestamp),
-            _optional_text(snapshot.ref, "ref"),
-            _optional_text(snapshot.description, "description"),
-            _optional_json(snapshot.metadata, "metadata"),
-            _optional_json(snapshot.agent_state, "agent_state"),
+            to_us(snapshot.timestamp),
+            optional_text(snapshot.ref, "ref"),
+            optional_text(snapshot.description, "description"),
+            optional_json(snapshot.metadata, "metadata"),
+            optional_json(snapshot.agent_state, "agent_state"),
         )
 
         def write(conn: sqlite3.Connection) -> None:
-            with _transaction(conn):
+            with write_transaction(conn):
                 _insert_events(conn, rows, strict=False)
                 conn.execute("DELETE FROM history_snapshots WHERE snapshot_id = ?", (snapshot_id,))
                 conn.execute(
@@ -762,7 +760,7 @@ class HistoryStore:
         write lock for long. Then PRAGMA optimize (a purge is what changes the tables' sizes
         most); the writer then hands the freed pages back in the background (reclaim_space).
         """
-        cutoff = _to_us(timestamp)
+        cutoff = to_us(timestamp)
         events = snapshots = 0
         size = min(_FIRST_PURGE_BATCH, self._purge_batch)
         smallest = min(_SMALLEST_PURGE_BATCH, size)
@@ -828,7 +826,7 @@ class HistoryStore:
 
         def delete(conn: sqlite3.Connection) -> int:
             doomed: set[str] = set()
-            with _transaction(conn):
+            with write_transaction(conn):
                 for start in range(0, len(needles), _NEEDLES_PER_QUERY):
                     chunk = needles[start : start + _NEEDLES_PER_QUERY]
                     match = " OR ".join(["instr(event_data, ?) > 0"] * len(chunk))
@@ -852,10 +850,10 @@ class HistoryStore:
 
     def set_setting(self, name: str, value: Any) -> None:
         """Store an installation-wide setting (any JSON value)."""
-        encoded = _encode_json(value, name, None)
+        encoded = encode_json(value, name, None)
 
         def write(conn: sqlite3.Connection) -> None:
-            with _transaction(conn):
+            with write_transaction(conn):
                 conn.execute(
                     "INSERT INTO history_settings (name, value) VALUES (?, ?) "
                     "ON CONFLICT (name) DO UPDATE SET value = excluded.value",
@@ -871,11 +869,11 @@ class HistoryStore:
         with self._reading(flush=False) as conn:
             row = conn.execute("SELECT value FROM history_settings WHERE name = ?", (name,))
             found = row.fetchone()
-        return default if found is None else _decode_json(found[0])
+        return default if found is None else decode_json(found[0])
 
     def get_event(self, event_id: str) -> AgentHistoryEvent | None:
         """One event by id, or None."""
-        key = _uuid_text(event_id, "event_id")
+        key = uuid_text(event_id, "event_id")
         with self._reading() as conn:
             row = conn.execute(_SELECT_EVENT, (key,)).fetchone()
         return None if row is None else _decode_event(row)
@@ -888,7 +886,9 @@ class HistoryStore:
         self, agent_id: str, event_type: HistoryEventType | str, limit: int
     ) -> list[AgentHistoryEvent]:
         """An agent's most recent events of one type, newest first."""
-        query = HistoryQuery(agent_id=agent_id, event_type=_event_type(event_type), limit=limit)
+        query = HistoryQuery(
+            agent_id=agent_id, event_type=parse_event_type(event_type), limit=limit
+        )
         return self.query_events(query)[0]
 
     def get_events_by_time_range(
@@ -907,7 +907,7 @@ class HistoryStore:
                 f"SELECT {_EVENT_COLUMNS} FROM agent_history_events "
                 "WHERE agent_id = ? AND timestamp >= ? AND timestamp <= ? "
                 "ORDER BY timestamp, rowid",
-                (agent_id, _to_us(start_time), _to_us(end_time)),
+                (agent_id, to_us(start_time), to_us(end_time)),
             ).fetchall()
         return [_decode_event(row) for row in rows]
 
@@ -935,7 +935,7 @@ class HistoryStore:
     def get_event_chain(self, event_id: str) -> list[AgentHistoryEvent]:
         """The causes of an event, root first and the event last. A cycle (only possible
         through data written by hand) or a parent that is gone ends the chain there."""
-        current: str | None = _uuid_text(event_id, "event_id")
+        current: str | None = uuid_text(event_id, "event_id")
         chain: list[AgentHistoryEvent] = []
         seen: set[str] = set()
         with self._reading() as conn:
@@ -1003,15 +1003,15 @@ class HistoryStore:
             total_events=sum(by_type.values()),
             events_by_type=by_type,
             total_snapshots=snapshots,
-            earliest_event=None if earliest is None else _from_us(earliest),
-            latest_event=None if latest is None else _from_us(latest),
+            earliest_event=None if earliest is None else from_us(earliest),
+            latest_event=None if latest is None else from_us(latest),
             unique_sessions=sessions,
             refs=refs,
         )
 
     def get_snapshot(self, snapshot_id: str) -> HistorySnapshot | None:
         """One snapshot with its events (oldest first), or None."""
-        key = _uuid_text(snapshot_id, "snapshot_id")
+        key = uuid_text(snapshot_id, "snapshot_id")
         with self._reading() as conn:
             row = conn.execute(f"{_SELECT_SNAPSHOT} WHERE snapshot_id = ?", (key,)).fetchone()
             return None if row is None else _decode_snapshot(conn, row)
@@ -1030,8 +1030,8 @@ class HistoryStore:
     ) -> tuple[list[ListedSnapshot], int]:
         """One page of the snapshots (of one agent, or of all), newest first, without their
         events; and how many there are in all."""
-        _check_count("limit", limit, 1, MAX_QUERY_LIMIT)
-        _check_count("offset", offset, 0, MAX_QUERY_OFFSET)
+        check_count("limit", limit, 1, MAX_QUERY_LIMIT)
+        check_count("offset", offset, 0, MAX_QUERY_OFFSET)
         where, params = ("WHERE agent_id = ?", (agent_id,)) if agent_id is not None else ("", ())
         with self._reading() as conn:
             rows = conn.execute(
@@ -1048,11 +1048,11 @@ class HistoryStore:
             ListedSnapshot(
                 snapshot_id=row[0],
                 agent_id=row[1],
-                timestamp=_from_us(row[2]),
+                timestamp=from_us(row[2]),
                 event_count=row[6],
                 ref=row[3],
                 description=row[4],
-                metadata=_decode_json(row[5]),
+                metadata=decode_json(row[5]),
             )
             for row in rows
         ]
@@ -1218,7 +1218,7 @@ class HistoryStore:
 
     def _write_batch(self, conn: sqlite3.Connection, batch: list[_Row]) -> None:
         try:
-            with _transaction(conn):
+            with write_transaction(conn):
                 _insert_events(conn, batch, strict=False)
         except Exception as err:
             if not _is_write_failure(err):
@@ -1288,7 +1288,7 @@ class HistoryStore:
             jobs, self._jobs = self._jobs, []
         if batch:
             try:
-                with _transaction(conn):
+                with write_transaction(conn):
                     _insert_events(conn, batch, strict=False)
             except Exception as err:
                 _LOGGER.warning(
@@ -1344,7 +1344,7 @@ def _purge_batch(cutoff: int, limit: int, conn: sqlite3.Connection) -> tuple[int
     """
     conn.execute("PRAGMA foreign_keys = OFF")
     try:
-        with _transaction(conn):
+        with write_transaction(conn):
             for statement in _PURGE_TABLES:
                 conn.execute(statement)
             conn.execute("DELETE FROM temp.purged_events")
@@ -1390,7 +1390,7 @@ def _purge_batch(cutoff: int, limit: int, conn: sqlite3.Connection) -> tuple[int
 def _purge_snapshots_before(cutoff: int, conn: sqlite3.Connection) -> int:
     """Delete the snapshots taken before `cutoff` (their links go by the foreign key), then
     let SQLite refresh the statistics the purge put out of date; how many snapshots went."""
-    with _transaction(conn):
+    with write_transaction(conn):
         deleted: int = conn.execute(
             "DELETE FROM history_snapshots WHERE timestamp < ?", (cutoff,)
         ).rowcount
@@ -1432,10 +1432,10 @@ def _decode_snapshot(conn: sqlite3.Connection, row: Sequence[Any]) -> HistorySna
     return HistorySnapshot(
         snapshot_id=row[0],
         agent_id=row[1],
-        timestamp=_from_us(row[2]),
+        timestamp=from_us(row[2]),
         events=tuple(_decode_event(event) for event in events),
         ref=row[3],
         description=row[4],
-        metadata=_decode_json(row[5]),
-        agent_state=_decode_json(row[6]),
+        metadata=decode_json(row[5]),
+        agent_state=decode_json(row[6]),
     )
