@@ -42,6 +42,9 @@ from custom_components.azure_openai_memory.timeseries.store import TimeseriesSto
 from tests.azure_stub import AzureStub
 from tests.conftest import converse
 
+# Building the year's state the first time takes minutes (bench_year.py, run first by
+# scripts/bench, builds it; a test that finds none builds it itself).
+pytestmark = pytest.mark.timeout(1200)
 NO_TOOLS_AGENT = {**RECOMMENDED_AGENT, CONF_LLM_HASS_API: None, CONF_EARLY_TIMEOUT: 10}
 DEVICE = "kitchen_satellite"  # a group with two years of summaries
 TURNS = 100
