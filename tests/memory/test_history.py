@@ -1015,7 +1015,7 @@ def with_steps(
     monkeypatch: pytest.MonkeyPatch, *steps: Callable[[sqlite3.Connection], None]
 ) -> None:
     """The schema's migration steps, and these after them (a later schema version)."""
-    monkeypatch.setattr(history_schema, "_MIGRATIONS", (*history_schema._MIGRATIONS, *steps))
+    monkeypatch.setattr(history_schema, "MIGRATIONS", (*history_schema.MIGRATIONS, *steps))
 
 
 def test_migration_steps_run_in_order_and_keep_data(

@@ -20,22 +20,22 @@ import pytest
 
 from custom_components.azure_openai_memory.memory import history
 from custom_components.azure_openai_memory.memory.history import (
-    _INSERT_EVENT,
+    INSERT_EVENT,
     SCHEMA_VERSION,
     AgentHistoryEvent,
+    EventRead,
     HistoryEventType,
     HistoryQuery,
     HistoryStatistics,
     HistoryStore,
-    _encode_event,
-    _EventRead,
+    encode_event,
 )
-from custom_components.azure_openai_memory.memory.history_models import _to_us
+from custom_components.azure_openai_memory.memory.history_models import to_us
 from custom_components.azure_openai_memory.memory.history_schema import (
-    _MIGRATIONS,
     INDEX_CURSOR,
-    _migrate,
+    MIGRATIONS,
     index_batch,
+    migrate_schema,
 )
 
 NOW = datetime(2025, 10, 25, 11, 0, tzinfo=UTC).timestamp()
@@ -110,9 +110,9 @@ def version_1_database(path: Path, events: list[AgentHistoryEvent]) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     with raw(path) as conn:
         conn.execute("PRAGMA journal_mode = WAL")
-        assert _migrate(conn, _MIGRATIONS[:1]) == 1
+        assert migrate_schema(conn, MIGRATIONS[:1]) == 1
         conn.execute("BEGIN")
-        conn.executemany(_INSERT_EVENT, [_encode_event(event) for event in events])
+        conn.executemany(INSERT_EVENT, [encode_event(event) for event in events])
         conn.execute("COMMIT")
 
 
@@ -188,11 +188,11 @@ def assert_counters_match_events(path: Path) -> None:
 def answer(events: list[AgentHistoryEvent], query: HistoryQuery) -> tuple[list[str], int]:
     """A query answered by reading every event in Python: newest (or oldest) first by
     time, then by the order they were recorded in."""
-    start = None if query.start_time is None else _to_us(query.start_time)
-    end = None if query.end_time is None else _to_us(query.end_time)
+    start = None if query.start_time is None else to_us(query.start_time)
+    end = None if query.end_time is None else to_us(query.end_time)
     chosen = []
     for order, event in enumerate(events):
-        stamp = _to_us(event.timestamp)
+        stamp = to_us(event.timestamp)
         if (
             (query.agent_id is None or event.agent_id == query.agent_id)
             and (query.session_id is None or event.session_id == query.session_id)
@@ -211,7 +211,7 @@ def statistics(events: list[AgentHistoryEvent], agent: str | None) -> HistorySta
     mine = [event for event in events if agent is None or event.agent_id == agent]
     by_type = dict.fromkeys((kind.value for kind in HistoryEventType), 0)
     by_type.update(Counter(event.event_type.value for event in mine))
-    refs = sorted((_to_us(e.timestamp), e.ref) for e in mine if e.ref is not None)
+    refs = sorted((to_us(e.timestamp), e.ref) for e in mine if e.ref is not None)
     return HistoryStatistics(
         total_events=len(mine),
         events_by_type=by_type,
@@ -271,7 +271,7 @@ def queries(events: list[AgentHistoryEvent]) -> Iterator[HistoryQuery]:
 
 def read_as_version_1(path: Path, query: HistoryQuery) -> tuple[list[str], int]:
     """The read a store makes while indexing is pending: the events alone."""
-    read = _EventRead.plain(query)
+    read = EventRead.plain(query)
     with raw(path) as conn:
         rows = conn.execute(*read.page(query.limit, query.offset)).fetchall()
         return [row[0] for row in rows], read.count(conn)
@@ -328,12 +328,12 @@ def test_writes_between_indexing_batches_are_counted_once(tmp_path: Path) -> Non
     fresh = iter(household(200, seed=9))
     rng = random.Random(3)
     with raw(path) as conn:
-        assert _migrate(conn, _MIGRATIONS) == 2
+        assert migrate_schema(conn, MIGRATIONS) == 2
         batches = 0
         while not index_batch(conn, 40):
             batches += 1
             conn.execute("BEGIN")
-            conn.executemany(_INSERT_EVENT, [_encode_event(next(fresh)) for _ in range(9)])
+            conn.executemany(INSERT_EVENT, [encode_event(next(fresh)) for _ in range(9)])
             doomed = [old[rng.randrange(len(old))].event_id for _ in range(5)]
             conn.executemany(
                 "DELETE FROM agent_history_events WHERE event_id = ?", [(d,) for d in doomed]

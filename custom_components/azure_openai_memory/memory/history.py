@@ -4,7 +4,7 @@ How it is stored, and why:
 
 * The schema: events, snapshots and the events each snapshot holds (three tables), eight
   indexes, three views, foreign keys on, WAL journal.
-  The schema version lives in PRAGMA user_version; `_MIGRATIONS` holds one step per version
+  The schema version lives in PRAGMA user_version; `MIGRATIONS` holds one step per version
   (step n takes a database from version n to n + 1, in one transaction), so a database of any
   older version is brought up to date at open. Version 1 also has a small key/value table
   of installation-wide settings (`history_settings`).
@@ -36,7 +36,7 @@ How it is stored, and why:
   name their index (INDEXED BY, CROSS JOIN) rather than leave the choice to them.
 * Schema version 2 adds side tables and counters kept by triggers (see history_schema):
   each query is read in time order from the index that narrows it most, and a total or
-  a statistic is summed from counters (see _EventRead). A version 1 database gets them at
+  a statistic is summed from counters (see EventRead). A version 1 database gets them at
   open in milliseconds; its events are indexed afterwards by the writer when nothing else
   waits (INDEX_BATCH a transaction), reads answering as version 1 did until then.
 * A database created by this store has auto_vacuum=INCREMENTAL: after a purge the writer
@@ -71,10 +71,10 @@ import time
 from typing import Any, Final, TypeGuard
 
 from .history_models import (
-    _US,
     MAX_EVENT_DATA_BYTES,
     MAX_QUERY_LIMIT,
     MAX_QUERY_OFFSET,
+    US_PER_SECOND,
     AgentHistoryEvent,
     HistoryError,
     HistoryEventType,
@@ -83,35 +83,33 @@ from .history_models import (
     HistorySnapshot,
     HistoryStatistics,
     ListedSnapshot,
-    _agent_text,
-    _check_count,
-    _decode_json,
-    _encode_json,
-    _event_type,
-    _from_us,
-    _optional_json,
-    _optional_text,
-    _optional_uuid,
-    _tags,
-    _to_us,
-    _uuid_text,
+    agent_text,
+    check_count,
+    decode_json,
+    encode_json,
+    event_type_of,
+    from_us,
+    optional_json,
+    optional_text,
+    optional_uuid,
+    tags_of,
+    to_us,
+    uuid_text,
 )
 from .history_schema import (
-    _MIGRATIONS,  # noqa: F401 (reached by the tests through this module)
     OPTIMIZE,
     SCHEMA_VERSION,
     MigrationStep,
-    _damaged_header,
-    _is_corruption,
-    _migrate,  # noqa: F401 (reached by the tests through this module)
-    _prepare_writer,
-    _transaction,
+    damaged_header,
     day_of,
     day_start,
     index_batch,
     index_pending,
     insert_in_bulk,
+    is_corruption,
+    prepare_writer,
     take_out_of_index,
+    write_transaction,
 )
 from .timeseries import format_time
 
@@ -179,7 +177,7 @@ _EVENT_COLUMNS = (
     "parent_event_id, tags, metadata"
 )
 # A duplicate event id is ignored: recording the same event twice stores it once.
-_INSERT_EVENT = (
+INSERT_EVENT = (
     f"INSERT OR IGNORE INTO agent_history_events ({_EVENT_COLUMNS}) "
     "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
 )
@@ -190,21 +188,21 @@ type _Row = tuple[str, str, int, str, str, str | None, str | None, str | None, s
 _PARENT: Final = 7
 
 
-def _encode_event(event: AgentHistoryEvent) -> _Row:
+def encode_event(event: AgentHistoryEvent) -> _Row:
     """Validate an event and encode it for the database, now: the queue then holds what the
     event was when it was handed over, and the writer can never meet an event it cannot
     store."""
     return (
-        _uuid_text(event.event_id, "event_id"),
-        _agent_text(event.agent_id),
-        _to_us(event.timestamp),
-        _event_type(event.event_type).value,
-        _encode_json(event.event_data, "event_data"),
-        _optional_text(event.ref, "ref"),
-        _optional_text(event.session_id, "session_id"),
-        _optional_uuid(event.parent_event_id, "parent_event_id"),
-        _encode_json(list(_tags(event.tags)), "tags", None) if event.tags else "[]",
-        _optional_json(event.metadata, "metadata"),
+        uuid_text(event.event_id, "event_id"),
+        agent_text(event.agent_id),
+        to_us(event.timestamp),
+        event_type_of(event.event_type).value,
+        encode_json(event.event_data, "event_data"),
+        optional_text(event.ref, "ref"),
+        optional_text(event.session_id, "session_id"),
+        optional_uuid(event.parent_event_id, "parent_event_id"),
+        encode_json(list(tags_of(event.tags)), "tags", None) if event.tags else "[]",
+        optional_json(event.metadata, "metadata"),
     )
 
 
@@ -220,14 +218,14 @@ def _decode_event(row: Sequence[Any]) -> AgentHistoryEvent:
     return AgentHistoryEvent(
         event_id=row[0],
         agent_id=row[1],
-        timestamp=row[2] / _US,
+        timestamp=row[2] / US_PER_SECOND,
         event_type=_stored_type(row[3]),
-        event_data=_decode_json(row[4]),
+        event_data=decode_json(row[4]),
         ref=row[5],
         session_id=row[6],
         parent_event_id=row[7],
-        tags=tuple(_decode_json(row[8]) or ()),
-        metadata=_decode_json(row[9]),
+        tags=tuple(decode_json(row[8]) or ()),
+        metadata=decode_json(row[9]),
     )
 
 
@@ -268,9 +266,9 @@ def _insert_events(conn: sqlite3.Connection, rows: Sequence[_Row], *, strict: bo
         _LOGGER.debug("History: %d events name a parent that is not stored", len(missing))
         rows = [_without_parent(row) if row[_PARENT] in missing else row for row in rows]
     if len(rows) < _BULK_ROWS:
-        conn.executemany(_INSERT_EVENT, rows)
+        conn.executemany(INSERT_EVENT, rows)
     else:
-        insert_in_bulk(conn, partial(conn.executemany, _INSERT_EVENT, rows))
+        insert_in_bulk(conn, partial(conn.executemany, INSERT_EVENT, rows))
 
 
 def _is_write_failure(err: BaseException) -> TypeGuard[sqlite3.DatabaseError]:
@@ -294,7 +292,7 @@ _HAS_TAG = (
 
 
 @dataclass(slots=True)
-class _EventRead:
+class EventRead:
     """How one query reads its events: the tables (`e` is the events), the conditions
     besides time, the time column that orders the page and takes the range, and the
     counters its total can be summed from (per day, and for all days; None: it is
@@ -317,7 +315,7 @@ class _EventRead:
     counters: tuple[str, str, list[tuple[str, Any]]] | None = None
 
     @classmethod
-    def plain(cls, query: HistoryQuery) -> "_EventRead":
+    def plain(cls, query: HistoryQuery) -> "EventRead":
         """Version 1's read: the events alone, SQLite choosing the index."""
         read = cls("agent_history_events e", [], [], "e.timestamp", query.ascending, *_range(query))
         read.add_columns(query)
@@ -327,14 +325,14 @@ class _EventRead:
         return read
 
     @classmethod
-    def planned(cls, conn: sqlite3.Connection, query: HistoryQuery) -> "_EventRead":
+    def planned(cls, conn: sqlite3.Connection, query: HistoryQuery) -> "EventRead":
         """The read through the side tables and counters (every event indexed)."""
         start, end = _range(query)
         tags = list(dict.fromkeys(query.tags))
         kind = None if query.event_type is None else query.event_type.value
         agent = query.agent_id
 
-        def events(index: str) -> _EventRead:
+        def events(index: str) -> EventRead:
             return cls(
                 f"agent_history_events e INDEXED BY {index}",
                 [],
@@ -384,11 +382,11 @@ class _EventRead:
     def _by_agent_and_type(
         cls,
         conn: sqlite3.Connection,
-        events: Callable[[str], "_EventRead"],
+        events: Callable[[str], "EventRead"],
         agent: str | None,
         kind: str | None,
         query: HistoryQuery,
-    ) -> "_EventRead":
+    ) -> "EventRead":
         start, end = _range(query)
         by_type = cls(
             "history_event_types t CROSS JOIN agent_history_events e",
@@ -481,8 +479,8 @@ class _EventRead:
 
 def _range(query: HistoryQuery) -> tuple[int | None, int | None]:
     return (
-        None if query.start_time is None else _to_us(query.start_time),
-        None if query.end_time is None else _to_us(query.end_time),
+        None if query.start_time is None else to_us(query.start_time),
+        None if query.end_time is None else to_us(query.end_time),
     )
 
 
@@ -591,11 +589,11 @@ class HistoryStore:
             if self._thread is not None:
                 raise RuntimeError("history store is already open")
         self._path.parent.mkdir(parents=True, exist_ok=True)
-        moved = self._move_aside() if _damaged_header(self._path) else None
+        moved = self._move_aside() if damaged_header(self._path) else None
         try:
             conn, version = self._connect_writer()
         except sqlite3.DatabaseError as err:
-            if moved is not None or not _is_corruption(err):
+            if moved is not None or not is_corruption(err):
                 raise
             moved = self._move_aside()
             conn, version = self._connect_writer()
@@ -653,7 +651,7 @@ class HistoryStore:
     def _connect_writer(self) -> tuple[sqlite3.Connection, int]:
         conn = self._connect()
         try:
-            version = _prepare_writer(conn)
+            version = prepare_writer(conn)
         except BaseException:
             conn.close()
             raise
@@ -678,7 +676,7 @@ class HistoryStore:
 
     def enqueue(self, event: AgentHistoryEvent) -> None:
         """Queue an event for the next batch; never waits on the disk."""
-        row = _encode_event(event)
+        row = encode_event(event)
         with self._cond:
             if self._stopping:
                 self._dropped += 1
@@ -705,12 +703,12 @@ class HistoryStore:
     def record_events(self, events: Iterable[AgentHistoryEvent]) -> None:
         """Write events now, in one transaction: all of them or (on bad input or a failing
         database) none. An unknown parent is HistoryError("unknown_event")."""
-        rows = [_encode_event(event) for event in events]
+        rows = [encode_event(event) for event in events]
         if not rows:
             return
 
         def write(conn: sqlite3.Connection) -> None:
-            with _transaction(conn):
+            with write_transaction(conn):
                 _insert_events(conn, rows, strict=True)
 
         self._submit(write)
@@ -718,20 +716,20 @@ class HistoryStore:
     def create_snapshot(self, snapshot: HistorySnapshot) -> None:
         """Store a snapshot and link its events (storing any that are not yet); the same id
         again replaces it."""
-        snapshot_id = _uuid_text(snapshot.snapshot_id, "snapshot_id")
-        rows = [_encode_event(event) for event in snapshot.events]
+        snapshot_id = uuid_text(snapshot.snapshot_id, "snapshot_id")
+        rows = [encode_event(event) for event in snapshot.events]
         values = (
             snapshot_id,
             snapshot.agent_id,
-            _to_us(snapshot.timestamp),
-            _optional_text(snapshot.ref, "ref"),
-            _optional_text(snapshot.description, "description"),
-            _optional_json(snapshot.metadata, "metadata"),
-            _optional_json(snapshot.agent_state, "agent_state"),
+            to_us(snapshot.timestamp),
+            optional_text(snapshot.ref, "ref"),
+            optional_text(snapshot.description, "description"),
+            optional_json(snapshot.metadata, "metadata"),
+            optional_json(snapshot.agent_state, "agent_state"),
         )
 
         def write(conn: sqlite3.Connection) -> None:
-            with _transaction(conn):
+            with write_transaction(conn):
                 _insert_events(conn, rows, strict=False)
                 conn.execute("DELETE FROM history_snapshots WHERE snapshot_id = ?", (snapshot_id,))
                 conn.execute(
@@ -762,7 +760,7 @@ class HistoryStore:
         write lock for long. Then PRAGMA optimize (a purge is what changes the tables' sizes
         most); the writer then hands the freed pages back in the background (reclaim_space).
         """
-        cutoff = _to_us(timestamp)
+        cutoff = to_us(timestamp)
         events = snapshots = 0
         size = min(_FIRST_PURGE_BATCH, self._purge_batch)
         smallest = min(_SMALLEST_PURGE_BATCH, size)
@@ -828,7 +826,7 @@ class HistoryStore:
 
         def delete(conn: sqlite3.Connection) -> int:
             doomed: set[str] = set()
-            with _transaction(conn):
+            with write_transaction(conn):
                 for start in range(0, len(needles), _NEEDLES_PER_QUERY):
                     chunk = needles[start : start + _NEEDLES_PER_QUERY]
                     match = " OR ".join(["instr(event_data, ?) > 0"] * len(chunk))
@@ -852,10 +850,10 @@ class HistoryStore:
 
     def set_setting(self, name: str, value: Any) -> None:
         """Store an installation-wide setting (any JSON value)."""
-        encoded = _encode_json(value, name, None)
+        encoded = encode_json(value, name, None)
 
         def write(conn: sqlite3.Connection) -> None:
-            with _transaction(conn):
+            with write_transaction(conn):
                 conn.execute(
                     "INSERT INTO history_settings (name, value) VALUES (?, ?) "
                     "ON CONFLICT (name) DO UPDATE SET value = excluded.value",
@@ -871,11 +869,11 @@ class HistoryStore:
         with self._reading(flush=False) as conn:
             row = conn.execute("SELECT value FROM history_settings WHERE name = ?", (name,))
             found = row.fetchone()
-        return default if found is None else _decode_json(found[0])
+        return default if found is None else decode_json(found[0])
 
     def get_event(self, event_id: str) -> AgentHistoryEvent | None:
         """One event by id, or None."""
-        key = _uuid_text(event_id, "event_id")
+        key = uuid_text(event_id, "event_id")
         with self._reading() as conn:
             row = conn.execute(_SELECT_EVENT, (key,)).fetchone()
         return None if row is None else _decode_event(row)
@@ -888,7 +886,7 @@ class HistoryStore:
         self, agent_id: str, event_type: HistoryEventType | str, limit: int
     ) -> list[AgentHistoryEvent]:
         """An agent's most recent events of one type, newest first."""
-        query = HistoryQuery(agent_id=agent_id, event_type=_event_type(event_type), limit=limit)
+        query = HistoryQuery(agent_id=agent_id, event_type=event_type_of(event_type), limit=limit)
         return self.query_events(query)[0]
 
     def get_events_by_time_range(
@@ -907,7 +905,7 @@ class HistoryStore:
                 f"SELECT {_EVENT_COLUMNS} FROM agent_history_events "
                 "WHERE agent_id = ? AND timestamp >= ? AND timestamp <= ? "
                 "ORDER BY timestamp, rowid",
-                (agent_id, _to_us(start_time), _to_us(end_time)),
+                (agent_id, to_us(start_time), to_us(end_time)),
             ).fetchall()
         return [_decode_event(row) for row in rows]
 
@@ -924,7 +922,7 @@ class HistoryStore:
     def query_events(self, query: HistoryQuery) -> tuple[list[AgentHistoryEvent], int]:
         """One page of the events a query selects, and how many it selects in all."""
         with self._reading() as conn:
-            read = _EventRead.planned(conn, query) if self._indexed else _EventRead.plain(query)
+            read = EventRead.planned(conn, query) if self._indexed else EventRead.plain(query)
             rows = conn.execute(*read.page(query.limit, query.offset)).fetchall()
             if 0 < len(rows) < query.limit or (not rows and query.offset == 0):
                 total = query.offset + len(rows)  # the page ends before the limit: no count
@@ -935,7 +933,7 @@ class HistoryStore:
     def get_event_chain(self, event_id: str) -> list[AgentHistoryEvent]:
         """The causes of an event, root first and the event last. A cycle (only possible
         through data written by hand) or a parent that is gone ends the chain there."""
-        current: str | None = _uuid_text(event_id, "event_id")
+        current: str | None = uuid_text(event_id, "event_id")
         chain: list[AgentHistoryEvent] = []
         seen: set[str] = set()
         with self._reading() as conn:
@@ -1003,15 +1001,15 @@ class HistoryStore:
             total_events=sum(by_type.values()),
             events_by_type=by_type,
             total_snapshots=snapshots,
-            earliest_event=None if earliest is None else _from_us(earliest),
-            latest_event=None if latest is None else _from_us(latest),
+            earliest_event=None if earliest is None else from_us(earliest),
+            latest_event=None if latest is None else from_us(latest),
             unique_sessions=sessions,
             refs=refs,
         )
 
     def get_snapshot(self, snapshot_id: str) -> HistorySnapshot | None:
         """One snapshot with its events (oldest first), or None."""
-        key = _uuid_text(snapshot_id, "snapshot_id")
+        key = uuid_text(snapshot_id, "snapshot_id")
         with self._reading() as conn:
             row = conn.execute(f"{_SELECT_SNAPSHOT} WHERE snapshot_id = ?", (key,)).fetchone()
             return None if row is None else _decode_snapshot(conn, row)
@@ -1030,8 +1028,8 @@ class HistoryStore:
     ) -> tuple[list[ListedSnapshot], int]:
         """One page of the snapshots (of one agent, or of all), newest first, without their
         events; and how many there are in all."""
-        _check_count("limit", limit, 1, MAX_QUERY_LIMIT)
-        _check_count("offset", offset, 0, MAX_QUERY_OFFSET)
+        check_count("limit", limit, 1, MAX_QUERY_LIMIT)
+        check_count("offset", offset, 0, MAX_QUERY_OFFSET)
         where, params = ("WHERE agent_id = ?", (agent_id,)) if agent_id is not None else ("", ())
         with self._reading() as conn:
             rows = conn.execute(
@@ -1048,11 +1046,11 @@ class HistoryStore:
             ListedSnapshot(
                 snapshot_id=row[0],
                 agent_id=row[1],
-                timestamp=_from_us(row[2]),
+                timestamp=from_us(row[2]),
                 event_count=row[6],
                 ref=row[3],
                 description=row[4],
-                metadata=_decode_json(row[5]),
+                metadata=decode_json(row[5]),
             )
             for row in rows
         ]
@@ -1218,7 +1216,7 @@ class HistoryStore:
 
     def _write_batch(self, conn: sqlite3.Connection, batch: list[_Row]) -> None:
         try:
-            with _transaction(conn):
+            with write_transaction(conn):
                 _insert_events(conn, batch, strict=False)
         except Exception as err:
             if not _is_write_failure(err):
@@ -1288,7 +1286,7 @@ class HistoryStore:
             jobs, self._jobs = self._jobs, []
         if batch:
             try:
-                with _transaction(conn):
+                with write_transaction(conn):
                     _insert_events(conn, batch, strict=False)
             except Exception as err:
                 _LOGGER.warning(
@@ -1303,11 +1301,6 @@ class HistoryStore:
         conn.close()
 
     # -- For tests -------------------------------------------------------------------------
-
-    def _wait_for_commits(self, count: int, timeout: float) -> bool:
-        """Wait until `count` queued batches have been committed (False on timeout)."""
-        with self._cond:
-            return self._cond.wait_for(lambda: self._commits >= count, timeout)
 
     def _wait_for_index(self, timeout: float) -> bool:
         """Wait until every event is indexed (False on timeout)."""
@@ -1344,7 +1337,7 @@ def _purge_batch(cutoff: int, limit: int, conn: sqlite3.Connection) -> tuple[int
     """
     conn.execute("PRAGMA foreign_keys = OFF")
     try:
-        with _transaction(conn):
+        with write_transaction(conn):
             for statement in _PURGE_TABLES:
                 conn.execute(statement)
             conn.execute("DELETE FROM temp.purged_events")
@@ -1390,7 +1383,7 @@ def _purge_batch(cutoff: int, limit: int, conn: sqlite3.Connection) -> tuple[int
 def _purge_snapshots_before(cutoff: int, conn: sqlite3.Connection) -> int:
     """Delete the snapshots taken before `cutoff` (their links go by the foreign key), then
     let SQLite refresh the statistics the purge put out of date; how many snapshots went."""
-    with _transaction(conn):
+    with write_transaction(conn):
         deleted: int = conn.execute(
             "DELETE FROM history_snapshots WHERE timestamp < ?", (cutoff,)
         ).rowcount
@@ -1432,10 +1425,10 @@ def _decode_snapshot(conn: sqlite3.Connection, row: Sequence[Any]) -> HistorySna
     return HistorySnapshot(
         snapshot_id=row[0],
         agent_id=row[1],
-        timestamp=_from_us(row[2]),
+        timestamp=from_us(row[2]),
         events=tuple(_decode_event(event) for event in events),
         ref=row[3],
         description=row[4],
-        metadata=_decode_json(row[5]),
-        agent_state=_decode_json(row[6]),
+        metadata=decode_json(row[5]),
+        agent_state=decode_json(row[6]),
     )

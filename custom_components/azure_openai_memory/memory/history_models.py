@@ -39,7 +39,7 @@ MAX_QUERY_LIMIT = 10_000
 # SQLite's largest integer: a larger offset could not even be asked for.
 MAX_QUERY_OFFSET = 2**63 - 1
 
-_US = 1_000_000
+US_PER_SECOND = 1_000_000
 _JSON_OPTIONS = orjson.OPT_NON_STR_KEYS
 _CANONICAL_UUID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
 
@@ -48,18 +48,18 @@ class HistoryError(InputError):
     """Bad input to the history."""
 
 
-def _to_us(timestamp: float) -> int:
+def to_us(timestamp: float) -> int:
     """Epoch seconds as the stored integer microseconds."""
     if not isinstance(timestamp, int | float) or not math.isfinite(timestamp):
         raise ValueError(f"timestamp must be a finite number of seconds, not {timestamp!r}")
-    return round(timestamp * _US)
+    return round(timestamp * US_PER_SECOND)
 
 
-def _from_us(micros: int) -> float:
-    return micros / _US
+def from_us(micros: int) -> float:
+    return micros / US_PER_SECOND
 
 
-def _event_type(value: object) -> HistoryEventType:
+def event_type_of(value: object) -> HistoryEventType:
     if isinstance(value, HistoryEventType):
         return value
     if isinstance(value, str):
@@ -68,7 +68,7 @@ def _event_type(value: object) -> HistoryEventType:
     raise HistoryError("unknown_event_type", event_type=value)
 
 
-def _uuid_text(value: object, field: str) -> str:
+def uuid_text(value: object, field: str) -> str:
     """The canonical text of a UUID (lower case, hyphens), so lookups match however typed."""
     if isinstance(value, str):
         if _CANONICAL_UUID.fullmatch(value):
@@ -102,11 +102,11 @@ def _new_event_id(timestamp: float) -> str:
     return f"{text[:8]}-{text[8:12]}-{text[12:16]}-{text[16:20]}-{text[20:]}"
 
 
-def _optional_uuid(value: object, field: str) -> str | None:
-    return None if value is None else _uuid_text(value, field)
+def optional_uuid(value: object, field: str) -> str | None:
+    return None if value is None else uuid_text(value, field)
 
 
-def _encode_json(value: Any, field: str, limit: int | None = MAX_EVENT_DATA_BYTES) -> str:
+def encode_json(value: Any, field: str, limit: int | None = MAX_EVENT_DATA_BYTES) -> str:
     try:
         encoded = orjson.dumps(value, option=_JSON_OPTIONS)
     except TypeError:  # orjson.JSONEncodeError is a TypeError
@@ -116,11 +116,11 @@ def _encode_json(value: Any, field: str, limit: int | None = MAX_EVENT_DATA_BYTE
     return encoded.decode()
 
 
-def _optional_json(value: Any, field: str) -> str | None:
-    return None if value is None else _encode_json(value, field)
+def optional_json(value: Any, field: str) -> str | None:
+    return None if value is None else encode_json(value, field)
 
 
-def _decode_json(text: str | None) -> Any:
+def decode_json(text: str | None) -> Any:
     """A stored JSON column; text written by hand that is not JSON comes back as text."""
     if text is None:
         return None
@@ -130,19 +130,19 @@ def _decode_json(text: str | None) -> Any:
         return text
 
 
-def _optional_text(value: object, field: str) -> str | None:
+def optional_text(value: object, field: str) -> str | None:
     if value is None or isinstance(value, str):
         return value
     raise TypeError(f"{field} must be text, not {type(value).__name__}")
 
 
-def _agent_text(value: object) -> str:
+def agent_text(value: object) -> str:
     if isinstance(value, str):
         return value
     raise TypeError(f"agent_id must be text, not {type(value).__name__}")
 
 
-def _tags(values: Iterable[str]) -> tuple[str, ...]:
+def tags_of(values: Iterable[str]) -> tuple[str, ...]:
     tags = tuple(values)
     for tag in tags:
         if not isinstance(tag, str):
@@ -168,7 +168,7 @@ class AgentHistoryEvent:
     def __post_init__(self) -> None:
         # Callers may hand a plain string type or a list of tags; keep the declared types.
         if type(self.event_type) is not HistoryEventType:
-            object.__setattr__(self, "event_type", _event_type(self.event_type))
+            object.__setattr__(self, "event_type", event_type_of(self.event_type))
         if type(self.tags) is not tuple:
             object.__setattr__(self, "tags", tuple(self.tags))
 
@@ -192,21 +192,21 @@ class AgentHistoryEvent:
         read returns (string keys, lists), and the time is rounded to the microsecond that is
         stored: the event equals what a later query gives back.
         """
-        kind = _event_type(event_type)
-        _agent_text(agent_id)
-        data = orjson.loads(_encode_json(event_data, "event_data"))
-        meta = None if metadata is None else orjson.loads(_encode_json(metadata, "metadata"))
-        when = _from_us(_to_us(time.time() if timestamp is None else timestamp))
+        kind = event_type_of(event_type)
+        agent_text(agent_id)
+        data = orjson.loads(encode_json(event_data, "event_data"))
+        meta = None if metadata is None else orjson.loads(encode_json(metadata, "metadata"))
+        when = from_us(to_us(time.time() if timestamp is None else timestamp))
         return cls(
             event_id=_new_event_id(when),
             agent_id=agent_id,
             timestamp=when,
             event_type=kind,
             event_data=data,
-            ref=_optional_text(ref, "ref"),
-            session_id=_optional_text(session_id, "session_id"),
-            parent_event_id=_optional_uuid(parent_event_id, "parent_event_id"),
-            tags=_tags(tags),
+            ref=optional_text(ref, "ref"),
+            session_id=optional_text(session_id, "session_id"),
+            parent_event_id=optional_uuid(parent_event_id, "parent_event_id"),
+            tags=tags_of(tags),
             metadata=meta,
         )
 
@@ -226,7 +226,7 @@ class AgentHistoryEvent:
         }
 
 
-def _check_count(field: str, value: object, low: int, high: int) -> None:
+def check_count(field: str, value: object, low: int, high: int) -> None:
     if not isinstance(value, int) or isinstance(value, bool) or not low <= value <= high:
         raise HistoryError(
             "history_limit_out_of_range", field=field, value=value, min=low, max=high
@@ -249,14 +249,14 @@ class HistoryQuery:
 
     def __post_init__(self) -> None:
         if self.event_type is not None and type(self.event_type) is not HistoryEventType:
-            object.__setattr__(self, "event_type", _event_type(self.event_type))
+            object.__setattr__(self, "event_type", event_type_of(self.event_type))
         if type(self.tags) is not tuple:
-            object.__setattr__(self, "tags", _tags(self.tags))
-        _check_count("limit", self.limit, 1, MAX_QUERY_LIMIT)
-        _check_count("offset", self.offset, 0, MAX_QUERY_OFFSET)
+            object.__setattr__(self, "tags", tags_of(self.tags))
+        check_count("limit", self.limit, 1, MAX_QUERY_LIMIT)
+        check_count("offset", self.offset, 0, MAX_QUERY_OFFSET)
         for value in (self.start_time, self.end_time):
             if value is not None:
-                _to_us(value)
+                to_us(value)
         if (
             self.start_time is not None
             and self.end_time is not None

@@ -304,8 +304,8 @@ def _create_version_2(conn: sqlite3.Connection) -> None:
 
 type MigrationStep = Callable[[sqlite3.Connection], None]
 # Step n takes a database from version n to n + 1; version 0 is an empty file.
-_MIGRATIONS: tuple[MigrationStep, ...] = (_create_version_1, _create_version_2)
-assert len(_MIGRATIONS) == SCHEMA_VERSION
+MIGRATIONS: tuple[MigrationStep, ...] = (_create_version_1, _create_version_2)
+assert len(MIGRATIONS) == SCHEMA_VERSION
 
 
 # --- Many events at once ------------------------------------------------------------------
@@ -457,7 +457,7 @@ def index_batch(conn: sqlite3.Connection, limit: int) -> bool:
     indexed by the triggers already and skipped here; one deleted meanwhile is simply not
     found, so every event is counted once whatever happens between two batches.
     """
-    with _transaction(conn):
+    with write_transaction(conn):
         found = conn.execute(
             "SELECT value FROM history_settings WHERE name = ?", (INDEX_CURSOR,)
         ).fetchone()
@@ -489,7 +489,7 @@ def index_batch(conn: sqlite3.Connection, limit: int) -> bool:
     return False
 
 
-def _migrate(conn: sqlite3.Connection, steps: Sequence[MigrationStep]) -> int:
+def migrate_schema(conn: sqlite3.Connection, steps: Sequence[MigrationStep]) -> int:
     """Bring the database to len(steps), one transaction per step; its version after."""
     version: int = conn.execute("PRAGMA user_version").fetchone()[0]
     if version > len(steps):
@@ -498,7 +498,7 @@ def _migrate(conn: sqlite3.Connection, steps: Sequence[MigrationStep]) -> int:
             f"knows ({len(steps)}); it was left as it is"
         )
     while version < len(steps):
-        with _transaction(conn):
+        with write_transaction(conn):
             steps[version](conn)
             conn.execute(f"PRAGMA user_version = {version + 1}")
         _LOGGER.debug("History database migrated to schema version %d", version + 1)
@@ -507,7 +507,7 @@ def _migrate(conn: sqlite3.Connection, steps: Sequence[MigrationStep]) -> int:
 
 
 @contextmanager
-def _transaction(conn: sqlite3.Connection) -> Iterator[None]:
+def write_transaction(conn: sqlite3.Connection) -> Iterator[None]:
     """One write transaction; IMMEDIATE takes the write lock up front, so a lock held by
     another process fails here, before any work is done."""
     conn.execute("BEGIN IMMEDIATE")
@@ -520,7 +520,7 @@ def _transaction(conn: sqlite3.Connection) -> Iterator[None]:
     conn.execute("COMMIT")
 
 
-def _prepare_writer(conn: sqlite3.Connection) -> int:
+def prepare_writer(conn: sqlite3.Connection) -> int:
     """Set the write connection's PRAGMAs, bring the schema up to date and check that the
     tables can be read; the schema version after."""
     if conn.execute("SELECT 1 FROM sqlite_master LIMIT 1").fetchone() is None:
@@ -535,7 +535,7 @@ def _prepare_writer(conn: sqlite3.Connection) -> int:
     conn.execute(f"PRAGMA journal_size_limit = {_WAL_SIZE_LIMIT}")
     conn.execute("PRAGMA foreign_keys = ON")
     conn.execute(f"PRAGMA analysis_limit = {_ANALYSIS_LIMIT}")
-    version = _migrate(conn, _MIGRATIONS)
+    version = migrate_schema(conn, MIGRATIONS)
     # Reads the last page of each table: a damaged tree fails here, not mid-turn.
     for table in ("agent_history_events", "history_snapshots", "snapshot_events"):
         conn.execute(f"SELECT max(rowid) FROM {table}").fetchone()
@@ -545,7 +545,7 @@ def _prepare_writer(conn: sqlite3.Connection) -> int:
     return version
 
 
-def _damaged_header(path: Path) -> bool:
+def damaged_header(path: Path) -> bool:
     """True when the file is not an SQLite database, or shorter than its own header says."""
     try:
         size = path.stat().st_size
@@ -577,6 +577,6 @@ def _damaged_header(path: Path) -> bool:
     return pages > 0 and change_counter == valid_for and size < pages * page_size
 
 
-def _is_corruption(err: sqlite3.DatabaseError) -> bool:
+def is_corruption(err: sqlite3.DatabaseError) -> bool:
     code = getattr(err, "sqlite_errorcode", None)
     return code is not None and code & 0xFF in _CORRUPTION_CODES
