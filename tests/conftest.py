@@ -2,20 +2,23 @@
 
 import base64
 from collections.abc import AsyncIterator, Awaitable, Iterable, Iterator, Sequence
-from contextlib import AsyncExitStack
+from contextlib import AsyncExitStack, contextmanager
 from datetime import timedelta
 import json
 import os
 from pathlib import Path
 from typing import Any, Protocol
+from unittest.mock import patch
 
+from freezegun import api as freezegun_api, freeze_time
+from freezegun.api import FrozenDateTimeFactory
 from homeassistant import block_async_io, loader
 from homeassistant.components import conversation
 from homeassistant.components.conversation import ConversationResult
 from homeassistant.config_entries import ConfigEntryState
 from homeassistant.const import CONF_API_KEY, CONF_LLM_HASS_API
 from homeassistant.core import Context, HomeAssistant
-from homeassistant.helpers import entity_registry as er, frame
+from homeassistant.helpers import entity_registry as er, frame, llm
 from homeassistant.setup import async_setup_component
 from homeassistant.util import dt as dt_util
 import numpy as np
@@ -144,6 +147,34 @@ async def setup_ha(hass: HomeAssistant, tmp_path: Path) -> None:
     hass.config.config_dir = str(tmp_path)
     assert await async_setup_component(hass, "homeassistant", {})
     assert await async_setup_component(hass, "conversation", {})
+
+
+# The note a request carries after the history while the clock fixture holds the time.
+CLOCK_NOTE = "Now: 14:05, Thursday 26 November 2026 (Home Assistant's clock)."
+# Home Assistant's prompt tells the time, so the request carries the clock note, unless the
+# LLM API gives the model a tool to ask for it, as the Assist API does from 2025.5 on.
+ASSIST_CLOCK_NOTES: list[str] = [] if hasattr(llm, "GetDateTimeTool") else [CLOCK_NOTE]
+
+
+@contextmanager
+def loop_keeps_real_time(hass: HomeAssistant) -> Iterator[None]:
+    """Inside freeze_time: the delays and timeouts of a turn still run out.
+
+    Freezing stops the monotonic clock too, which Home Assistant's event loop reads; the
+    loop keeps the real one.
+    """
+    # Looked up now: freezing replaced every other module's reference to the real one.
+    with patch.object(hass.loop, "time", freezegun_api.real_monotonic):
+        yield
+
+
+@pytest.fixture
+async def clock(hass: HomeAssistant) -> AsyncIterator[FrozenDateTimeFactory]:
+    """The home is in Amsterdam; the clock stands at 14:05:30 until a test moves it."""
+    await hass.config.async_set_time_zone("Europe/Amsterdam")
+    with freeze_time("2026-11-26 13:05:30+00:00") as frozen, loop_keeps_real_time(hass):
+        assert isinstance(frozen, FrozenDateTimeFactory)
+        yield frozen
 
 
 @pytest.fixture

@@ -11,6 +11,7 @@ from collections.abc import AsyncGenerator
 from pathlib import Path
 from typing import Any
 
+from freezegun.api import FrozenDateTimeFactory
 from homeassistant.components import tts
 from homeassistant.components.assist_pipeline.pipeline import (
     PipelineEvent,
@@ -40,7 +41,7 @@ from pytest_homeassistant_custom_component.common import (
 from pytest_homeassistant_custom_component.typing import ClientSessionGenerator
 
 from .azure_stub import AzureStub, Reply
-from .conftest import agent_entity_id
+from .conftest import ASSIST_CLOCK_NOTES, agent_entity_id
 
 # Home Assistant 2025.4's pipeline cannot stream an agent's text into TTS: its TTS entities
 # have no async_supports_streaming_input and its pipeline no tts_start_streaming.
@@ -184,7 +185,8 @@ def chat_turns(body: dict[str, Any]) -> list[tuple[str, str]]:
 async def converse_twice(
     hass: HomeAssistant, azure: AzureStub, entry: MockConfigEntry, speech_engine: str
 ) -> tuple[list[PipelineEvent], list[PipelineEvent]]:
-    """Two turns of one conversation, our agent as the pipeline's conversation engine."""
+    """Two turns of one conversation, our agent as the pipeline's conversation engine, the
+    clock standing still."""
     await async_update_pipeline(
         hass,
         async_get_pipeline(hass),
@@ -207,10 +209,12 @@ async def converse_twice(
     first_request, second_request = azure.calls("/chat/completions")
     assert first_request.body is not None
     assert second_request.body is not None
-    assert chat_turns(first_request.body) == [("user", FIRST)]
+    clock_notes = [("user", note) for note in ASSIST_CLOCK_NOTES]
+    assert chat_turns(first_request.body) == [*clock_notes, ("user", FIRST)]
     assert chat_turns(second_request.body) == [
         ("user", FIRST),
         ("assistant", FIRST_ANSWER),
+        *clock_notes,
         ("user", SECOND),
     ]
     for events, answer in ((first, FIRST_ANSWER), (second, SECOND_ANSWER)):
@@ -246,6 +250,7 @@ async def pipeline_ready(
 
 async def test_pipeline_conversation_without_streaming(
     hass: HomeAssistant,
+    clock: FrozenDateTimeFactory,
     azure: AzureStub,
     loaded_entry: MockConfigEntry,
     pipeline_ready: None,
@@ -273,6 +278,7 @@ async def test_pipeline_conversation_without_streaming(
 )
 async def test_pipeline_conversation_streaming_to_tts(
     hass: HomeAssistant,
+    clock: FrozenDateTimeFactory,
     azure: AzureStub,
     loaded_entry: MockConfigEntry,
     pipeline_ready: None,

@@ -35,6 +35,11 @@ def note(later: str) -> str:
     )
 
 
+def clock(now: str) -> dict[str, str]:
+    """The clock note a request carries between its history and its question."""
+    return {"role": "user", "content": f"Now: {now} (Home Assistant's clock)."}
+
+
 def sent(azure: AzureStub, index: int) -> list[dict[str, Any]]:
     """The messages of one request the stand-in received."""
     body = azure.calls("/chat/completions")[index].body
@@ -51,8 +56,7 @@ def notes_in(messages: list[dict[str, Any]]) -> list[int]:
 def history_through(messages: list[dict[str, Any]], end: int) -> str:
     """The request's history up to and including index end, as the bytes it was sent as.
 
-    The system prompt is rebuilt every turn (Home Assistant puts the clock in it), so
-    the history begins after it.
+    The history begins after the system prompt, which is not part of the conversation.
     """
     return json.dumps(messages[1 : end + 1], ensure_ascii=False)
 
@@ -87,6 +91,7 @@ async def test_resumed_conversation_carries_one_note(
         {"role": "user", "content": "Is the kitchen light on?"},
         {"role": "assistant", "content": "Yes, the kitchen light is on."},
         {"role": "user", "content": note("2 hours later, 11:05")},
+        clock("11:05, Tuesday 3 June 2025"),
         {"role": "user", "content": "Is it still on?"},
     ]
 
@@ -98,6 +103,7 @@ async def test_resumed_conversation_carries_one_note(
     assert follow_up[at + 1 :] == [
         {"role": "user", "content": "Is it still on?"},
         {"role": "assistant", "content": "You said: Is it still on?"},
+        clock("11:06, Tuesday 3 June 2025"),
         {"role": "user", "content": "And the hall light?"},
     ]
 
@@ -126,7 +132,10 @@ async def test_pause_into_another_day_names_it(
     messages = sent(azure, 1)
     (at,) = notes_in(messages)
     assert messages[at]["content"] == note("20 hours later, Wednesday 2025-06-04, 05:05")
-    assert messages[at + 1] == {"role": "user", "content": "Good morning"}
+    assert messages[at + 1 :] == [
+        clock("05:05, Wednesday 4 June 2025"),
+        {"role": "user", "content": "Good morning"},
+    ]
 
 
 async def test_command_answered_locally_after_a_pause_notes_it_too(

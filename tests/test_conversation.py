@@ -4,6 +4,7 @@ from datetime import timedelta
 import logging
 from typing import Any
 
+from freezegun.api import FrozenDateTimeFactory
 from homeassistant.components import persistent_notification
 from homeassistant.config_entries import SOURCE_REAUTH
 from homeassistant.const import CONF_LLM_HASS_API
@@ -27,6 +28,7 @@ from custom_components.azure_openai_memory.const import (
 
 from .azure_stub import DEFAULT_KEY, AzureStub, Reply, ToolCall
 from .conftest import (
+    CLOCK_NOTE,
     LLM_ONLY,
     NO_TOOLS,
     converse,
@@ -73,7 +75,7 @@ async def test_llm_turn_streams_and_is_remembered(
     assert body["max_tokens"] == 1500
     assert body["temperature"] == 1.0
     # No Home Assistant API: the memory tools only (memories in conversations is on).
-    assert [tool["function"]["name"] for tool in body["tools"]] == ["remember", "recall"]
+    assert [tool["function"]["name"] for tool in body["tools"]] == ["recall", "remember"]
     assert body["messages"][0]["role"] == "system"
     assert body["messages"][-1] == {"role": "user", "content": "What rhymes with orange?"}
 
@@ -91,19 +93,30 @@ async def test_llm_turn_streams_and_is_remembered(
 
 @pytest.mark.parametrize("agent_options", [NO_TOOLS])
 async def test_window_is_what_the_model_sees(
-    hass: HomeAssistant, loaded_entry: MockConfigEntry, azure: AzureStub
+    hass: HomeAssistant,
+    clock: FrozenDateTimeFactory,
+    loaded_entry: MockConfigEntry,
+    azure: AzureStub,
 ) -> None:
     """The second turn carries the first, from our window rather than HA's chat log."""
     await converse(hass, loaded_entry, "My name is Ada", "c")
     await converse(hass, loaded_entry, "What is my name?", "c")
     second = chat_calls(azure)[1].body["messages"]
-    assert [m["role"] for m in second] == ["system", "user", "assistant", "user"]
-    assert second[1]["content"] == "My name is Ada"
+    assert [m["role"] for m in second] == ["system", "user", "assistant", "user", "user"]
+    assert [m["content"] for m in second[1:]] == [
+        "My name is Ada",
+        "You said: My name is Ada",
+        CLOCK_NOTE,
+        "What is my name?",
+    ]
 
 
 @pytest.mark.parametrize("agent_options", [NO_TOOLS])
 async def test_new_conversation_id_from_same_device_continues(
-    hass: HomeAssistant, loaded_entry: MockConfigEntry, azure: AzureStub
+    hass: HomeAssistant,
+    clock: FrozenDateTimeFactory,
+    loaded_entry: MockConfigEntry,
+    azure: AzureStub,
 ) -> None:
     """HA drops its chat log after idle minutes; a follow-up still knows what was asked."""
     await converse(hass, loaded_entry, "What is 6 times 7?", "first", device_id="sat-1")
@@ -112,7 +125,10 @@ async def test_new_conversation_id_from_same_device_continues(
     assert second[1] == {"role": "user", "content": "What is 6 times 7?"}
     await converse(hass, loaded_entry, "Tell me a joke", "third", device_id="sat-2")
     third = chat_calls(azure)[2].body["messages"]
-    assert [m["role"] for m in third] == ["system", "user"]
+    assert third[1:] == [
+        {"role": "user", "content": CLOCK_NOTE},
+        {"role": "user", "content": "Tell me a joke"},
+    ]
 
 
 async def test_local_intent_costs_no_request(
@@ -345,6 +361,7 @@ async def test_early_timeout_then_late_answer(
 @pytest.mark.parametrize("agent_options", [{**NO_TOOLS, CONF_SLIDING_WINDOW_MAX_TOKENS: 120}])
 async def test_window_evicts_oldest_turns(
     hass: HomeAssistant,
+    clock: FrozenDateTimeFactory,
     loaded_entry: MockConfigEntry,
     azure: AzureStub,
     hass_storage: dict[str, Any],
@@ -370,18 +387,22 @@ async def test_window_evicts_oldest_turns(
         ],
     ]
     assert (stats["message_count"], stats["evicted_count"]) == (9, 7)
-    # The last request carried the window as it was before that turn, then the question.
+    # The last request carried the window as it was before that turn, the clock note, then
+    # the question.
     sent = [m["content"] for m in chat_calls(azure)[-1].body["messages"][1:]]
     assert sent == [
         "You said: Question number 2 about the garden",
         "Question number 3 about the garden",
-        *contents[:-1],
+        *contents[:-2],
+        CLOCK_NOTE,
+        contents[-2],
     ]
 
 
 @pytest.mark.parametrize("agent_options", [NO_TOOLS])
 async def test_windows_survive_reload(
     hass: HomeAssistant,
+    clock: FrozenDateTimeFactory,
     loaded_entry: MockConfigEntry,
     azure: AzureStub,
     hass_storage: dict[str, Any],
@@ -401,6 +422,7 @@ async def test_windows_survive_reload(
     assert [m["content"] for m in sent] == [
         "Keep this in mind",
         "You said: Keep this in mind",
+        CLOCK_NOTE,
         "What did I say?",
     ]
 
@@ -413,6 +435,7 @@ async def test_windows_survive_reload(
 )
 async def test_time_series_in_prompt(
     hass: HomeAssistant,
+    clock: FrozenDateTimeFactory,
     loaded_entry: MockConfigEntry,
     azure: AzureStub,
     fetched_hours: int,
@@ -445,9 +468,10 @@ async def test_time_series_in_prompt(
     )
     result = await converse(hass, loaded_entry, "Who gave me kudos in the last 2 days?", "c")
     assert speech(result).startswith("You said"), speech(result)
-    system, data, question = chat_calls(azure)[0].body["messages"]
+    system, note, data, question = chat_calls(azure)[0].body["messages"]
     # Third-party data never enters the system prompt: it is a user message marked as data.
     assert "kudos" not in system["content"]
+    assert note == {"role": "user", "content": CLOCK_NOTE}
     assert data["role"] == "user"
     assert data["content"].startswith("Reference data from Home Assistant's storage")
     assert '<data source="timeseries" key="kudos_givers_timeseries"' in data["content"]
@@ -463,7 +487,10 @@ async def test_time_series_in_prompt(
     ]
 
     await converse(hass, loaded_entry, "Tell me a story about the last 2 days", "c2")
-    assert [m["role"] for m in chat_calls(azure)[1].body["messages"]] == ["system", "user"]
+    assert chat_calls(azure)[1].body["messages"][1:] == [
+        {"role": "user", "content": CLOCK_NOTE},
+        {"role": "user", "content": "Tell me a story about the last 2 days"},
+    ]
 
 
 @pytest.mark.parametrize("agent_options", [LLM_ONLY])

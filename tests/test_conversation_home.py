@@ -32,6 +32,8 @@ from custom_components.azure_openai_memory.const import (
 
 from .azure_stub import DEFAULT_KEY, AzureStub, Reply, ToolCall
 from .conftest import (
+    ASSIST_CLOCK_NOTES,
+    CLOCK_NOTE,
     LLM_ONLY,
     MESSAGE_OVERHEAD_TOKENS,
     NO_TOOLS,
@@ -77,6 +79,7 @@ async def counts_as_in_tests(hass: HomeAssistant, entry: MockConfigEntry) -> Non
 @pytest.mark.parametrize("agent_options", [LLM_ONLY])
 async def test_large_assist_prompt_keeps_the_conversation(
     hass: HomeAssistant,
+    clock: FrozenDateTimeFactory,
     loaded_entry: MockConfigEntry,
     azure: AzureStub,
     hass_storage: dict[str, Any],
@@ -99,7 +102,7 @@ async def test_large_assist_prompt_keeps_the_conversation(
         text
         for i in range(9)
         for text in (f"Remember the number {i}", f"You said: Remember the number {i}")
-    ] + ["Remember the number 9"]
+    ] + [*ASSIST_CLOCK_NOTES, "Remember the number 9"]
     stats = await window_stats(hass, loaded_entry, "c")
     assert stats is not None
     assert stats["message_count"] == 20
@@ -114,6 +117,7 @@ async def test_large_assist_prompt_keeps_the_conversation(
 )
 async def test_context_limit_leaves_out_oldest_history_of_the_request(
     hass: HomeAssistant,
+    clock: FrozenDateTimeFactory,
     loaded_entry: MockConfigEntry,
     azure: AzureStub,
     hass_storage: dict[str, Any],
@@ -129,7 +133,8 @@ async def test_context_limit_leaves_out_oldest_history_of_the_request(
     assert len(window) == 20
     await counts_as_in_tests(hass, loaded_entry)
     body = llm_calls(azure)[-1].body["messages"]
-    history = [m["content"] for m in body[1:-1]]
+    *history, note = [m["content"] for m in body[1:-1]]
+    assert note == CLOCK_NOTE
     assert 0 < len(history) < 18
     assert history[-2:] == [
         "Tell me about planet number 8",
@@ -142,8 +147,9 @@ async def test_context_limit_leaves_out_oldest_history_of_the_request(
     costs = {m["content"]: m["token_count"] for m in window}
     carried = sum(costs[text] for text in history)
     question = count_tokens("Tell me about planet number 9") + MESSAGE_OVERHEAD_TOKENS
+    clock_note = count_tokens(CLOCK_NOTE) + MESSAGE_OVERHEAD_TOKENS
     assert stats["last_prompt_tokens"] == prompt
-    assert stats["last_request_tokens"] == prompt + carried + question
+    assert stats["last_request_tokens"] == prompt + carried + clock_note + question
     assert stats["last_request_tokens"] <= 300 - 100
     assert stats["last_prompt_share"] == round(100 * prompt / stats["last_request_tokens"], 1)
     assert stats["requests_trimmed"] > 0
@@ -154,6 +160,7 @@ async def test_context_limit_leaves_out_oldest_history_of_the_request(
 )
 async def test_context_limit_never_drops_the_last_exchange(
     hass: HomeAssistant,
+    clock: FrozenDateTimeFactory,
     loaded_entry: MockConfigEntry,
     azure: AzureStub,
     caplog: pytest.LogCaptureFixture,
@@ -162,7 +169,12 @@ async def test_context_limit_never_drops_the_last_exchange(
     for text in ("First question", "Second question", "Third question"):
         await converse(hass, loaded_entry, text, "c")
     history = [m["content"] for m in llm_calls(azure)[-1].body["messages"][1:]]
-    assert history == ["Second question", "You said: Second question", "Third question"]
+    assert history == [
+        "Second question",
+        "You said: Second question",
+        CLOCK_NOTE,
+        "Third question",
+    ]
     # A limit below prompt + answer can never be met: said once, as a warning to act on.
     warnings = [r for r in caplog.records if "context limit" in r.getMessage()]
     assert [r.levelno for r in warnings] == [logging.WARNING]
@@ -225,6 +237,7 @@ async def test_tool_calls_without_ids_keep_the_window_bounded(
 )
 async def test_overlapping_turns_commit_in_order(
     hass: HomeAssistant,
+    clock: FrozenDateTimeFactory,
     loaded_entry: MockConfigEntry,
     azure: AzureStub,
     hass_storage: dict[str, Any],
@@ -244,7 +257,7 @@ async def test_overlapping_turns_commit_in_order(
     ]
     # The second request was sent after the first exchange was recorded, and carried it.
     second_request = [m["content"] for m in llm_calls(azure)[1].body["messages"][1:]]
-    assert second_request == ["First question", "First answer.", "Second question"]
+    assert second_request == ["First question", "First answer.", CLOCK_NOTE, "Second question"]
 
 
 async def converse_with_listener(
@@ -334,6 +347,7 @@ async def test_no_early_answer_once_words_are_spoken(
 )
 async def test_follow_up_under_a_new_id_waits_for_the_late_turn(
     hass: HomeAssistant,
+    clock: FrozenDateTimeFactory,
     loaded_entry: MockConfigEntry,
     azure: AzureStub,
     hass_storage: dict[str, Any],
@@ -352,7 +366,7 @@ async def test_follow_up_under_a_new_id_waits_for_the_late_turn(
     ]
     assert await contents(hass, hass_storage, loaded_entry, "a") == []
     third_request = [m["content"] for m in llm_calls(azure)[2].body["messages"][1:]]
-    assert third_request == [*expected, "Second question"]
+    assert third_request == [*expected, CLOCK_NOTE, "Second question"]
 
 
 @pytest.mark.parametrize(
@@ -486,7 +500,10 @@ async def test_tool_raising_anything_is_spoken(
 
 @pytest.mark.parametrize("agent_options", [NO_TOOLS])
 async def test_stored_series_are_bounded_data(
-    hass: HomeAssistant, loaded_entry: MockConfigEntry, azure: AzureStub
+    hass: HomeAssistant,
+    clock: FrozenDateTimeFactory,
+    loaded_entry: MockConfigEntry,
+    azure: AzureStub,
 ) -> None:
     """Hundreds of entries, one of them hostile: bounded in tokens, no way out of its tag."""
     now = dt_util.utcnow()
@@ -503,7 +520,8 @@ async def test_stored_series_are_bounded_data(
         DOMAIN, "timeseries_merge", {"key": "kudos_timeseries", "entries": entries}, blocking=True
     )
     await converse(hass, loaded_entry, "Who gave me kudos in the last 2 days?", "c")
-    _system, data, _question = llm_calls(azure)[0].body["messages"]
+    _system, note, data, _question = llm_calls(azure)[0].body["messages"]
+    assert note == {"role": "user", "content": CLOCK_NOTE}
     text = data["content"]
     await counts_as_in_tests(hass, loaded_entry)
     assert count_tokens(text) <= MAX_CONTEXT_TOKENS
@@ -619,14 +637,14 @@ async def merge_gappy_series(hass: HomeAssistant, key: str, now: float, hours: i
 @pytest.mark.parametrize("agent_options", [{**NO_TOOLS, CONF_MAX_TOKENS: 100}])
 async def test_data_message_never_exceeds_its_budget(
     hass: HomeAssistant,
+    clock: FrozenDateTimeFactory,
     config_entry: MockConfigEntry,
     azure: AzureStub,
-    freezer: FrozenDateTimeFactory,
 ) -> None:
     """Twelve series, each with 48 gaps: every line counts, and each series gets its share.
 
-    The context limit is set so that, after the prompt, the question and the answer's
-    maximum, exactly `budget` tokens are left for the data (no history, no memories, no
+    The context limit is set so that, after the prompt, the clock note, the question and the
+    answer's maximum, exactly `budget` tokens are left for the data (no history, no memories, no
     summaries); the clock stands still, so the prompt does not change between turns.
     """
     options = {**config_entry.options, CONF_MEMORY_CONTEXT: False, CONF_SUMMARIES: False}
@@ -642,9 +660,10 @@ async def test_data_message_never_exceeds_its_budget(
     assert prompt > 0
     question = "What happened in the series in the last 2 days?"
     asked = count_tokens(question) + MESSAGE_OVERHEAD_TOKENS
+    clock_note = count_tokens(CLOCK_NOTE) + MESSAGE_OVERHEAD_TOKENS
     (subentry,) = config_entry.subentries.values()
     for turn, (budget, at_least) in enumerate([(40, 0), (120, 0), (300, 1), (800, 3), (2000, 7)]):
-        limit = budget + 100 + asked + prompt + MESSAGE_OVERHEAD_TOKENS
+        limit = budget + 100 + asked + clock_note + prompt + MESSAGE_OVERHEAD_TOKENS
         hass.config_entries.async_update_subentry(
             config_entry, subentry, data={**subentry.data, CONF_CONTEXT_LIMIT: limit}
         )
@@ -652,11 +671,13 @@ async def test_data_message_never_exceeds_its_budget(
         subentry = config_entry.subentries[subentry.subentry_id]
         await converse(hass, config_entry, question, f"c{turn}")
         assert (await statistics(hass, config_entry))["last_prompt_tokens"] == prompt
-        *_, before, last = llm_calls(azure)[-1].body["messages"]
+        _system, note, *data, last = llm_calls(azure)[-1].body["messages"]
+        assert note == {"role": "user", "content": CLOCK_NOTE}
         assert last == {"role": "user", "content": question}
         if at_least == 0:  # not even one series' tags and notes fit
-            assert before["role"] == "system", budget
+            assert data == [], budget
             continue
+        (before,) = data
         message = before["content"]
         assert message.startswith("Reference data"), budget
         assert count_tokens(message) <= budget

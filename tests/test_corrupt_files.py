@@ -10,6 +10,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+from freezegun.api import FrozenDateTimeFactory
 from homeassistant.config_entries import ConfigEntryState
 from homeassistant.core import HomeAssistant
 from homeassistant.helpers import issue_registry as ir
@@ -19,7 +20,7 @@ from pytest_homeassistant_custom_component.common import MockConfigEntry
 from custom_components.azure_openai_memory.const import DOMAIN
 
 from .azure_stub import AzureStub
-from .conftest import MEMORIES_KEY, NO_TOOLS, Restart, call, converse, speech
+from .conftest import CLOCK_NOTE, MEMORIES_KEY, NO_TOOLS, Restart, call, converse, speech
 
 SERIES_INDEX = f"{DOMAIN}.timeseries"
 KEY = "kudos_timeseries"
@@ -215,6 +216,7 @@ async def test_unusable_summaries_file_is_set_aside(
 @pytest.mark.parametrize("agents", [[], "oops", "agent: 1", "agent: windows"])
 async def test_windows_file_of_another_shape_is_set_aside(
     hass: HomeAssistant,
+    clock: FrozenDateTimeFactory,
     storage: Path,
     azure: AzureStub,
     config_entry: MockConfigEntry,
@@ -241,6 +243,7 @@ async def test_windows_file_of_another_shape_is_set_aside(
     assert [m["content"] for m in sent[1:]] == [
         "Still there?",
         "You said: Still there?",
+        CLOCK_NOTE,
         "And now?",
     ]
 

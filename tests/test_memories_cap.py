@@ -61,17 +61,18 @@ async def test_a_household_keeps_hundreds_of_memories_of_one_type(
 async def test_a_cap_the_user_set_is_kept(
     hass: HomeAssistant, hass_storage: dict[str, Any]
 ) -> None:
-    """A stored setting is the user's choice: the new default does not overwrite it."""
-    old = FactStore(FactSettings(max_memories_per_type=50))
+    """A stored setting is the user's choice: the new default does not overwrite it. Only
+    the old default (50), which every saved options form stored, gives way to the new one."""
+    old = FactStore(FactSettings(max_memories_per_type=80))
     old.save("The bins go out on Tuesday night", "routine", ["chore:bins"])
     hass_storage[STORAGE_KEY] = {
         "version": 1,
         "minor_version": 1,
         "key": STORAGE_KEY,
-        "data": {**old.as_dict(), "settings": {"max_memories_per_type": 50}},
+        "data": {**old.as_dict(), "settings": {"max_memories_per_type": 80}},
     }
     assert await async_setup_component(hass, DOMAIN, {})
-    assert memories(hass).settings.max_memories_per_type == 50
+    assert memories(hass).settings.max_memories_per_type == 80
     assert len(memories(hass).facts) == 1
 
 
@@ -169,3 +170,21 @@ async def test_pinning_survives_a_restart(
     memory = fresh.facts.get(saved["memory"]["id"])
     assert memory is not None
     assert memory.pinned
+
+
+async def test_the_old_default_cap_gives_way_to_the_new_one(
+    hass: HomeAssistant, hass_storage: dict[str, Any]
+) -> None:
+    """A version 1 file that stored the old default of 50 gets the new default, its memory
+    kept."""
+    old = FactStore(FactSettings(max_memories_per_type=50))
+    old.save("The bins go out on Tuesday night", "routine", ["chore:bins"])
+    hass_storage[STORAGE_KEY] = {
+        "version": 1,
+        "minor_version": 1,
+        "key": STORAGE_KEY,
+        "data": {**old.as_dict(), "settings": {"max_memories_per_type": 50}},
+    }
+    assert await async_setup_component(hass, DOMAIN, {})
+    assert memories(hass).settings.max_memories_per_type == 10_000
+    assert len(memories(hass).facts) == 1

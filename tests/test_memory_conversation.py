@@ -4,6 +4,7 @@ from datetime import timedelta
 import json
 from typing import Any
 
+from freezegun.api import FrozenDateTimeFactory
 from homeassistant.const import CONF_LLM_HASS_API
 from homeassistant.core import HomeAssistant
 from homeassistant.util import dt as dt_util
@@ -22,6 +23,7 @@ from custom_components.azure_openai_memory.const import (
 
 from .azure_stub import AzureStub, Reply, ToolCall
 from .conftest import (
+    CLOCK_NOTE,
     LLM_ONLY,
     MESSAGE_OVERHEAD_TOKENS,
     NO_TOOLS,
@@ -116,7 +118,7 @@ async def test_remembers_and_recalls_across_a_restart(
     result = await converse(hass, loaded_entry, "Remember that the guest room is Anna's", "c1")
     assert speech(result) == "I'll remember that."
     first, second = chat_calls(azure)
-    assert tool_names(first.body)[-2:] == ["remember", "recall"]
+    assert tool_names(first.body)[-2:] == ["recall", "remember"]
     tool_result = json.loads(second.body["messages"][-1]["content"])
     assert tool_result["action"] == "created"
     (memory,) = await all_memories(hass)
@@ -165,7 +167,10 @@ async def test_remembers_and_recalls_across_a_restart(
 
 @pytest.mark.parametrize("agent_options", [NO_TOOLS])
 async def test_memories_reach_the_request_as_bounded_data(
-    hass: HomeAssistant, loaded_entry: MockConfigEntry, azure: AzureStub
+    hass: HomeAssistant,
+    clock: FrozenDateTimeFactory,
+    loaded_entry: MockConfigEntry,
+    azure: AzureStub,
 ) -> None:
     """Hundreds of memories, one hostile: the relevant ones in their own escaped block,
     within the memory budget, and counted in the request's total."""
@@ -196,6 +201,8 @@ async def test_memories_reach_the_request_as_bounded_data(
     assert stats["last_request_tokens"] == (
         stats["last_prompt_tokens"]
         + count_tokens(question)
+        + MESSAGE_OVERHEAD_TOKENS
+        + count_tokens(CLOCK_NOTE)
         + MESSAGE_OVERHEAD_TOKENS
         + count_tokens(data)
         + MESSAGE_OVERHEAD_TOKENS
@@ -250,7 +257,7 @@ async def test_no_memories_no_data_message(
     await converse(hass, loaded_entry, "Tell me a joke", "c")
     body = chat_calls(azure)[0].body
     assert data_message(body) is None
-    assert tool_names(body) == ["remember", "recall"]
+    assert tool_names(body) == ["recall", "remember"]
     assert len(azure.calls("/embeddings")) == 0
 
 
@@ -323,7 +330,8 @@ async def test_control_agent_keeps_home_assistant_tools(
     await converse(hass, loaded_entry, "Hello there", "c")
     names = tool_names(chat_calls(azure)[0].body)
     assert "HassTurnOn" in names
-    assert names[-2:] == ["remember", "recall"]
+    assert names == sorted(names)
+    assert names[-2:] == ["recall", "remember"]
     assert names.count("remember") == 1
 
 

@@ -21,7 +21,7 @@ from custom_components.azure_openai_memory.const import (
 )
 
 from .azure_stub import AzureStub
-from .conftest import LLM_ONLY, NO_TOOLS, conversation_stats, converse, speech
+from .conftest import LLM_ONLY, NO_TOOLS, converse, speech
 
 CLOCK_TIME = re.compile(r"\d{2}:\d{2}")
 

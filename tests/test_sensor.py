@@ -12,7 +12,7 @@ from custom_components.azure_openai_memory.const import DOMAIN
 from .azure_stub import AzureStub
 from .conftest import NO_TOOLS, converse
 
-WATCHED = {"turns", "errors", "tokens_in", "tokens_out", "latency_p50"}
+WATCHED = {"turns", "errors", "tokens_in", "tokens_out", "cached_input_share", "latency_p50"}
 HIDDEN = {
     "local_turns",
     "llm_turns",
@@ -32,7 +32,7 @@ def _entity_id(hass: HomeAssistant, entry: MockConfigEntry, key: str) -> str:
 async def test_watched_sensors_enabled_the_rest_disabled(
     hass: HomeAssistant, loaded_entry: MockConfigEntry, azure: AzureStub
 ) -> None:
-    """Five of eleven are on from the start; the others wait in the entity settings."""
+    """Six of twelve are on from the start; the others wait in the entity settings."""
     registry = er.async_get(hass)
     sensors = [
         e

@@ -206,4 +206,5 @@ async def test_a_huge_value_is_echoed_cut(
 @pytest.mark.usefixtures("services")
 async def test_a_short_value_is_echoed_whole(hass: HomeAssistant) -> None:
     err = await refused(hass, "history_event_chain", {"event_id": "x" * ECHOED})
-    assert (err.translation_placeholders or {})["value"] == "x" * ECHOED
+    assert err.translation_placeholders is not None
+    assert err.translation_placeholders["value"] == "x" * ECHOED

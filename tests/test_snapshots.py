@@ -9,6 +9,7 @@ from run to run (ids, ports, sizes, durations) are replaced before the compariso
 
 from typing import Any
 
+from freezegun import freeze_time
 from freezegun.api import FrozenDateTimeFactory
 from homeassistant.const import CONF_LLM_HASS_API, MAJOR_VERSION, MINOR_VERSION
 from homeassistant.core import HomeAssistant
@@ -22,7 +23,13 @@ from pytest_homeassistant_custom_component.typing import ClientSessionGenerator
 from syrupy.assertion import SnapshotAssertion
 
 from .azure_stub import AzureStub, Reply
-from .conftest import LLM_ONLY, converse, download_encodings_from, forget_built_encodings
+from .conftest import (
+    LLM_ONLY,
+    converse,
+    download_encodings_from,
+    forget_built_encodings,
+    loop_keeps_real_time,
+)
 
 HA_VERSION = f"{MAJOR_VERSION}.{MINOR_VERSION}"
 VERSIONS = ["2025.4", "2026.2"]
@@ -78,10 +85,13 @@ async def test_diagnostics(
     ha_version: str,
     snapshot: SnapshotAssertion,
 ) -> None:
-    """The diagnostics download of an entry that has answered one turn."""
+    """The diagnostics download of an entry that has answered one turn, asked at a fixed
+    time so that the clock note its request carried costs the same tokens every run."""
     assert await hass.config_entries.async_setup(config_entry.entry_id)
     await hass.async_block_till_done(wait_background_tasks=True)
-    await converse(hass, config_entry, "What is the capital of France?", "c")
+    # Ticking on from NOW, so that the turn's latency is measured.
+    with freeze_time(NOW, tick=True), loop_keeps_real_time(hass):
+        await converse(hass, config_entry, "What is the capital of France?", "c")
     result = await get_diagnostics_for_config_entry(hass, hass_client, config_entry)
     (subentry_id,) = config_entry.subentries
     diagnostics = stable(result, {subentry_id: "<agent>", str(azure.port): "<port>"})
@@ -103,7 +113,7 @@ async def test_request_body(
     snapshot: SnapshotAssertion,
 ) -> None:
     """The second turn of a conversation with the Assist API, as the stand-in received it;
-    the clock stands still, so the prompt's time does too."""
+    the clock stands still, so the time the request tells does too."""
     freezer.move_to(NOW)
     hass.states.async_set("light.kitchen", "off", {"friendly_name": "Kitchen"})
     assert await hass.config_entries.async_setup(config_entry.entry_id)

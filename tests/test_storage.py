@@ -23,6 +23,7 @@ from custom_components.azure_openai_memory.const import (
 
 from .azure_stub import AzureStub
 from .conftest import (
+    CLOCK_NOTE,
     NO_TOOLS,
     Restart,
     agent_memory,
@@ -115,6 +116,7 @@ class TestRealFiles:
     async def test_corrupt_windows_file_is_kept_aside(
         self,
         hass: HomeAssistant,
+        clock: FrozenDateTimeFactory,
         storage: Path,
         config_entry: MockConfigEntry,
         azure: AzureStub,
@@ -139,6 +141,7 @@ class TestRealFiles:
         assert [m["content"] for m in sent[1:]] == [
             "Still there?",
             "You said: Still there?",
+            CLOCK_NOTE,
             "And now?",
         ]
 
@@ -228,6 +231,7 @@ async def test_idle_conversations_expire_and_health_warns_once(
 @pytest.mark.parametrize("agent_options", [NO_TOOLS])
 async def test_windows_of_version_1_lose_their_stored_prompt(
     hass: HomeAssistant,
+    clock: FrozenDateTimeFactory,
     hass_storage: dict[str, Any],
     azure: AzureStub,
     config_entry: MockConfigEntry,
@@ -275,6 +279,7 @@ async def test_windows_of_version_1_lose_their_stored_prompt(
     assert [(m["role"], m["content"]) for m in sent[1:]] == [
         ("user", "Hello"),
         ("assistant", "Hi"),
+        ("user", CLOCK_NOTE),
         ("user", "Still there?"),
     ]
     assert "6,300" not in sent[0]["content"]

@@ -458,10 +458,15 @@ def hostile_days(kind: str, text: str) -> dict[str, Any]:
     }
 
 
+# The clock note of a turn asked on day 19 at 09:00, the time ask_with_past is called at.
+DAY_19_NOTE = "Now: 09:00, Saturday 24 January 2026 (Home Assistant's clock)."
+
+
 async def ask_with_past(
     hass: HomeAssistant, entry: MockConfigEntry, azure: AzureStub, device: str, budget: int
 ) -> str:
-    """The data message of a turn asked from device, with `budget` tokens for the past."""
+    """The data message of a turn asked from device on day 19, with `budget` tokens for
+    the past."""
     hass.config_entries.async_update_entry(
         entry, options={**entry.options, CONF_SUMMARY_CONTEXT_TOKENS: budget}
     )
@@ -471,7 +476,8 @@ async def ask_with_past(
     await converse(hass, entry, "What did we talk about?", device_id=device)
     request = azure.calls("/chat/completions")[-1].body
     assert request is not None
-    *_, data, question = request["messages"]
+    *_, note, data, question = request["messages"]
+    assert note == {"role": "user", "content": DAY_19_NOTE}
     assert question == {"role": "user", "content": "What did we talk about?"}
     assert data["role"] == "user"
     return str(data["content"])
@@ -511,8 +517,9 @@ async def test_the_past_is_bounded_counted_and_escaped(
     assert data.count("</data>") == 1
     stats = await statistics(hass, config_entry)
     question = count_tokens("What did we talk about?") + MESSAGE_OVERHEAD_TOKENS
+    note = count_tokens(DAY_19_NOTE) + MESSAGE_OVERHEAD_TOKENS
     assert stats["last_request_tokens"] == (
-        stats["last_prompt_tokens"] + question + count_tokens(data) + MESSAGE_OVERHEAD_TOKENS
+        stats["last_prompt_tokens"] + note + question + count_tokens(data) + MESSAGE_OVERHEAD_TOKENS
     )
 
     # A budget too small for the long week: it is left out rather than cut.

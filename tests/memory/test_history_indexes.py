@@ -20,19 +20,22 @@ import pytest
 
 from custom_components.azure_openai_memory.memory import history
 from custom_components.azure_openai_memory.memory.history import (
+    INSERT_EVENT,
     SCHEMA_VERSION,
     AgentHistoryEvent,
+    EventRead,
     HistoryEventType,
     HistoryQuery,
     HistoryStatistics,
     HistoryStore,
+    encode_event,
 )
 from custom_components.azure_openai_memory.memory.history_models import to_us
 from custom_components.azure_openai_memory.memory.history_schema import (
     INDEX_CURSOR,
     MIGRATIONS,
     index_batch,
-    migrate,
+    migrate_schema,
 )
 
 NOW = datetime(2025, 10, 25, 11, 0, tzinfo=UTC).timestamp()
@@ -94,29 +97,6 @@ def household(count: int, seed: int = 5) -> list[AgentHistoryEvent]:
     return events
 
 
-INSERT = (
-    "INSERT INTO agent_history_events (event_id, agent_id, timestamp, event_type, event_data, "
-    "git_commit_hash, session_id, parent_event_id, tags, metadata) "
-    "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
-)
-
-
-def stored_row(event: AgentHistoryEvent) -> tuple[Any, ...]:
-    """An event as the store writes it: a row for INSERT."""
-    return (
-        event.event_id,
-        event.agent_id,
-        to_us(event.timestamp),
-        event.event_type.value,
-        json.dumps(event.event_data),
-        event.ref,
-        event.session_id,
-        event.parent_event_id,
-        json.dumps(list(event.tags), ensure_ascii=False),
-        None if event.metadata is None else json.dumps(event.metadata),
-    )
-
-
 def path_in(tmp_path: Path) -> Path:
     return tmp_path / "azure_openai_memory" / "history.db"
 
@@ -130,9 +110,9 @@ def version_1_database(path: Path, events: list[AgentHistoryEvent]) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     with raw(path) as conn:
         conn.execute("PRAGMA journal_mode = WAL")
-        assert migrate(conn, MIGRATIONS[:1]) == 1
+        assert migrate_schema(conn, MIGRATIONS[:1]) == 1
         conn.execute("BEGIN")
-        conn.executemany(INSERT, [stored_row(event) for event in events])
+        conn.executemany(INSERT_EVENT, [encode_event(event) for event in events])
         conn.execute("COMMIT")
 
 
@@ -291,7 +271,7 @@ def queries(events: list[AgentHistoryEvent]) -> Iterator[HistoryQuery]:
 
 def read_as_version_1(path: Path, query: HistoryQuery) -> tuple[list[str], int]:
     """The read a store makes while indexing is pending: the events alone."""
-    read = history._EventRead.plain(query)
+    read = EventRead.plain(query)
     with raw(path) as conn:
         rows = conn.execute(*read.page(query.limit, query.offset)).fetchall()
         return [row[0] for row in rows], read.count(conn)
@@ -348,12 +328,12 @@ def test_writes_between_indexing_batches_are_counted_once(tmp_path: Path) -> Non
     fresh = iter(household(200, seed=9))
     rng = random.Random(3)
     with raw(path) as conn:
-        assert migrate(conn, MIGRATIONS) == 2
+        assert migrate_schema(conn, MIGRATIONS) == 2
         batches = 0
         while not index_batch(conn, 40):
             batches += 1
             conn.execute("BEGIN")
-            conn.executemany(INSERT, [stored_row(next(fresh)) for _ in range(9)])
+            conn.executemany(INSERT_EVENT, [encode_event(next(fresh)) for _ in range(9)])
             doomed = [old[rng.randrange(len(old))].event_id for _ in range(5)]
             conn.executemany(
                 "DELETE FROM agent_history_events WHERE event_id = ?", [(d,) for d in doomed]

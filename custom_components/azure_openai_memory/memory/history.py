@@ -4,9 +4,9 @@ How it is stored, and why:
 
 * The schema: events, snapshots and the events each snapshot holds (three tables), eight
   indexes, three views, foreign keys on, WAL journal.
-  The schema version lives in PRAGMA user_version; history_schema.MIGRATIONS holds one step
-  per version (step n takes a database from version n to n + 1, in one transaction), so a
-  database of any older version is brought up to date at open. Version 1 also has a small key/value table
+  The schema version lives in PRAGMA user_version; `MIGRATIONS` holds one step per version
+  (step n takes a database from version n to n + 1, in one transaction), so a database of any
+  older version is brought up to date at open. Version 1 also has a small key/value table
   of installation-wide settings (`history_settings`).
 * Timestamps are INTEGER microseconds since the epoch (UTC), not whole seconds:
   one conversation turn writes several events within a millisecond, and a retention cut-off
@@ -36,7 +36,7 @@ How it is stored, and why:
   name their index (INDEXED BY, CROSS JOIN) rather than leave the choice to them.
 * Schema version 2 adds side tables and counters kept by triggers (see history_schema):
   each query is read in time order from the index that narrows it most, and a total or
-  a statistic is summed from counters (see _EventRead). A version 1 database gets them at
+  a statistic is summed from counters (see EventRead). A version 1 database gets them at
   open in milliseconds; its events are indexed afterwards by the writer when nothing else
   waits (INDEX_BATCH a transaction), reads answering as version 1 did until then.
 * A database created by this store has auto_vacuum=INCREMENTAL: after a purge the writer
@@ -74,7 +74,7 @@ from .history_models import (
     MAX_EVENT_DATA_BYTES,
     MAX_QUERY_LIMIT,
     MAX_QUERY_OFFSET,
-    MICROSECONDS,
+    US_PER_SECOND,
     AgentHistoryEvent,
     HistoryError,
     HistoryEventType,
@@ -85,14 +85,14 @@ from .history_models import (
     ListedSnapshot,
     agent_text,
     check_count,
-    checked_tags,
     decode_json,
     encode_json,
+    event_type_of,
     from_us,
     optional_json,
     optional_text,
     optional_uuid,
-    parse_event_type,
+    tags_of,
     to_us,
     uuid_text,
 )
@@ -177,7 +177,7 @@ _EVENT_COLUMNS = (
     "parent_event_id, tags, metadata"
 )
 # A duplicate event id is ignored: recording the same event twice stores it once.
-_INSERT_EVENT = (
+INSERT_EVENT = (
     f"INSERT OR IGNORE INTO agent_history_events ({_EVENT_COLUMNS}) "
     "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
 )
@@ -188,7 +188,7 @@ type _Row = tuple[str, str, int, str, str, str | None, str | None, str | None, s
 _PARENT: Final = 7
 
 
-def _encode_event(event: AgentHistoryEvent) -> _Row:
+def encode_event(event: AgentHistoryEvent) -> _Row:
     """Validate an event and encode it for the database, now: the queue then holds what the
     event was when it was handed over, and the writer can never meet an event it cannot
     store."""
@@ -196,12 +196,12 @@ def _encode_event(event: AgentHistoryEvent) -> _Row:
         uuid_text(event.event_id, "event_id"),
         agent_text(event.agent_id),
         to_us(event.timestamp),
-        parse_event_type(event.event_type).value,
+        event_type_of(event.event_type).value,
         encode_json(event.event_data, "event_data"),
         optional_text(event.ref, "ref"),
         optional_text(event.session_id, "session_id"),
         optional_uuid(event.parent_event_id, "parent_event_id"),
-        encode_json(list(checked_tags(event.tags)), "tags", None) if event.tags else "[]",
+        encode_json(list(tags_of(event.tags)), "tags", None) if event.tags else "[]",
         optional_json(event.metadata, "metadata"),
     )
 
@@ -218,7 +218,7 @@ def _decode_event(row: Sequence[Any]) -> AgentHistoryEvent:
     return AgentHistoryEvent(
         event_id=row[0],
         agent_id=row[1],
-        timestamp=row[2] / MICROSECONDS,
+        timestamp=row[2] / US_PER_SECOND,
         event_type=_stored_type(row[3]),
         event_data=decode_json(row[4]),
         ref=row[5],
@@ -266,9 +266,9 @@ def _insert_events(conn: sqlite3.Connection, rows: Sequence[_Row], *, strict: bo
         _LOGGER.debug("History: %d events name a parent that is not stored", len(missing))
         rows = [_without_parent(row) if row[_PARENT] in missing else row for row in rows]
     if len(rows) < _BULK_ROWS:
-        conn.executemany(_INSERT_EVENT, rows)
+        conn.executemany(INSERT_EVENT, rows)
     else:
-        insert_in_bulk(conn, partial(conn.executemany, _INSERT_EVENT, rows))
+        insert_in_bulk(conn, partial(conn.executemany, INSERT_EVENT, rows))
 
 
 def _is_write_failure(err: BaseException) -> TypeGuard[sqlite3.DatabaseError]:
@@ -292,7 +292,7 @@ _HAS_TAG = (
 
 
 @dataclass(slots=True)
-class _EventRead:
+class EventRead:
     """How one query reads its events: the tables (`e` is the events), the conditions
     besides time, the time column that orders the page and takes the range, and the
     counters its total can be summed from (per day, and for all days; None: it is
@@ -315,7 +315,7 @@ class _EventRead:
     counters: tuple[str, str, list[tuple[str, Any]]] | None = None
 
     @classmethod
-    def plain(cls, query: HistoryQuery) -> "_EventRead":
+    def plain(cls, query: HistoryQuery) -> "EventRead":
         """Version 1's read: the events alone, SQLite choosing the index."""
         read = cls("agent_history_events e", [], [], "e.timestamp", query.ascending, *_range(query))
         read.add_columns(query)
@@ -325,14 +325,14 @@ class _EventRead:
         return read
 
     @classmethod
-    def planned(cls, conn: sqlite3.Connection, query: HistoryQuery) -> "_EventRead":
+    def planned(cls, conn: sqlite3.Connection, query: HistoryQuery) -> "EventRead":
         """The read through the side tables and counters (every event indexed)."""
         start, end = _range(query)
         tags = list(dict.fromkeys(query.tags))
         kind = None if query.event_type is None else query.event_type.value
         agent = query.agent_id
 
-        def events(index: str) -> _EventRead:
+        def events(index: str) -> EventRead:
             return cls(
                 f"agent_history_events e INDEXED BY {index}",
                 [],
@@ -382,11 +382,11 @@ class _EventRead:
     def _by_agent_and_type(
         cls,
         conn: sqlite3.Connection,
-        events: Callable[[str], "_EventRead"],
+        events: Callable[[str], "EventRead"],
         agent: str | None,
         kind: str | None,
         query: HistoryQuery,
-    ) -> "_EventRead":
+    ) -> "EventRead":
         start, end = _range(query)
         by_type = cls(
             "history_event_types t CROSS JOIN agent_history_events e",
@@ -676,7 +676,7 @@ class HistoryStore:
 
     def enqueue(self, event: AgentHistoryEvent) -> None:
         """Queue an event for the next batch; never waits on the disk."""
-        row = _encode_event(event)
+        row = encode_event(event)
         with self._cond:
             if self._stopping:
                 self._dropped += 1
@@ -703,7 +703,7 @@ class HistoryStore:
     def record_events(self, events: Iterable[AgentHistoryEvent]) -> None:
         """Write events now, in one transaction: all of them or (on bad input or a failing
         database) none. An unknown parent is HistoryError("unknown_event")."""
-        rows = [_encode_event(event) for event in events]
+        rows = [encode_event(event) for event in events]
         if not rows:
             return
 
@@ -717,7 +717,7 @@ class HistoryStore:
         """Store a snapshot and link its events (storing any that are not yet); the same id
         again replaces it."""
         snapshot_id = uuid_text(snapshot.snapshot_id, "snapshot_id")
-        rows = [_encode_event(event) for event in snapshot.events]
+        rows = [encode_event(event) for event in snapshot.events]
         values = (
             snapshot_id,
             snapshot.agent_id,
@@ -886,9 +886,7 @@ class HistoryStore:
         self, agent_id: str, event_type: HistoryEventType | str, limit: int
     ) -> list[AgentHistoryEvent]:
         """An agent's most recent events of one type, newest first."""
-        query = HistoryQuery(
-            agent_id=agent_id, event_type=parse_event_type(event_type), limit=limit
-        )
+        query = HistoryQuery(agent_id=agent_id, event_type=event_type_of(event_type), limit=limit)
         return self.query_events(query)[0]
 
     def get_events_by_time_range(
@@ -924,7 +922,7 @@ class HistoryStore:
     def query_events(self, query: HistoryQuery) -> tuple[list[AgentHistoryEvent], int]:
         """One page of the events a query selects, and how many it selects in all."""
         with self._reading() as conn:
-            read = _EventRead.planned(conn, query) if self._indexed else _EventRead.plain(query)
+            read = EventRead.planned(conn, query) if self._indexed else EventRead.plain(query)
             rows = conn.execute(*read.page(query.limit, query.offset)).fetchall()
             if 0 < len(rows) < query.limit or (not rows and query.offset == 0):
                 total = query.offset + len(rows)  # the page ends before the limit: no count
@@ -1303,11 +1301,6 @@ class HistoryStore:
         conn.close()
 
     # -- For tests -------------------------------------------------------------------------
-
-    def _wait_for_commits(self, count: int, timeout: float) -> bool:
-        """Wait until `count` queued batches have been committed (False on timeout)."""
-        with self._cond:
-            return self._cond.wait_for(lambda: self._commits >= count, timeout)
 
     def _wait_for_index(self, timeout: float) -> bool:
         """Wait until every event is indexed (False on timeout)."""

@@ -39,7 +39,7 @@ MAX_QUERY_LIMIT = 10_000
 # SQLite's largest integer: a larger offset could not even be asked for.
 MAX_QUERY_OFFSET = 2**63 - 1
 
-MICROSECONDS = 1_000_000
+US_PER_SECOND = 1_000_000
 _JSON_OPTIONS = orjson.OPT_NON_STR_KEYS
 _CANONICAL_UUID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
 
@@ -52,14 +52,14 @@ def to_us(timestamp: float) -> int:
     """Epoch seconds as the stored integer microseconds."""
     if not isinstance(timestamp, int | float) or not math.isfinite(timestamp):
         raise ValueError(f"timestamp must be a finite number of seconds, not {timestamp!r}")
-    return round(timestamp * MICROSECONDS)
+    return round(timestamp * US_PER_SECOND)
 
 
 def from_us(micros: int) -> float:
-    return micros / MICROSECONDS
+    return micros / US_PER_SECOND
 
 
-def parse_event_type(value: object) -> HistoryEventType:
+def event_type_of(value: object) -> HistoryEventType:
     if isinstance(value, HistoryEventType):
         return value
     if isinstance(value, str):
@@ -142,7 +142,7 @@ def agent_text(value: object) -> str:
     raise TypeError(f"agent_id must be text, not {type(value).__name__}")
 
 
-def checked_tags(values: Iterable[str]) -> tuple[str, ...]:
+def tags_of(values: Iterable[str]) -> tuple[str, ...]:
     tags = tuple(values)
     for tag in tags:
         if not isinstance(tag, str):
@@ -168,7 +168,7 @@ class AgentHistoryEvent:
     def __post_init__(self) -> None:
         # Callers may hand a plain string type or a list of tags; keep the declared types.
         if type(self.event_type) is not HistoryEventType:
-            object.__setattr__(self, "event_type", parse_event_type(self.event_type))
+            object.__setattr__(self, "event_type", event_type_of(self.event_type))
         if type(self.tags) is not tuple:
             object.__setattr__(self, "tags", tuple(self.tags))
 
@@ -192,7 +192,7 @@ class AgentHistoryEvent:
         read returns (string keys, lists), and the time is rounded to the microsecond that is
         stored: the event equals what a later query gives back.
         """
-        kind = parse_event_type(event_type)
+        kind = event_type_of(event_type)
         agent_text(agent_id)
         data = orjson.loads(encode_json(event_data, "event_data"))
         meta = None if metadata is None else orjson.loads(encode_json(metadata, "metadata"))
@@ -206,7 +206,7 @@ class AgentHistoryEvent:
             ref=optional_text(ref, "ref"),
             session_id=optional_text(session_id, "session_id"),
             parent_event_id=optional_uuid(parent_event_id, "parent_event_id"),
-            tags=checked_tags(tags),
+            tags=tags_of(tags),
             metadata=meta,
         )
 
@@ -249,9 +249,9 @@ class HistoryQuery:
 
     def __post_init__(self) -> None:
         if self.event_type is not None and type(self.event_type) is not HistoryEventType:
-            object.__setattr__(self, "event_type", parse_event_type(self.event_type))
+            object.__setattr__(self, "event_type", event_type_of(self.event_type))
         if type(self.tags) is not tuple:
-            object.__setattr__(self, "tags", checked_tags(self.tags))
+            object.__setattr__(self, "tags", tags_of(self.tags))
         check_count("limit", self.limit, 1, MAX_QUERY_LIMIT)
         check_count("offset", self.offset, 0, MAX_QUERY_OFFSET)
         for value in (self.start_time, self.end_time):

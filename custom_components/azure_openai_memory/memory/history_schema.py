@@ -489,7 +489,7 @@ def index_batch(conn: sqlite3.Connection, limit: int) -> bool:
     return False
 
 
-def migrate(conn: sqlite3.Connection, steps: Sequence[MigrationStep]) -> int:
+def migrate_schema(conn: sqlite3.Connection, steps: Sequence[MigrationStep]) -> int:
     """Bring the database to len(steps), one transaction per step; its version after."""
     version: int = conn.execute("PRAGMA user_version").fetchone()[0]
     if version > len(steps):
@@ -535,7 +535,7 @@ def prepare_writer(conn: sqlite3.Connection) -> int:
     conn.execute(f"PRAGMA journal_size_limit = {_WAL_SIZE_LIMIT}")
     conn.execute("PRAGMA foreign_keys = ON")
     conn.execute(f"PRAGMA analysis_limit = {_ANALYSIS_LIMIT}")
-    version = migrate(conn, MIGRATIONS)
+    version = migrate_schema(conn, MIGRATIONS)
     # Reads the last page of each table: a damaged tree fails here, not mid-turn.
     for table in ("agent_history_events", "history_snapshots", "snapshot_events"):
         conn.execute(f"SELECT max(rowid) FROM {table}").fetchone()

@@ -380,7 +380,16 @@ def migrate_facts(version: int, data: dict[str, Any]) -> dict[str, Any]:
     """
     if version > FACTS_VERSION:
         raise ValueError(f"memories stored by a newer version ({version})")
+    # A file of another shape is refused here, before it is written again as migrated:
+    # it is set aside as it was.
+    if not isinstance(data, dict):
+        raise ValueError(f"memories file holds {type(data).__name__}, not an object")
     settings = data.get("settings")
+    if settings is not None and not isinstance(settings, dict):
+        raise ValueError(f"settings is {type(settings).__name__}, not an object")
+    for part in ("memories", "archived"):
+        if not isinstance(data.get(part, []), list):
+            raise ValueError(f"{part} is {type(data[part]).__name__}, not a list")
     if (
         version < 2
         and isinstance(settings, dict)
