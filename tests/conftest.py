@@ -145,6 +145,11 @@ async def setup_ha(hass: HomeAssistant, tmp_path: Path) -> None:
     file a test writes stay in it (the plugin's default is one shared folder).
     """
     hass.config.config_dir = str(tmp_path)
+    # With the clock frozen, the loop's time is an epoch in seconds (about 1.8e9), where one
+    # nanosecond (the monotonic clock's resolution) is below a float's step: a timer due
+    # exactly now is then never "due before now + resolution" and the loop spins, starving
+    # the executor threads until the time moves. A millisecond is above the step.
+    hass.loop._clock_resolution = 1e-3
     assert await async_setup_component(hass, "homeassistant", {})
     assert await async_setup_component(hass, "conversation", {})
 
