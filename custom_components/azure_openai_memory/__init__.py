@@ -1,7 +1,8 @@
 """Azure OpenAI Memory: an Assist conversation agent on Azure OpenAI that remembers.
 
 Set-up and unload only. The home's stores (time series, history, memories, summaries)
-are set up once with the integration; each entry connects to its resource and loads its
+are set up once with the integration and offered to every agent as the "Household memory"
+LLM API (until the last entry unloads); each entry connects to its resource and loads its
 agents' windows.
 """
 
@@ -33,6 +34,7 @@ from .data import (
 )
 from .encodings import async_fetch_encodings
 from .history import async_apply_options as async_apply_history_options, async_setup_history
+from .household import async_register_household_api, async_unregister_household_api
 from .llm.client import async_check_resource, async_create_client, async_release_client
 from .llm.errors import API_ERRORS, ErrorKind, classify_error
 from .memories import (
@@ -72,6 +74,7 @@ async def async_setup(hass: HomeAssistant, config: ConfigType) -> bool:
     await async_setup_summaries(hass, history)
     await async_setup_memories(hass, history)
     async_register_window_services(hass, history)
+    async_register_household_api(hass)
 
     @callback
     def _entry_changed(change: ConfigEntryChange, entry: ConfigEntry) -> None:
@@ -104,6 +107,8 @@ async def async_migrate_entry(hass: HomeAssistant, entry: ConfigEntry) -> bool:
 
 async def async_setup_entry(hass: HomeAssistant, entry: AzureOpenAIMemoryConfigEntry) -> bool:
     """Connect to the resource and set up the agents."""
+    # Back after the last entry's unload took it away; it needs no resource.
+    async_register_household_api(hass)
     await _async_apply_home_options(hass, entry)
     settings = settings_from_entry_data(entry.data)
     client = await async_create_client(hass, settings)
@@ -161,6 +166,7 @@ async def async_unload_entry(hass: HomeAssistant, entry: AzureOpenAIMemoryConfig
     """
     if not await hass.config_entries.async_unload_platforms(entry, PLATFORMS):
         return False
+    async_unregister_household_api(hass, entry)
     await entry.runtime_data.windows_store.async_close()
     await async_release_client(entry.runtime_data.client)
     return True

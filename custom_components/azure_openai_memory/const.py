@@ -202,3 +202,10 @@ MEMORY_CONTEXT_LIMIT: Final = 10
 TOOL_REMEMBER: Final = "remember"
 TOOL_RECALL: Final = "recall"
 MEMORY_SERVICE_PREFIX: Final = f"{DOMAIN}.memory_"
+
+# The tool that reads a stored time series over a range.
+TOOL_SERIES_LOOKUP: Final = "series_lookup"
+# The LLM API through which any agent (and Home Assistant's MCP server) reaches the
+# household memory. Our own agents have its tools without it, so it is never theirs to pick.
+HOUSEHOLD_API_ID: Final = DOMAIN
+HOUSEHOLD_API_NAME: Final = "Household memory"

@@ -23,7 +23,6 @@ from .compat import (
     async_provide_llm_data,
     conversation_source,
     in_assist_pipeline,
-    llm_api_ids,
 )
 from .const import (
     CONF_EARLY_TIMEOUT,
@@ -42,6 +41,7 @@ from .context import memories_budget
 from .data import DATA_HISTORY, AzureOpenAIMemoryConfigEntry
 from .entity import AzureOpenAIMemoryBaseLLMEntity, RequestFailed, tool_specs
 from .history.recorder import HistoryRecorder, TurnRecording
+from .household import agent_llm_apis
 from .llm.client import ILLMClient, RequestOptions, Usage, create_llm_client
 from .memories.tools import async_add_memory_tools
 from .memory.window import AgentWindows
@@ -83,7 +83,7 @@ class AzureOpenAIMemoryAgent(
     def __init__(self, entry: AzureOpenAIMemoryConfigEntry, subentry: ConfigSubentry) -> None:
         """One agent per subentry."""
         super().__init__(entry, subentry)
-        if llm_api_ids(subentry.data.get(CONF_LLM_HASS_API)):
+        if agent_llm_apis(subentry.data.get(CONF_LLM_HASS_API)):
             self._attr_supported_features = conversation.ConversationEntityFeature.CONTROL
 
     @property
@@ -158,7 +158,7 @@ class AzureOpenAIMemoryAgent(
                 chat_log,
                 user_input,
                 DOMAIN,
-                options.get(CONF_LLM_HASS_API),
+                agent_llm_apis(options.get(CONF_LLM_HASS_API)),
                 options.get(CONF_PROMPT),
             )
         except conversation.ConverseError as err:
