@@ -75,7 +75,11 @@ async def test_llm_turn_streams_and_is_remembered(
     assert body["max_tokens"] == 1500
     assert body["temperature"] == 1.0
     # No Home Assistant API: the memory tools only (memories in conversations is on).
-    assert [tool["function"]["name"] for tool in body["tools"]] == ["recall", "remember"]
+    assert [tool["function"]["name"] for tool in body["tools"]] == [
+        "past_talk",
+        "recall",
+        "remember",
+    ]
     assert body["messages"][0]["role"] == "system"
     assert body["messages"][-1] == {"role": "user", "content": "What rhymes with orange?"}
 

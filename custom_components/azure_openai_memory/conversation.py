@@ -49,6 +49,7 @@ from .request import Budget, PromptCount, RequestBuilder
 from .speech import asks_user, async_spoken, async_text
 from .stats import ROUTE_LLM, ROUTE_LOCAL
 from .summaries import speaker_group
+from .summaries.tools import async_add_past_talk
 from .turn import Turn, WindowWriter
 
 # Turns of different speakers run side by side; one speaker's are ordered by a lock.
@@ -169,6 +170,14 @@ class AzureOpenAIMemoryAgent(
                 self.hass,
                 chat_log,
                 user_input,
+                self.windows.counter,
+                memories_budget(self.entry.options),
+            )
+            async_add_past_talk(
+                self.hass,
+                chat_log,
+                user_input,
+                speaker_group(self.hass, user_input),
                 self.windows.counter,
                 memories_budget(self.entry.options),
             )

@@ -706,19 +706,3 @@ def matching_keys(keys: Iterable[str], text: str) -> list[str]:
             for part in key.removesuffix("_timeseries").split("_")
         )
     ]
-
-
-_RANGE_IN_TEXT = re.compile(
-    r"\b(?:last|past|previous)\s+(\d+(?:\.\d+)?\s*)?(seconds?|minutes?|hours?|days?|weeks?)\b"
-)
-
-
-def range_in_text(text: str) -> float | None:
-    """'in the last 2 days' -> seconds; None when the text names no range (or a zero one)."""
-    match = _RANGE_IN_TEXT.search(text.lower())
-    if match is None:
-        return None
-    try:
-        return parse_last(f"{match.group(1) or 1} {match.group(2)}")
-    except TimeseriesError:
-        return None
