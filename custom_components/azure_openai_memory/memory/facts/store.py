@@ -95,9 +95,7 @@ class ExportRecords:
     @property
     def scopes(self) -> frozenset[str]:
         """Every scope the records belong to."""
-        return frozenset(
-            [m.scope for m in self.memories] + [a.memory.scope for a in self.archived]
-        )
+        return frozenset([m.scope for m in self.memories] + [a.memory.scope for a in self.archived])
 
 
 @dataclass(frozen=True, slots=True)
