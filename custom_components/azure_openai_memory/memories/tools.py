@@ -27,14 +27,17 @@ from ..data import DATA_MEMORIES
 from ..memory.facts import (
     HOUSEHOLD_SCOPE,
     Authority,
+    FactError,
     MemoryConfidence,
     MemorySource,
     MemoryType,
     Origin,
     Provenance,
+    parse_authority,
 )
 from ..memory.tokens import TokenCounter
 from ..people import Speaker
+from ..services import translated
 from .answers import async_save, async_search
 from .scopes import PRIVATE
 
@@ -118,20 +121,30 @@ class RememberTool(llm.Tool):
         args: dict[str, Any] = dict(tool_input.tool_args)
         turn = self._turn
         speaker = turn.speaker
+        # Home Assistant hands a tool its arguments unchecked: the scope is checked here.
+        choice = args.pop("scope", None)
+        if choice not in _SCOPES:
+            raise HomeAssistantError(
+                translation_domain=DOMAIN, translation_key="memory_scope_missing"
+            )
         scope = HOUSEHOLD_SCOPE
-        if args.pop("scope") == PRIVATE:
+        if choice == PRIVATE:
             if speaker.scope is None:
                 raise HomeAssistantError(
                     translation_domain=DOMAIN, translation_key="memory_private_nobody"
                 )
             scope = speaker.scope
+        try:
+            authority = parse_authority(args.pop("authority", Authority.STATED.value))
+        except FactError as err:
+            raise translated(err) from err
         provenance = Provenance(
             Origin.CONVERSATION,
             turn.conversation_id,
             turn.history_event_id,
             speaker.person_id,
             speaker.channel,
-            Authority(args.pop("authority", Authority.STATED.value)),
+            authority,
         )
         result = await async_save(
             hass.data[DATA_MEMORIES],
