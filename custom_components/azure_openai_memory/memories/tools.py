@@ -81,8 +81,7 @@ class RememberTool(llm.Tool):
         'appointments, own preferences: "I take 2.5 mg of melatonin", "my dentist is on '
         'Friday"); scope household is for facts everyone in the home may hear ("the bins '
         'go out on Tuesday"). When unsure whether others may hear it, choose private. A '
-        "tag never makes a fact private. Authority inferred marks a fact you concluded "
-        "rather than one the user said."
+        "tag never makes a fact private."
     )
     parameters = vol.Schema(
         {
