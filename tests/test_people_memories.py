@@ -417,3 +417,49 @@ async def test_an_existing_memories_file_keeps_every_memory_as_the_household_s(
     stored = await stored_memories(hass, hass_storage)
     assert len(stored["memories"]) == 40
     assert hass_storage[MEMORIES_KEY]["version"] == 3
+
+
+async def test_an_automation_s_memory_names_it_and_an_inferred_one_is_marked_so(
+    hass: HomeAssistant,
+    people: tuple[MockUser, MockUser],
+    loaded_entry: MockConfigEntry,
+    azure: AzureStub,
+) -> None:
+    assert await async_setup_component(
+        hass,
+        "automation",
+        {
+            "automation": {
+                "id": "watering",
+                "alias": "Learn the watering time",
+                "triggers": [{"trigger": "event", "event_type": "watered"}],
+                "actions": [
+                    {
+                        "action": f"{DOMAIN}.memory_save",
+                        "data": {
+                            "content": "The garden is watered at 6 in the morning",
+                            "type": "routine",
+                            "authority": "inferred",
+                        },
+                    }
+                ],
+            }
+        },
+    )
+    hass.bus.async_fire("watered")
+    await hass.async_block_till_done()
+    (memory,) = (await call(hass, "memory_search", {"query": "garden watered"}))["memories"]
+    assert memory["provenance"] == {
+        "source": "automation",
+        "conversation_id": None,
+        "history_event_id": None,
+        "said_by": "automation.learn_the_watering_time",
+        "channel": None,
+        "authority": "inferred",
+    }
+    azure.queue(Reply(text="At 6."))
+    await talk(hass, loaded_entry, "When is the garden watered?", "g1", user=people[1])
+    data = azure.calls("/chat/completions")[-1].body["messages"][-2]["content"]
+    (line,) = [one for one in data.splitlines() if "garden is watered" in one]
+    assert json.loads(line)["inferred"] is True
+    assert "private" not in json.loads(line)
