@@ -53,6 +53,7 @@ GUEST_ROOM = {
     "content": "The guest room is Anna's",
     "type": "household",
     "tags": ["room:guest_room", "person:anna"],
+    "scope": "household",
 }
 # What the API's prompt begins with, as the agent's instructions carry it.
 PROMPT_START = "The household memory keeps what this home's people asked to be remembered"
@@ -498,7 +499,15 @@ async def test_mcp_server_offers_the_household_memory(
         tools = (await session.request("tools/list"))["tools"]
         assert [tool["name"] for tool in tools] == HOUSEHOLD_TOOLS
         schemas = {tool["name"]: tool["inputSchema"]["properties"] for tool in tools}
-        assert sorted(schemas["remember"]) == ["confidence", "content", "pinned", "tags", "type"]
+        assert sorted(schemas["remember"]) == [
+            "authority",
+            "confidence",
+            "content",
+            "pinned",
+            "scope",
+            "tags",
+            "type",
+        ]
         assert sorted(schemas["recall"]) == ["query", "type"]
         assert sorted(schemas["series_lookup"]) == ["end_time", "key", "last", "start_time"]
         (prompt,) = (await session.request("prompts/list"))["prompts"]

@@ -16,7 +16,7 @@ from custom_components.azure_openai_memory.memory.facts import FactSettings
 from .azure_stub import AzureStub, Reply, ToolCall
 from .conftest import NO_TOOLS, converse
 
-KNEE = {"type": "injury_history", "tags": ["body:knee"]}
+KNEE = {"type": "injury_history", "tags": ["body:knee"], "scope": "household"}
 
 
 @pytest.fixture

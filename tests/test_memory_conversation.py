@@ -53,6 +53,7 @@ GUEST_ROOM = {
     "content": "The guest room is Anna's",
     "type": "household",
     "tags": ["room:guest_room", "person:anna"],
+    "scope": "household",
 }
 
 
@@ -312,7 +313,11 @@ async def test_a_refused_memory_goes_back_to_the_model(
     hass: HomeAssistant, loaded_entry: MockConfigEntry, azure: AzureStub
 ) -> None:
     azure.queue(
-        Reply(tool_calls=[ToolCall("remember", {"content": "", "type": "household"})]),
+        Reply(
+            tool_calls=[
+                ToolCall("remember", {"content": "", "type": "household", "scope": "household"})
+            ]
+        ),
         Reply(text="I could not save that."),
     )
     result = await converse(hass, loaded_entry, "Remember nothing", "c")

@@ -179,6 +179,8 @@ CONF_RELEVANCE_SCORE_THRESHOLD: Final = "relevance_score_threshold"
 CONF_EMBEDDINGS_DEPLOYMENT: Final = "embeddings_deployment"
 CONF_MEMORY_CONTEXT: Final = "memory_context"
 CONF_MEMORY_TOKEN_BUDGET: Final = "memory_token_budget"
+# Voice satellites and other devices -> the person a request from them speaks for.
+CONF_DEVICE_PEOPLE: Final = "device_people"
 RECOMMENDED_ARCHIVE_RETENTION_DAYS: Final = 90
 RECOMMENDED_HIGH_CONFIDENCE_THRESHOLD: Final = 3
 # A home easily has more than 50 routines; 10,000 per type keep every search and save

@@ -43,7 +43,7 @@ from .entity import AzureOpenAIMemoryBaseLLMEntity, RequestFailed, tool_specs
 from .history.recorder import HistoryRecorder, TurnRecording
 from .household import agent_llm_apis
 from .llm.client import ILLMClient, RequestOptions, Usage, create_llm_client
-from .memories.tools import async_add_memory_tools
+from .memories.tools import MemoryTurn, async_add_memory_tools
 from .memory.window import AgentWindows
 from .request import Budget, PromptCount, RequestBuilder
 from .speech import asks_user, async_spoken, async_text
@@ -123,6 +123,9 @@ class AzureOpenAIMemoryAgent(
         started = time.perf_counter()
         conversation_id = chat_log.conversation_id
         source = conversation_source(user_input)
+        speaker = await self.async_speaker(
+            user_input.context.user_id if user_input.context else None, user_input.device_id
+        )
         recording = TurnRecording(self._recorder(), self.entity_id, conversation_id)
         recording.asked(
             user_input.text,
@@ -172,6 +175,7 @@ class AzureOpenAIMemoryAgent(
                 user_input,
                 self.windows.counter,
                 memories_budget(self.entry.options),
+                MemoryTurn(speaker, conversation_id, recording.question_event_id),
             )
             async_add_past_talk(
                 self.hass,
@@ -186,6 +190,7 @@ class AzureOpenAIMemoryAgent(
             conversation_id, source, user_input.text, chat_log, chat_log.delta_listener, recording
         )
         turn.group = speaker_group(self.hass, user_input)
+        turn.speaker = speaker
         task = self.hass.async_create_background_task(
             self._async_run_turn(turn, user_input.agent_id),
             f"{DOMAIN} turn {conversation_id}",

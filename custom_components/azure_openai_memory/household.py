@@ -23,9 +23,9 @@ from .compat import llm_api_ids
 from .const import DOMAIN, HOUSEHOLD_API_ID, HOUSEHOLD_API_NAME, RECOMMENDED_MEMORY_TOKEN_BUDGET
 from .context import MAX_CONTEXT_TOKENS
 from .data import DATA_HOUSEHOLD_API, DATA_TIMESERIES
-from .memories.tools import RecallTool, RememberTool
+from .memories.tools import MemoryTurn, RecallTool, RememberTool
 from .memory.tokens import TokenCounter, load_counter
-from .people import Speaker, async_speaker
+from .people import Speaker, async_speaker, device_people
 from .timeseries.tools import SeriesLookupTool
 
 # The answers' token budgets are counted as this model counts: the agent using the API
@@ -59,12 +59,14 @@ def _series_lookup(kit: ToolKit) -> llm.Tool:
 # The API's tools, in the order they are offered; a new tool is one more line here.
 HOUSEHOLD_TOOLS: tuple[HouseholdTool, ...] = (
     HouseholdTool(
-        lambda kit: RememberTool(),
+        lambda kit: RememberTool(MemoryTurn(kit.speaker)),
         "when the user asks you to remember something, or states a lasting preference, "
         "routine or fact about the household or its people.",
     ),
     HouseholdTool(
-        lambda kit: RecallTool(kit.counter, RECOMMENDED_MEMORY_TOKEN_BUDGET),
+        lambda kit: RecallTool(
+            kit.counter, RECOMMENDED_MEMORY_TOKEN_BUDGET, MemoryTurn(kit.speaker)
+        ),
         "before answering about the household's people, rooms, preferences and routines, "
         "or anything you were asked to remember.",
     ),
@@ -86,12 +88,16 @@ PROMPT_TAIL = (
 
 
 async def async_tool_speaker(hass: HomeAssistant, llm_context: llm.LLMContext) -> Speaker:
-    """Who a call of the API is for: the person of its request's user, else nobody.
+    """Who a call of the API is for: the person of its request's user, else the person its
+    device is mapped to (in any entry's options), else nobody.
 
     The one place that reads the speaker from an LLM context.
     """
     user_id = llm_context.context.user_id if llm_context.context is not None else None
-    return await async_speaker(hass, user_id, llm_context.device_id, {})
+    mapped: dict[str, str] = {}
+    for entry in hass.config_entries.async_entries(DOMAIN):
+        mapped |= device_people(entry.options)
+    return await async_speaker(hass, user_id, llm_context.device_id, mapped)
 
 
 class HouseholdMemoryAPI(llm.API):

@@ -181,6 +181,8 @@ class RequestBuilder:
                 data_budget,
                 series=budget.series,
                 memories_budget=budget.memories,
+                scopes=turn.speaker.turn_scopes,
+                speaker=turn.speaker.name if turn.speaker.person_id else None,
             )
             context = await async_past_context(
                 hass, context, turn.group, windows.counter, data_budget, budget.past

@@ -23,6 +23,7 @@ from .const import DOMAIN, LOGGER
 from .history.recorder import TurnRecording
 from .memory.summaries import HOME_GROUP
 from .memory.window import AgentWindows, MessageEntry, ToolCallEntry
+from .people import Speaker
 from .stats import ROUTE_LOCAL
 
 TAG_INPUT = "input"
@@ -82,6 +83,8 @@ class Turn:
     answer: str = ""
     # Where the talk happens (summaries' group): its past comes with the turn.
     group: str = HOME_GROUP
+    # Who speaks (resolved once per turn): whose memories the turn may see and save.
+    speaker: Speaker = field(default_factory=Speaker)
 
     def forward(self, _log: conversation.ChatLog, delta: dict[str, Any]) -> None:
         """The private log's delta listener; notes when words have reached the listener."""

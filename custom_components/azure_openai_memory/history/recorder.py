@@ -428,6 +428,11 @@ class TurnRecording:
             ("agent",),
         )
 
+    @property
+    def question_event_id(self) -> str | None:
+        """The event of the user's words, once recorded: where a remembered fact was said."""
+        return self._question.event_id if self._question is not None else None
+
 
 def record_service_call(recorder: HistoryRecorder, call: ServiceCall, data: dict[str, Any]) -> None:
     """A service call that changed state, in the history (who: the service; session: the call)."""

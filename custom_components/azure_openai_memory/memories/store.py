@@ -23,11 +23,15 @@ from ..llm.embeddings import BATCH_SIZE, RETRY_AFTER, Embedder
 from ..llm.supersede import SupersedeJudge
 from ..memory.facts import (
     FACTS_VERSION,
+    HOUSEHOLD_SCOPE,
     ArchivedMemory,
+    ExportRecords,
     FactSettings,
     FactStore,
     ForgetResult,
+    ImportResult,
     MemorySource,
+    Provenance,
     SaveResult,
     SearchResult,
     Vector,
@@ -38,6 +42,7 @@ from ..memory.facts import (
     parse_type,
     validate_content,
     validate_limit,
+    validate_scope,
     validate_tags,
 )
 from ..storage import DebouncedStore
@@ -333,6 +338,8 @@ class Memories:
         source: Any = MemorySource.MANUAL,
         source_reference: str | None = None,
         pinned: bool | None = None,
+        scope: str = HOUSEHOLD_SCOPE,
+        provenance: Provenance | None = None,
     ) -> SaveResult:
         """Validate, embed (one request), ask the model about a memory of the same subject
         (one request, when there is such a memory and a model), deduplicate and save;
@@ -340,6 +347,7 @@ class Memories:
         content = validate_content(content)
         kind = parse_type(memory_type)
         tags = validate_tags(tags)
+        scope = validate_scope(scope)
         if confidence is not None:
             parse_confidence(confidence)
         parse_source(source)
@@ -350,7 +358,9 @@ class Memories:
         vector = vectors[0] if vectors else None
         verdict = None
         if (judge := self.judge) is not None and (
-            candidate := self.facts.update_candidate(content, kind, tags, vector=vector)
+            candidate := self.facts.update_candidate(
+                content, kind, tags, vector=vector, scope=scope
+            )
         ) is not None:
             relation = await judge.async_judge(kind.value, tags, candidate.content, content)
             if relation is not None:
@@ -365,6 +375,8 @@ class Memories:
             vector=vector,
             pinned=pinned,
             verdict=verdict,
+            scope=scope,
+            provenance=provenance,
         )
         self.async_changed()
         self._async_report_cap(result.evicted)
@@ -386,8 +398,10 @@ class Memories:
         tags: Iterable[Any] | None = None,
         limit: int = 10,
         include_archived: bool = False,
+        scopes: Iterable[str] | None = None,
     ) -> SearchResult:
-        """Rank by meaning when the deployment answers, else by words."""
+        """Rank by meaning when the deployment answers, else by words; only memories of
+        these scopes (None: every scope)."""
         validate_limit(limit)
         if memory_type is not None:
             parse_type(memory_type)
@@ -405,15 +419,30 @@ class Memories:
             tags=tags,
             limit=limit,
             include_archived=include_archived,
+            scopes=scopes,
         )
 
     def forget(
-        self, memory_id: str | None = None, tag: str | None = None, *, erase: bool = False
+        self,
+        memory_id: str | None = None,
+        tag: str | None = None,
+        *,
+        erase: bool = False,
+        scopes: Iterable[str] | None = None,
     ) -> ForgetResult:
-        """Archive (or erase) and save soon."""
-        result = self.facts.forget(memory_id, tag, erase=erase)
+        """Archive (or erase) memories of these scopes (None: any), and save soon."""
+        result = self.facts.forget(memory_id, tag, erase=erase, scopes=scopes)
         if result.archived or result.erased:
             self.async_changed()
+        return result
+
+    def import_records(self, records: ExportRecords, *, dry_run: bool = False) -> ImportResult:
+        """Add what an export holds that the store lacks; save soon and embed what came."""
+        result = self.facts.import_records(records, dry_run=dry_run)
+        if not dry_run and result.added:
+            self.async_changed()
+            self._async_report_cap(result.evicted)
+            self._async_embed_missing()
         return result
 
     def cleanup_archived(self, retention_days: float | None = None) -> list[str]:

@@ -3,12 +3,19 @@
 They go through the same code as memory_save and memory_search. An agent without Home
 Assistant's LLM API gets an API instance of its own holding just these two tools; one
 with it gets them beside Home Assistant's (on 2025.4 and 2026.x alike).
+
+Both act for the turn's speaker: recall finds the household's memories and the speaker's
+own, never another person's; remember saves to the household or, for a known person, to
+their private scope. The tools' descriptions are the same for everyone (they are part of
+the prompt Azure caches); the speaker's name reaches the model with the turn's data.
 """
 
+from dataclasses import dataclass
 from typing import Any
 
 from homeassistant.components import conversation
 from homeassistant.core import HomeAssistant, callback
+from homeassistant.exceptions import HomeAssistantError
 from homeassistant.helpers import llm
 from homeassistant.util.json import JsonObjectType
 import voluptuous as vol
@@ -17,13 +24,37 @@ from ..compat import llm_context_of
 from ..const import DOMAIN, MEMORY_CONTEXT_LIMIT, TOOL_RECALL, TOOL_REMEMBER
 from ..context import memories_block
 from ..data import DATA_MEMORIES
-from ..memory.facts import MemoryConfidence, MemorySource, MemoryType
+from ..memory.facts import (
+    HOUSEHOLD_SCOPE,
+    Authority,
+    FactError,
+    MemoryConfidence,
+    MemorySource,
+    MemoryType,
+    Origin,
+    Provenance,
+    parse_authority,
+)
 from ..memory.tokens import TokenCounter
+from ..people import Speaker
+from ..services import translated
 from .answers import async_save, async_search
+from .scopes import PRIVATE
 
 _TYPES = [kind.value for kind in MemoryType]
 # What the remember tool tells the model of the memory it saved.
 _TOLD_FIELDS = ("id", "content", "type", "tags", "confidence", "occurrences", "pinned")
+_SCOPES = [PRIVATE, HOUSEHOLD_SCOPE]
+
+
+@dataclass(frozen=True, slots=True)
+class MemoryTurn:
+    """The turn the tools act in: who speaks, the conversation, and the history event of
+    the user's words (where a remembered fact was said)."""
+
+    speaker: Speaker
+    conversation_id: str | None = None
+    history_event_id: str | None = None
 
 
 class MemoriesAPI(llm.API):
@@ -45,12 +76,25 @@ class RememberTool(llm.Tool):
         "topic:coffee); a newer fact about the same thing replaces the older. The answer "
         "says what happened (action: created, reinforced, superseded or updated): when "
         "`replaced` is set, tell the user which older fact it replaced; when `evicted` is "
-        "not empty, tell the user which facts were archived to make room."
+        "not empty, tell the user which facts were archived to make room. "
+        "Scope private keeps a fact for the person speaking alone (their health, "
+        'appointments, own preferences: "I take 2.5 mg of melatonin", "my dentist is on '
+        'Friday"); scope household is for facts everyone in the home may hear ("the bins '
+        'go out on Tuesday"). When unsure whether others may hear it, choose private. A '
+        "tag never makes a fact private."
     )
     parameters = vol.Schema(
         {
             vol.Required("content", description="The fact, in one sentence"): str,
             vol.Required("type", description="What kind of fact it is"): vol.In(_TYPES),
+            vol.Required(
+                "scope",
+                description="private: only the person speaking; household: everyone",
+            ): vol.In(_SCOPES),
+            vol.Optional(
+                "authority",
+                description="stated (the user said it, the default) or inferred (you concluded it)",
+            ): vol.In([one.value for one in Authority]),
             vol.Optional("tags", description="prefix:value tags"): [str],
             vol.Optional("confidence"): vol.In([level.value for level in MemoryConfidence]),
             vol.Optional(
@@ -61,17 +105,58 @@ class RememberTool(llm.Tool):
         }
     )
 
+    def __init__(self, turn: MemoryTurn) -> None:
+        """The turn it saves for."""
+        self._turn = turn
+
     async def async_call(
         self, hass: HomeAssistant, tool_input: llm.ToolInput, llm_context: llm.LLMContext
     ) -> JsonObjectType:
-        """Save it; a refused fact comes back to the model as a translated error."""
+        """Save it; a refused fact comes back to the model as a translated error.
+
+        A private fact with nobody known is refused (nothing saved): the model can say so,
+        and save it for the household if the user wants that.
+        """
         args: dict[str, Any] = dict(tool_input.tool_args)
+        turn = self._turn
+        speaker = turn.speaker
+        # Home Assistant hands a tool its arguments unchecked: the scope is checked here.
+        choice = args.pop("scope", None)
+        if choice not in _SCOPES:
+            raise HomeAssistantError(
+                translation_domain=DOMAIN, translation_key="memory_scope_missing"
+            )
+        scope = HOUSEHOLD_SCOPE
+        if choice == PRIVATE:
+            if speaker.scope is None:
+                raise HomeAssistantError(
+                    translation_domain=DOMAIN, translation_key="memory_private_nobody"
+                )
+            scope = speaker.scope
+        try:
+            authority = parse_authority(args.pop("authority", Authority.STATED.value))
+        except FactError as err:
+            raise translated(err) from err
+        provenance = Provenance(
+            Origin.CONVERSATION,
+            turn.conversation_id,
+            turn.history_event_id,
+            speaker.person_id,
+            speaker.channel,
+            authority,
+        )
         result = await async_save(
-            hass.data[DATA_MEMORIES], args, source=MemorySource.CONVERSATION.value
+            hass.data[DATA_MEMORIES],
+            args,
+            source=MemorySource.CONVERSATION.value,
+            scope=scope,
+            provenance=provenance,
+            visible=speaker.turn_scopes,
         )
         memory = result["memory"]
         return {
             "action": result["action"],
+            "scope": PRIVATE if scope != HOUSEHOLD_SCOPE else HOUSEHOLD_SCOPE,
             # The saved memory's id, also at the top as this tool always answered it.
             "id": memory["id"],
             "memory": {name: memory[name] for name in _TOLD_FIELDS},
@@ -86,7 +171,8 @@ class RecallTool(llm.Tool):
     name = TOOL_RECALL
     description = (
         "Look up facts remembered about this household: people, rooms, preferences, "
-        "routines and anything the user asked you to remember."
+        "routines and anything the user asked you to remember (the household's facts and "
+        "the person speaking's own)."
     )
     parameters = vol.Schema(
         {
@@ -95,10 +181,11 @@ class RecallTool(llm.Tool):
         }
     )
 
-    def __init__(self, counter: TokenCounter, budget: int) -> None:
-        """The agent's token counter, and its memory token budget."""
+    def __init__(self, counter: TokenCounter, budget: int, turn: MemoryTurn) -> None:
+        """The agent's token counter, its memory token budget, and the turn."""
         self._counter = counter
         self._budget = budget
+        self._scopes = turn.speaker.turn_scopes
 
     async def async_call(
         self, hass: HomeAssistant, tool_input: llm.ToolInput, llm_context: llm.LLMContext
@@ -108,6 +195,7 @@ class RecallTool(llm.Tool):
         found = await async_search(
             hass.data[DATA_MEMORIES],
             {"query": args.get("query"), "type": args.get("type"), "limit": MEMORY_CONTEXT_LIMIT},
+            self._scopes,
         )
         block = await hass.async_add_executor_job(
             memories_block, found.memories, self._counter, self._budget
@@ -128,9 +216,10 @@ def async_add_memory_tools(
     user_input: conversation.ConversationInput,
     counter: TokenCounter,
     budget: int,
+    turn: MemoryTurn,
 ) -> None:
     """Offer remember and recall on this turn, beside any tools the agent already has."""
-    tools: list[llm.Tool] = [RememberTool(), RecallTool(counter, budget)]
+    tools: list[llm.Tool] = [RememberTool(turn), RecallTool(counter, budget, turn)]
     if chat_log.llm_api is None:
         api = MemoriesAPI(hass=hass, id=f"{DOMAIN}_memories", name="Azure OpenAI Memory")
         chat_log.llm_api = llm.APIInstance(api, "", llm_context_of(user_input, DOMAIN), tools)

@@ -15,12 +15,20 @@ from typing import Any, Self
 import numpy as np
 import numpy.typing as npt
 
-from .models import CONFIDENCE_BOOST, ArchivedMemory, FactSettings, Memory, MemoryType
+from .models import (
+    CONFIDENCE_BOOST,
+    HOUSEHOLD_SCOPE,
+    ArchivedMemory,
+    FactSettings,
+    Memory,
+    MemoryType,
+)
 from .text import KeywordIndex, document, normalize_for_comparison
 from .vectors import Vector, as_unit_vector, encode_vector
 
 # 2: the per-type cap's old default (50) is no longer kept as if a user had chosen it.
-FACTS_VERSION = 2
+# 3: every memory has a scope (the household's, or one person's) and may have provenance.
+FACTS_VERSION = 3
 # The per-type cap every installation stored before version 2, chosen or not: saving the
 # options form stored all four settings. Below the new default it archived a home's facts.
 OLD_DEFAULT_CAP = 50
@@ -28,6 +36,13 @@ OLD_DEFAULT_CAP = 50
 type _ArchiveKeywords = tuple[
     list[ArchivedMemory], KeywordIndex, npt.NDArray[np.float32], npt.NDArray[np.float64]
 ]
+
+
+def content_key(scope: str, content: str) -> str:
+    """What finds a memory with the same words in the same scope: one person's words never
+    reinforce another's, nor the household's. (Normalised content holds no line break.)"""
+    normalized = normalize_for_comparison(content)
+    return normalized if scope == HOUSEHOLD_SCOPE else f"{scope}\n{normalized}"
 
 
 def _add_to[K](index: dict[K, set[str]], key: K, memory_id: str) -> None:
@@ -54,6 +69,7 @@ class FactRecords:
         self._by_type_tag: dict[tuple[MemoryType, str], set[str]] = {}
         self._by_tag_set: dict[tuple[MemoryType, frozenset[str]], set[str]] = {}
         self._by_type: dict[MemoryType, set[str]] = {}
+        self._by_scope: dict[str, set[str]] = {}
         self._keywords = KeywordIndex()
         # Each record's stored form, made on first save and dropped when the record changes.
         self._stored: dict[str, dict[str, Any]] = {}
@@ -132,8 +148,9 @@ class FactRecords:
     def _index(self, memory: Memory, vector: Vector | None) -> None:
         memory_id, kind = memory.id, memory.type
         self._active[memory_id] = memory
-        self._by_content.setdefault(normalize_for_comparison(memory.content), memory_id)
+        self._by_content.setdefault(content_key(memory.scope, memory.content), memory_id)
         _add_to(self._by_type, kind, memory_id)
+        _add_to(self._by_scope, memory.scope, memory_id)
         by_type_tag = self._by_type_tag
         for tag in memory.tags:
             _add_to(by_type_tag, (kind, tag), memory_id)
@@ -158,12 +175,14 @@ class FactRecords:
         self._free = list(range(len(self._ids) - 1, count - 1, -1))
         by_content, row_of, ids = self._by_content, self._row, self._ids
         by_type, by_type_tag, by_tag_set = self._by_type, self._by_type_tag, self._by_tag_set
+        by_scope = self._by_scope
         documents: list[tuple[int, list[str]]] = []
         for row, memory in enumerate(memories):
             memory_id, kind, tags = memory.id, memory.type, memory.tags
             self._active[memory_id] = memory
-            by_content.setdefault(normalize_for_comparison(memory.content), memory_id)
+            by_content.setdefault(content_key(memory.scope, memory.content), memory_id)
             _add_to(by_type, kind, memory_id)
+            _add_to(by_scope, memory.scope, memory_id)
             for tag in tags:
                 _add_to(by_type_tag, (kind, tag), memory_id)
             if tags:
@@ -186,10 +205,14 @@ class FactRecords:
     def _unindex(self, memory: Memory) -> None:
         self._stored.pop(memory.id, None)
         del self._active[memory.id]
-        normalized = normalize_for_comparison(memory.content)
+        normalized = content_key(memory.scope, memory.content)
         if self._by_content.get(normalized) == memory.id:
             del self._by_content[normalized]
         self._by_type[memory.type].discard(memory.id)
+        in_scope = self._by_scope[memory.scope]
+        in_scope.discard(memory.id)
+        if not in_scope:
+            del self._by_scope[memory.scope]
         for tag in memory.tags:
             ids = self._by_type_tag[(memory.type, tag)]
             ids.discard(memory.id)
@@ -262,6 +285,12 @@ class FactRecords:
         self._archive_generation += 1
         return archived
 
+    def _outside(self, scopes: frozenset[str] | None) -> set[str]:
+        """Active memories of scopes other than these; none when scopes is None (all)."""
+        if scopes is None:
+            return set()
+        return {i for scope, ids in self._by_scope.items() if scope not in scopes for i in ids}
+
     def _candidates(self, kind: MemoryType | None, tags: tuple[str, ...]) -> set[str] | None:
         """The ids a filter allows; None for every memory."""
         if not tags:
@@ -279,23 +308,33 @@ class FactRecords:
         return (self._active[i] for i in candidates)
 
     def _archived_matching(
-        self, kind: MemoryType | None, tags: tuple[str, ...]
+        self,
+        kind: MemoryType | None,
+        tags: tuple[str, ...],
+        scopes: frozenset[str] | None = None,
     ) -> list[ArchivedMemory]:
         return [
             a
             for a in self._archived.values()
-            if (kind is None or a.memory.type is kind) and all(t in a.memory.tags for t in tags)
+            if (kind is None or a.memory.type is kind)
+            and all(t in a.memory.tags for t in tags)
+            and (scopes is None or a.memory.scope in scopes)
         ]
 
-    def _archive_keywords(self, kind: MemoryType | None, tags: tuple[str, ...]) -> _ArchiveKeywords:
+    def _archive_keywords(
+        self,
+        kind: MemoryType | None,
+        tags: tuple[str, ...],
+        scopes: frozenset[str] | None = None,
+    ) -> _ArchiveKeywords:
         """The archived memories a filter allows, their keyword index, confidence boosts
         and update times, built once per archive change: at 10,000 archived memories a
         build takes about 90 ms, a search with it under 5 ms."""
-        key = (kind, tags)
+        key = (kind, tags, scopes)
         cached = self._archive_index
         if cached is not None and cached[0] == key and cached[1] == self._archive_generation:
             return cached[2]
-        archived = self._archived_matching(kind, tags)
+        archived = self._archived_matching(kind, tags, scopes)
         index = KeywordIndex()
         for number, one in enumerate(archived):
             index.add(number, document(one.memory.content, one.memory.tags))
@@ -375,6 +414,8 @@ class FactRecords:
 
 def migrate_facts(version: int, data: dict[str, Any]) -> dict[str, Any]:
     """1 -> 2: a stored cap of the old default goes, so the current default applies.
+    2 -> 3: every memory, active or archived, is the household's (as every memory was),
+    with no provenance (none was kept).
 
     A newer file is not ours to read.
     """
@@ -399,4 +440,23 @@ def migrate_facts(version: int, data: dict[str, Any]) -> dict[str, Any]:
             **data,
             "settings": {k: v for k, v in settings.items() if k != "max_memories_per_type"},
         }
+    if version < 3:
+        data = {
+            **data,
+            "memories": [_household(raw) for raw in data.get("memories") or []],
+            "archived": [
+                {**raw, "memory": _household(raw["memory"])}
+                if isinstance(raw, dict) and "memory" in raw
+                else raw
+                for raw in data.get("archived") or []
+            ],
+        }
     return data
+
+
+def _household(raw: Any) -> Any:
+    """A record of before scopes, as the household's; what is no record stays as it was
+    (reading skips it and keeps a copy of the file)."""
+    if not isinstance(raw, dict):
+        return raw
+    return {"scope": HOUSEHOLD_SCOPE, "provenance": None, **raw}
