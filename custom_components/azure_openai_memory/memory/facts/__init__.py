@@ -2,8 +2,9 @@
 memories' deduplication, confidence, archive, retrieval and patterns, in pure Python.
 Its modules, each built on the ones before it: models (what a memory is, settings,
 errors, input checks), text (words, BM25), vectors (embeddings), supersede (when a new
-memory replaces an old one), records (the indexed records and their stored form) and
-store (FactStore: save, search, patterns, forget). Other code imports from the package.
+memory replaces an old one), records (the indexed records and their stored form),
+store (FactStore: save, search, patterns, forget, a person's edits) and pages (the
+filters and order of a listing). Other code imports from the package.
 """
 
 from .models import (
@@ -28,8 +29,9 @@ from .models import (
     validate_limit,
     validate_tags,
 )
+from .pages import MAX_PAGE_SIZE, MemoryFilter, active_page, archived_page
 from .records import FACTS_VERSION, migrate_facts
-from .store import KEYWORD_WEIGHT, MIN_SIMILARITY, VECTOR_WEIGHT, FactStore
+from .store import EDITED, KEYWORD_WEIGHT, MIN_SIMILARITY, VECTOR_WEIGHT, FactStore
 from .supersede import (
     CANDIDATE_SIMILARITY,
     SAME_BODY_PART_SIMILARITY,
@@ -44,10 +46,12 @@ from .vectors import Vector, decode_vector, encode_vector
 
 __all__ = [
     "CANDIDATE_SIMILARITY",
+    "EDITED",
     "FACTS_VERSION",
     "FUZZY_SIMILARITY",
     "KEYWORD_WEIGHT",
     "MAX_CONTENT_LENGTH",
+    "MAX_PAGE_SIZE",
     "MAX_SEARCH_LIMIT",
     "MAX_TAGS",
     "MIN_SIMILARITY",
@@ -62,6 +66,7 @@ __all__ = [
     "ForgetResult",
     "Memory",
     "MemoryConfidence",
+    "MemoryFilter",
     "MemorySource",
     "MemoryType",
     "Relation",
@@ -70,6 +75,8 @@ __all__ = [
     "SearchResult",
     "Vector",
     "Verdict",
+    "active_page",
+    "archived_page",
     "bm25",
     "conflicting",
     "decode_vector",
