@@ -203,6 +203,7 @@ const STYLE = `
   -webkit-font-smoothing: antialiased;
 }
 * { box-sizing: border-box; }
+[hidden] { display: none !important; }
 header.toolbar {
   display: flex; align-items: center; gap: 8px;
   height: var(--header-height, 56px); padding: 0 16px;
@@ -276,6 +277,7 @@ ul.rows { list-style: none; margin: 0; padding: 0; }
 .actions { display: flex; flex-wrap: wrap; gap: 8px; margin-top: 8px; }
 .pager { display: flex; align-items: center; justify-content: space-between; gap: 8px; margin: 8px 0 24px; }
 .status { min-height: 20px; margin: 0 0 8px; color: var(--secondary-text-color, #727272); }
+.status:empty { min-height: 0; margin: 0; }
 .status.error { color: var(--error-color, #db4437); }
 .note { color: var(--secondary-text-color, #727272); padding: 24px 0; text-align: center; }
 .stats { display: flex; flex-wrap: wrap; gap: 12px 24px; }
