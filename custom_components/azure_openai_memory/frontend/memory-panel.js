@@ -348,6 +348,20 @@ class MemoryPanel extends HTMLElement {
     this._conversations = { offset: 0 };
     this._searchTimer = null;
     this._loadToken = 0;
+    // A tab named in the address (#series), also by the browser's back and forward.
+    this._onHash = () => {
+      const tab = location.hash.slice(1);
+      if (this._access && this._visibleTabs().includes(tab)) this._select(tab);
+    };
+  }
+
+  connectedCallback() {
+    window.addEventListener("hashchange", this._onHash);
+  }
+
+  disconnectedCallback() {
+    window.removeEventListener("hashchange", this._onHash);
+    clearTimeout(this._searchTimer);
   }
 
   set hass(hass) {
@@ -515,7 +529,7 @@ class MemoryPanel extends HTMLElement {
   _select(tab) {
     if (tab === this._tab) return;
     this._tab = tab;
-    history.replaceState(history.state, "", `#${tab}`);
+    if (location.hash !== `#${tab}`) history.replaceState(history.state, "", `#${tab}`);
     this._say("");
     this._renderTabs();
     this._renderFilters();
