@@ -184,8 +184,12 @@ def button(label: str) -> str:
 async def browser_page(
     browser: str, width: int = WIDTH, height: int = HEIGHT
 ) -> AsyncIterator[Page]:
-    """A headless Chromium of its own (a fresh profile), one tab of it; stopped after."""
-    with tempfile.TemporaryDirectory() as profile:
+    """A headless Chromium of its own (a fresh profile), one tab of it; stopped after.
+
+    Chromium's helper processes may still write to the profile for a moment after it has
+    stopped: what they leave in the temporary folder is not worth failing for.
+    """
+    with tempfile.TemporaryDirectory(ignore_cleanup_errors=True) as profile:
         chrome = await asyncio.create_subprocess_exec(
             browser,
             "--headless=new",

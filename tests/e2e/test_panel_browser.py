@@ -282,6 +282,13 @@ async def _as_guest(page: Page, home: PanelHome) -> None:
         "?.getAttribute('aria-pressed') === 'true'"
     )
     assert _searched(home, query="spare key")[KEY]["pinned"] is True
+    # The tabs by keyboard: the arrow keys move between them.
+    await page.evaluate("window.__all('[role=tab]')[0].focus()")
+    await page.key("ArrowRight", "ArrowRight", 39)
+    await page.wait_until(
+        "window.__all('[role=tab][aria-selected=true]')[0]?.textContent === 'Series'"
+        " && window.__all('svg.coverage').length > 0"
+    )
     # At phone width nothing runs off the side of the page.
     await page.send(
         "Emulation.setDeviceMetricsOverride",
