@@ -5,7 +5,9 @@ and keeps each type within its cap; a search ranks by BM25 over content and tag 
 fused with the cosine similarity of embeddings when there are any, plus the confidence
 and recency boosts, in a few numpy operations over rows and indexes rather than a scan
 of every memory; patterns are read off the (type, tag) index; forgetting archives,
-erasing deletes, and the clean-up drops archived records past their retention.
+erasing deletes, and the clean-up drops archived records past their retention. A person's
+own changes are decisions, not observations: an edit supersedes without any judgement, a pin
+is no sighting, a restore brings an archived record back as it was.
 """
 
 from collections.abc import Iterable, Sequence
