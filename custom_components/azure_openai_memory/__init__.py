@@ -42,6 +42,7 @@ from .memories import (
     async_setup_memories,
     async_use_embeddings,
 )
+from .panel import async_register_panel
 from .summaries import async_attach_writer, async_setup_summaries
 from .timeseries import (
     async_apply_options as async_apply_series_options,
@@ -52,6 +53,7 @@ from .title import is_untouched_title, resource_title
 from .window import (
     async_load_windows,
     async_maintain,
+    async_register_window_commands,
     async_register_window_services,
     async_remove_windows,
 )
@@ -75,6 +77,8 @@ async def async_setup(hass: HomeAssistant, config: ConfigType) -> bool:
     await async_setup_memories(hass, history)
     async_register_window_services(hass, history)
     async_register_household_api(hass)
+    async_register_window_commands(hass, history)
+    await async_register_panel(hass)
 
     @callback
     def _entry_changed(change: ConfigEntryChange, entry: ConfigEntry) -> None:

@@ -2,7 +2,7 @@
 
 The windows belong to one entry (its agents), are kept in one Store file per entry that
 survives reloads and restarts, expire when idle, and are read and reset by the
-conversation_stats and conversation_reset services.
+conversation_stats and conversation_reset services and by the Memory panel's commands.
 """
 
 from pathlib import Path
@@ -10,6 +10,7 @@ from typing import Any
 
 from homeassistant.config_entries import ConfigEntry, ConfigSubentry
 from homeassistant.core import (
+    Context,
     HomeAssistant,
     ServiceCall,
     ServiceResponse,
@@ -33,10 +34,27 @@ from .const import (
 )
 from .data import Runtime, agent_names
 from .history.recorder import HistoryRecorder, record_service_call
+from .memory.errors import InputError
+from .memory.timeseries import format_time
 from .memory.tokens import load_counter
-from .memory.window import WINDOWS_VERSION, AgentWindows, WindowSettings, migrate_windows
+from .memory.window import (
+    WINDOWS_VERSION,
+    AgentWindows,
+    MessageEntry,
+    WindowSettings,
+    migrate_windows,
+)
+from .people import Speaker
 from .services import ServiceSpec, async_register, loaded_entry
 from .storage import DebouncedStore
+from .websocket import (
+    PAGE_SCHEMA,
+    CommandSpec,
+    async_register_commands,
+    ensure,
+    page_of,
+    record_change,
+)
 
 ATTR_CONFIG_ENTRY = "config_entry_id"
 ATTR_CONVERSATION_ID = "conversation_id"
@@ -178,5 +196,134 @@ def async_register_window_services(hass: HomeAssistant, history: HistoryRecorder
                 SupportsResponse.OPTIONAL,
                 admin=True,
             ),
+        ),
+    )
+
+
+# -- the Memory panel's commands ---------------------------------------------------------
+
+
+def conversations_visible_to(speaker: Speaker) -> bool:
+    """Whether the caller may read the live windows: administrators (and the system)
+    only, until each conversation says whose it is."""
+    return speaker.sees_everything
+
+
+CONVERSATIONS_LIST_SCHEMA = dict(PAGE_SCHEMA)
+CONVERSATION_ID_SCHEMA: dict[Any, Any] = {
+    vol.Required("entry_id"): str,
+    vol.Required("subentry_id"): str,
+    vol.Required("conversation_id"): str,
+}
+CONVERSATION_READ_SCHEMA: dict[Any, Any] = {**CONVERSATION_ID_SCHEMA, **PAGE_SCHEMA}
+CONVERSATION_RESET_SCHEMA: dict[Any, Any] = {
+    vol.Required("entry_id"): str,
+    vol.Required("subentry_id"): str,
+    vol.Optional("conversation_id"): str,
+}
+
+
+def _message_view(message: MessageEntry) -> dict[str, Any]:
+    return {
+        "role": message.role,
+        "content": message.content,
+        "timestamp": format_time(message.timestamp),
+        "token_count": message.token_count,
+        "tags": sorted(message.tags),
+        "tool_calls": [{"name": c.name, "arguments": c.arguments} for c in message.tool_calls],
+        "tool_call_id": message.tool_call_id,
+    }
+
+
+def _agent_windows(hass: HomeAssistant, fields: dict[str, Any]) -> tuple[Runtime, AgentWindows]:
+    entry = loaded_entry(hass, fields["entry_id"])
+    windows = entry.runtime_data.windows.get(fields["subentry_id"])
+    if windows is None:
+        raise InputError("unknown_agent", agent=fields["subentry_id"])
+    return entry.runtime_data, windows
+
+
+class ConversationCommands:
+    """The live windows of every loaded entry's agents, as the panel shows them."""
+
+    def __init__(self, hass: HomeAssistant, history: HistoryRecorder) -> None:
+        self.hass = hass
+        self.history = history
+
+    async def list(self, speaker: Speaker, fields: dict[str, Any], _: Context) -> Any:
+        """Each agent with its figures and a page of its conversations, latest first."""
+        ensure(conversations_visible_to(speaker))
+        offset, limit = page_of(fields)
+        agents = []
+        for entry in self.hass.config_entries.async_loaded_entries(DOMAIN):
+            names = agent_names(self.hass, entry)
+            for sid, name in names.items():
+                windows = entry.runtime_data.windows[sid]
+                latest = list(reversed(windows.get_all_conversations()))
+                rows = []
+                for cid in latest[offset : offset + limit]:
+                    window = windows.windows[cid]
+                    rows.append(
+                        {
+                            "conversation_id": cid,
+                            **window.stats(),
+                            "last_activity": format_time(window.last_activity),
+                        }
+                    )
+                agents.append(
+                    {
+                        "entry_id": entry.entry_id,
+                        "subentry_id": sid,
+                        "agent_id": name,
+                        "title": entry.subentries[sid].title,
+                        "max_tokens": windows.settings.max_tokens,
+                        "totals": windows.totals(),
+                        "conversations": rows,
+                        "total": len(latest),
+                    }
+                )
+        return {"agents": agents}
+
+    async def read(self, speaker: Speaker, fields: dict[str, Any], _: Context) -> Any:
+        """A page of one conversation's messages, oldest first, and its figures."""
+        ensure(conversations_visible_to(speaker))
+        offset, limit = page_of(fields)
+        _runtime, windows = _agent_windows(self.hass, fields)
+        window = windows.windows.get(fields["conversation_id"])
+        if window is None:
+            raise InputError("unknown_conversation", conversation_id=fields["conversation_id"])
+        messages = window.messages()
+        return {
+            "conversation_id": window.conversation_id,
+            **window.stats(),
+            "last_activity": format_time(window.last_activity),
+            "messages": [_message_view(m) for m in messages[offset : offset + limit]],
+            "total": len(messages),
+        }
+
+    async def reset(self, speaker: Speaker, fields: dict[str, Any], context: Context) -> Any:
+        """Forget one conversation of an agent, or all of them, as conversation_reset does
+        (administrators only)."""
+        ensure(conversations_visible_to(speaker) and speaker.sees_everything)
+        runtime, windows = _agent_windows(self.hass, fields)
+        removed = windows.reset(fields.get("conversation_id"))
+        if removed:
+            runtime.windows_store.async_schedule_save()
+        record_change(
+            self.history, SERVICE_CONVERSATION_RESET, context, {**fields, "reset": removed}
+        )
+        return {"reset": removed}
+
+
+@callback
+def async_register_window_commands(hass: HomeAssistant, history: HistoryRecorder) -> None:
+    """conversations/list, /read, /reset."""
+    commands = ConversationCommands(hass, history)
+    async_register_commands(
+        hass,
+        (
+            CommandSpec("conversations/list", commands.list, CONVERSATIONS_LIST_SCHEMA),
+            CommandSpec("conversations/read", commands.read, CONVERSATION_READ_SCHEMA),
+            CommandSpec("conversations/reset", commands.reset, CONVERSATION_RESET_SCHEMA),
         ),
     )

@@ -111,11 +111,11 @@ async def _async_memory_forget(
         "erased": result.erased,
     }
     if data["erase"]:
-        response["history_events_erased"] = await _async_erase_history(history, result)
+        response["history_events_erased"] = await async_erase_history(history, result)
     return response
 
 
-async def _async_erase_history(history: HistoryRecorder, result: ForgetResult) -> int | None:
+async def async_erase_history(history: HistoryRecorder, result: ForgetResult) -> int | None:
     """The history's copies of erased memories go too; None when the history cannot be
     reached (the memories are erased all the same; logged, for the user to act on)."""
     if not history.available:

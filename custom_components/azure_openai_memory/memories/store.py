@@ -26,10 +26,12 @@ from ..memory.facts import (
     HOUSEHOLD_SCOPE,
     ArchivedMemory,
     ExportRecords,
+    FactError,
     FactSettings,
     FactStore,
     ForgetResult,
     ImportResult,
+    Memory,
     MemorySource,
     Provenance,
     SaveResult,
@@ -443,6 +445,42 @@ class Memories:
             self.async_changed()
             self._async_report_cap(result.evicted)
             self._async_embed_missing()
+        return result
+
+    async def async_edit(
+        self, memory_id: str, content: Any, tags: Iterable[Any] | None = None
+    ) -> SaveResult | None:
+        """A person's correction: embedded (one request), never judged by a model; the
+        old words go to the archive as edited. None when nothing changed; FactError on
+        bad input."""
+        checked = validate_content(content)
+        if tags is not None:
+            validate_tags(tags)
+        if self.facts.get(memory_id) is None:
+            raise FactError("memory_unknown", memory_id=memory_id)
+        identity, vectors = await self._async_vectors([checked])
+        usable = vectors is not None and self._vectors_comparable(identity)
+        result = self.facts.edit(
+            memory_id, checked, tags, vector=vectors[0] if usable and vectors else None
+        )
+        if result is not None:
+            self.async_changed()
+            if not usable:
+                self._async_embed_missing()
+        return result
+
+    def set_pinned(self, memory_id: str, pinned: bool) -> Memory:
+        """Pin or unpin, and save soon."""
+        memory = self.facts.set_pinned(memory_id, pinned)
+        self.async_changed()
+        return memory
+
+    def restore(self, memory_id: str) -> SaveResult:
+        """An archived memory back in use; embedded again in the background."""
+        result = self.facts.restore(memory_id)
+        self.async_changed()
+        self._async_report_cap(result.evicted)
+        self._async_embed_missing()
         return result
 
     def cleanup_archived(self, retention_days: float | None = None) -> list[str]:

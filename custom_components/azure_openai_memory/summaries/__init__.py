@@ -28,6 +28,7 @@ from ..llm.summarize import Summarizer
 from .keeper import SummaryKeeper, SummaryWriter, group_of
 from .services import async_register_summary_services
 from .store import SummaryStore
+from .websocket import async_register_summary_commands
 
 
 async def async_setup_summaries(hass: HomeAssistant, history: HistoryRecorder) -> None:
@@ -36,6 +37,7 @@ async def async_setup_summaries(hass: HomeAssistant, history: HistoryRecorder) -
     await store.async_load()
     keeper = hass.data[DATA_SUMMARIES] = SummaryKeeper(hass, store, history)
     async_register_summary_services(hass, keeper)
+    async_register_summary_commands(hass, keeper)
 
     @callback
     def _async_stop(_event: Event) -> None:

@@ -2,8 +2,9 @@
 memories' deduplication, confidence, archive, retrieval and patterns, in pure Python.
 Its modules, each built on the ones before it: models (what a memory is, settings,
 errors, input checks), text (words, BM25), vectors (embeddings), supersede (when a new
-memory replaces an old one), records (the indexed records and their stored form) and
-store (FactStore: save, search, patterns, forget). Other code imports from the package.
+memory replaces an old one), records (the indexed records and their stored form),
+store (FactStore: save, search, patterns, forget, a person's edits) and pages (the
+filters and order of a listing). Other code imports from the package.
 """
 
 from .models import (
@@ -35,8 +36,10 @@ from .models import (
     validate_scope,
     validate_tags,
 )
+from .pages import MAX_PAGE_SIZE, MemoryFilter, active_page, archived_page
 from .records import FACTS_VERSION, migrate_facts
 from .store import (
+    EDITED,
     EXPORT_FORMAT,
     EXPORT_VERSION,
     KEYWORD_WEIGHT,
@@ -61,6 +64,7 @@ from .vectors import Vector, decode_vector, encode_vector
 
 __all__ = [
     "CANDIDATE_SIMILARITY",
+    "EDITED",
     "EXPORT_FORMAT",
     "EXPORT_VERSION",
     "FACTS_VERSION",
@@ -68,6 +72,7 @@ __all__ = [
     "HOUSEHOLD_SCOPE",
     "KEYWORD_WEIGHT",
     "MAX_CONTENT_LENGTH",
+    "MAX_PAGE_SIZE",
     "MAX_SEARCH_LIMIT",
     "MAX_TAGS",
     "MIN_SIMILARITY",
@@ -86,6 +91,7 @@ __all__ = [
     "ImportResult",
     "Memory",
     "MemoryConfidence",
+    "MemoryFilter",
     "MemorySource",
     "MemoryType",
     "Origin",
@@ -96,6 +102,8 @@ __all__ = [
     "SearchResult",
     "Vector",
     "Verdict",
+    "active_page",
+    "archived_page",
     "bm25",
     "conflicting",
     "decode_vector",

@@ -5,7 +5,9 @@ and keeps each type within its cap; a search ranks by BM25 over content and tag 
 fused with the cosine similarity of embeddings when there are any, plus the confidence
 and recency boosts, in a few numpy operations over rows and indexes rather than a scan
 of every memory; patterns are read off the (type, tag) index; forgetting archives,
-erasing deletes, and the clean-up drops archived records past their retention.
+erasing deletes, and the clean-up drops archived records past their retention. A person's
+own changes are decisions, not observations: an edit supersedes without any judgement, a pin
+is no sighting, a restore brings an archived record back as it was.
 """
 
 from collections.abc import Iterable, Sequence
@@ -81,6 +83,8 @@ PINNED_FIRST = 10.0
 # What memory_export writes and memory_import reads: its name and schema version.
 EXPORT_FORMAT = "azure_openai_memory.memories"
 EXPORT_VERSION = 1
+# Why a memory a person corrected went to the archive.
+EDITED = "edited"
 
 _OVERRIDE = re.compile(r"\boverr(id|ode)", re.IGNORECASE)
 
@@ -669,6 +673,93 @@ class FactStore(FactRecords):
         return ForgetResult(
             [self._archive(m, None, f"Forgotten on request ({tag})", now) for m in active]
         )
+
+    # -- a person's own changes --
+
+    def edit(
+        self,
+        memory_id: str,
+        content: str,
+        tags: Iterable[str] | None = None,
+        *,
+        vector: Sequence[float] | npt.NDArray[Any] | None = None,
+        now: float | None = None,
+    ) -> SaveResult | None:
+        """A person's correction of a memory's words or tags: it supersedes the memory
+        without any model's judgement; the old record goes to the archive as "edited".
+
+        The new memory keeps the type, pin, count and reference of the old one and is
+        high-confidence: a person said so. Words that repeat another memory make the two
+        one memory: that one is reinforced and the edited one archived in its favour.
+        None when neither words nor tags change. FactError on bad input, nothing changed.
+        """
+        old = self._active.get(memory_id)
+        if old is None:
+            raise FactError("memory_unknown", memory_id=memory_id)
+        content = validate_content(content)
+        tag_tuple = old.tags if tags is None else validate_tags(tags)
+        now = time.time() if now is None else now
+        unit = as_unit_vector(vector) if vector is not None else None
+        if content == old.content and tag_tuple == old.tags:
+            return None
+        same_id = self._by_content.get(content_key(old.scope, content))
+        if same_id is not None and same_id != memory_id:
+            same = self._active[same_id]
+            archived = self._archive(old, same_id, EDITED, now)
+            pinned = True if old.pinned else None
+            result = self._reinforce(same, tag_tuple, MemoryConfidence.HIGH, pinned, None, now)
+            return SaveResult(SaveAction.REINFORCED, result.memory, archived)
+        memory = Memory(
+            id=_new_id(),
+            type=old.type,
+            content=content,
+            source=MemorySource.MANUAL,
+            created_at=now,
+            updated_at=now,
+            confidence=MemoryConfidence.HIGH,
+            occurrences=old.occurrences,
+            tags=tag_tuple,
+            source_reference=old.source_reference,
+            pinned=old.pinned,
+            scope=old.scope,
+            provenance=old.provenance,
+        )
+        archived = self._archive(old, memory.id, EDITED, now)
+        self._index(memory, unit)
+        return SaveResult(SaveAction.SUPERSEDED, memory, archived)
+
+    def set_pinned(self, memory_id: str, pinned: bool) -> Memory:
+        """Pin or unpin an active memory; neither a sighting nor an update of it."""
+        memory = self._active.get(memory_id)
+        if memory is None:
+            raise FactError("memory_unknown", memory_id=memory_id)
+        if memory.pinned != pinned:
+            self._stored.pop(memory_id, None)
+            memory.pinned = pinned
+            self._refresh_row(memory)
+        return memory
+
+    def restore(self, memory_id: str, now: float | None = None) -> SaveResult:
+        """An archived memory back in use, as it was (its embedding is made again).
+
+        Refused while an active memory says the same words: that one is the memory. The
+        cap of its type applies as to a new memory.
+        """
+        archived = self._archived.get(memory_id)
+        if archived is None:
+            raise FactError("memory_unknown", memory_id=memory_id)
+        memory = replace(archived.memory)
+        same_id = self._by_content.get(content_key(memory.scope, memory.content))
+        if same_id is not None:
+            raise FactError("memory_restore_duplicate", memory_id=same_id)
+        now = time.time() if now is None else now
+        del self._archived[memory_id]
+        self._archive_generation += 1
+        self._stored.pop(memory_id, None)
+        memory.updated_at = now
+        self._index(memory, None)
+        evicted = self._evict_over_cap(memory.type, now, keep=memory.id)
+        return SaveResult(SaveAction.CREATED, memory, None, evicted)
 
     def cleanup_archived(
         self, retention_days: float | None = None, now: float | None = None
