@@ -33,6 +33,7 @@ from .data import (
 )
 from .encodings import async_fetch_encodings
 from .history import async_apply_options as async_apply_history_options, async_setup_history
+from .incognito import async_register_incognito_service
 from .llm.client import async_check_resource, async_create_client, async_release_client
 from .llm.errors import API_ERRORS, ErrorKind, classify_error
 from .memories import (
@@ -54,7 +55,7 @@ from .window import (
     async_remove_windows,
 )
 
-PLATFORMS: list[Platform] = platforms(Platform.CONVERSATION, Platform.SENSOR)
+PLATFORMS: list[Platform] = platforms(Platform.CONVERSATION, Platform.SENSOR, Platform.SWITCH)
 CONFIG_SCHEMA = cv.config_entry_only_config_schema(DOMAIN)
 # Entries without an update listener (yet): not loaded, or still setting up.
 _NOT_RUNNING = (
@@ -72,6 +73,7 @@ async def async_setup(hass: HomeAssistant, config: ConfigType) -> bool:
     await async_setup_summaries(hass, history)
     await async_setup_memories(hass, history)
     async_register_window_services(hass, history)
+    async_register_incognito_service(hass)
 
     @callback
     def _entry_changed(change: ConfigEntryChange, entry: ConfigEntry) -> None:

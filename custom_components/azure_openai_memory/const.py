@@ -202,3 +202,9 @@ MEMORY_CONTEXT_LIMIT: Final = 10
 TOOL_REMEMBER: Final = "remember"
 TOOL_RECALL: Final = "recall"
 MEMORY_SERVICE_PREFIX: Final = f"{DOMAIN}.memory_"
+
+# Entry option: voice satellites and other devices -> the person who speaks through them
+# (device id -> person entity id); an unmapped device speaks for nobody (the household).
+CONF_SPEAKER_DEVICES: Final = "speaker_devices"
+# Incognito, set for a while by the incognito service: at most a day at a time.
+MAX_INCOGNITO_MINUTES: Final = 24 * 60

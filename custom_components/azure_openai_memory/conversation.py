@@ -31,6 +31,7 @@ from .const import (
     CONF_MEMORY_CONTEXT,
     CONF_PREFER_LOCAL_INTENTS,
     CONF_PROMPT,
+    CONF_SPEAKER_DEVICES,
     DOMAIN,
     RECOMMENDED_EARLY_TIMEOUT,
     RECOMMENDED_HISTORY_RECORDING,
@@ -42,13 +43,15 @@ from .context import memories_budget
 from .data import DATA_HISTORY, AzureOpenAIMemoryConfigEntry
 from .entity import AzureOpenAIMemoryBaseLLMEntity, RequestFailed, tool_specs
 from .history.recorder import HistoryRecorder, TurnRecording
+from .incognito import async_refuse_remember, is_incognito
 from .llm.client import ILLMClient, RequestOptions, Usage, create_llm_client
 from .memories.tools import async_add_memory_tools
 from .memory.window import AgentWindows
+from .people import Speaker, async_speaker
 from .request import Budget, PromptCount, RequestBuilder
 from .speech import asks_user, async_spoken, async_text
 from .stats import ROUTE_LLM, ROUTE_LOCAL
-from .summaries import speaker_group
+from .summaries import speaker_groups
 from .turn import Turn, WindowWriter
 
 # Turns of different speakers run side by side; one speaker's are ordered by a lock.
@@ -122,7 +125,15 @@ class AzureOpenAIMemoryAgent(
         started = time.perf_counter()
         conversation_id = chat_log.conversation_id
         source = conversation_source(user_input)
-        recording = TurnRecording(self._recorder(), self.entity_id, conversation_id)
+        speaker = await async_turn_speaker(self.hass, self.entry, user_input)
+        # Incognito: answered as always, but nothing of the turn is recorded or kept.
+        incognito = is_incognito(self.runtime, self.subentry.subentry_id)
+        recording = TurnRecording(
+            None if incognito else self._recorder(),
+            self.entity_id,
+            conversation_id,
+            speaker.person_id,
+        )
         recording.asked(
             user_input.text,
             user_input.language,
@@ -146,7 +157,15 @@ class AzureOpenAIMemoryAgent(
                 recording.decided(ROUTE_LOCAL, "a local intent matched")
                 recording.acted(response)
                 recording.answered(speech)
-                self._writer.add_local_turn(conversation_id, source, user_input.text, speech)
+                self._writer.add_local_turn(
+                    conversation_id,
+                    source,
+                    user_input.text,
+                    speech,
+                    speaker.person_id,
+                    # As it is now: the intent may have just turned incognito on or off.
+                    incognito=is_incognito(self.runtime, self.subentry.subentry_id),
+                )
                 self.runtime.stats.record_turn(ROUTE_LOCAL, _ms_since(started))
                 return conversation.ConversationResult(
                     response=response, conversation_id=chat_log.conversation_id
@@ -172,11 +191,20 @@ class AzureOpenAIMemoryAgent(
                 self.windows.counter,
                 memories_budget(self.entry.options),
             )
+            if incognito:
+                async_refuse_remember(chat_log)
 
         turn = Turn(
-            conversation_id, source, user_input.text, chat_log, chat_log.delta_listener, recording
+            conversation_id,
+            source,
+            user_input.text,
+            chat_log,
+            chat_log.delta_listener,
+            recording,
+            groups=speaker_groups(self.hass, user_input, speaker.person_id),
+            person_id=speaker.person_id,
+            incognito=incognito,
         )
-        turn.group = speaker_group(self.hass, user_input)
         task = self.hass.async_create_background_task(
             self._async_run_turn(turn, user_input.agent_id),
             f"{DOMAIN} turn {conversation_id}",
@@ -218,7 +246,7 @@ class AzureOpenAIMemoryAgent(
         """Talk to the model (with tool rounds) and record the turn only if it completes."""
         options, client = self._llm
         async with self._writer.lock(turn.conversation_id, turn.source):
-            self._writer.resume(turn.conversation_id, turn.source)
+            self._writer.resume(turn.conversation_id, turn.source, incognito=turn.incognito)
             usage = Usage()
             private = replace(
                 turn.chat_log, content=turn.chat_log.content.copy(), delta_listener=turn.forward
@@ -289,6 +317,24 @@ class AzureOpenAIMemoryAgent(
             title=title,
             notification_id=f"{DOMAIN}_{turn.conversation_id}",
         )
+
+
+async def async_turn_speaker(
+    hass: HomeAssistant,
+    entry: AzureOpenAIMemoryConfigEntry,
+    user_input: conversation.ConversationInput,
+) -> Speaker:
+    """Who speaks in a turn: the request's user's person, else the person its device (a
+    satellite) is mapped to in the entry's options, else nobody. The one place a turn
+    resolves its speaker."""
+    devices = entry.options.get(CONF_SPEAKER_DEVICES)
+    context = user_input.context
+    return await async_speaker(
+        hass,
+        context.user_id if context is not None else None,
+        user_input.device_id,
+        devices if isinstance(devices, dict) else {},
+    )
 
 
 def _ms_since(started: float) -> float:
