@@ -291,9 +291,9 @@ async def test_platform_follows_the_version(hass: HomeAssistant, azure: AzureStu
     entities = er.async_entries_for_config_entry(er.async_get(hass), entry.entry_id)
     domains = sorted({e.domain for e in entities})
     if HAS_AI_TASK:
-        assert domains == ["ai_task", "conversation", "sensor"]
+        assert domains == ["ai_task", "conversation", "sensor", "switch"]
     else:
-        assert domains == ["conversation", "sensor"]
+        assert domains == ["conversation", "sensor", "switch"]
     assert entry.state.value == "loaded"
     flows = await hass.config_entries.subentries.async_init(
         (entry.entry_id, SUBENTRY_AGENT), context={"source": "user"}

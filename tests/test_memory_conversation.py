@@ -211,7 +211,7 @@ async def test_memories_reach_the_request_as_bounded_data(
 
 
 @pytest.mark.parametrize(
-    "agent_options", [{**NO_TOOLS, CONF_CONTEXT_LIMIT: 900, CONF_MAX_TOKENS: 100}]
+    "agent_options", [{**NO_TOOLS, CONF_CONTEXT_LIMIT: 1200, CONF_MAX_TOKENS: 100}]
 )
 async def test_memories_shrink_when_the_context_limit_is_near(
     hass: HomeAssistant, loaded_entry: MockConfigEntry, azure: AzureStub
@@ -227,7 +227,7 @@ async def test_memories_shrink_when_the_context_limit_is_near(
     block = data[data.index("<memories") :]
     assert 0 < count_tokens(block) < 400
     stats = await statistics(hass, loaded_entry)
-    assert stats["last_request_tokens"] <= 900 - 100
+    assert stats["last_request_tokens"] <= 1200 - 100
 
 
 @pytest.mark.parametrize("agent_options", [NO_TOOLS])

@@ -35,6 +35,7 @@ from .data import (
 from .encodings import async_fetch_encodings
 from .history import async_apply_options as async_apply_history_options, async_setup_history
 from .household import async_register_household_api, async_unregister_household_api
+from .incognito import async_register_incognito_service
 from .llm.client import async_check_resource, async_create_client, async_release_client
 from .llm.errors import API_ERRORS, ErrorKind, classify_error
 from .memories import (
@@ -58,7 +59,7 @@ from .window import (
     async_remove_windows,
 )
 
-PLATFORMS: list[Platform] = platforms(Platform.CONVERSATION, Platform.SENSOR)
+PLATFORMS: list[Platform] = platforms(Platform.CONVERSATION, Platform.SENSOR, Platform.SWITCH)
 CONFIG_SCHEMA = cv.config_entry_only_config_schema(DOMAIN)
 # Entries without an update listener (yet): not loaded, or still setting up.
 _NOT_RUNNING = (
@@ -79,6 +80,7 @@ async def async_setup(hass: HomeAssistant, config: ConfigType) -> bool:
     async_register_household_api(hass)
     async_register_window_commands(hass, history)
     await async_register_panel(hass)
+    async_register_incognito_service(hass)
 
     @callback
     def _entry_changed(change: ConfigEntryChange, entry: ConfigEntry) -> None:

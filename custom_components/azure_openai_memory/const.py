@@ -211,3 +211,5 @@ TOOL_SERIES_LOOKUP: Final = "series_lookup"
 # household memory. Our own agents have its tools without it, so it is never theirs to pick.
 HOUSEHOLD_API_ID: Final = DOMAIN
 HOUSEHOLD_API_NAME: Final = "Household memory"
+# Incognito, set for a while by the incognito service: at most a day at a time.
+MAX_INCOGNITO_MINUTES: Final = 24 * 60

@@ -42,13 +42,14 @@ from .data import DATA_HISTORY, AzureOpenAIMemoryConfigEntry
 from .entity import AzureOpenAIMemoryBaseLLMEntity, RequestFailed, tool_specs
 from .history.recorder import HistoryRecorder, TurnRecording
 from .household import agent_llm_apis
+from .incognito import async_refuse_remember, is_incognito
 from .llm.client import ILLMClient, RequestOptions, Usage, create_llm_client
 from .memories.tools import MemoryTurn, async_add_memory_tools
 from .memory.window import AgentWindows
 from .request import Budget, PromptCount, RequestBuilder
 from .speech import asks_user, async_spoken, async_text
 from .stats import ROUTE_LLM, ROUTE_LOCAL
-from .summaries import speaker_group
+from .summaries import speaker_groups
 from .summaries.tools import async_add_past_talk
 from .turn import Turn, WindowWriter
 
@@ -126,7 +127,14 @@ class AzureOpenAIMemoryAgent(
         speaker = await self.async_speaker(
             user_input.context.user_id if user_input.context else None, user_input.device_id
         )
-        recording = TurnRecording(self._recorder(), self.entity_id, conversation_id)
+        # Incognito: answered as always, but nothing of the turn is recorded or kept.
+        incognito = is_incognito(self.runtime, self.subentry.subentry_id)
+        recording = TurnRecording(
+            None if incognito else self._recorder(),
+            self.entity_id,
+            conversation_id,
+            speaker.person_id,
+        )
         recording.asked(
             user_input.text,
             user_input.language,
@@ -150,7 +158,15 @@ class AzureOpenAIMemoryAgent(
                 recording.decided(ROUTE_LOCAL, "a local intent matched")
                 recording.acted(response)
                 recording.answered(speech)
-                self._writer.add_local_turn(conversation_id, source, user_input.text, speech)
+                self._writer.add_local_turn(
+                    conversation_id,
+                    source,
+                    user_input.text,
+                    speech,
+                    speaker.person_id,
+                    # As it is now: the intent may have just turned incognito on or off.
+                    incognito=is_incognito(self.runtime, self.subentry.subentry_id),
+                )
                 self.runtime.stats.record_turn(ROUTE_LOCAL, _ms_since(started))
                 return conversation.ConversationResult(
                     response=response, conversation_id=chat_log.conversation_id
@@ -181,15 +197,24 @@ class AzureOpenAIMemoryAgent(
                 self.hass,
                 chat_log,
                 user_input,
-                speaker_group(self.hass, user_input),
+                speaker_groups(self.hass, user_input, speaker.person_id)[0],
                 self.windows.counter,
                 memories_budget(self.entry.options),
             )
+            if incognito:
+                async_refuse_remember(chat_log)
 
         turn = Turn(
-            conversation_id, source, user_input.text, chat_log, chat_log.delta_listener, recording
+            conversation_id,
+            source,
+            user_input.text,
+            chat_log,
+            chat_log.delta_listener,
+            recording,
+            groups=speaker_groups(self.hass, user_input, speaker.person_id),
+            person_id=speaker.person_id,
+            incognito=incognito,
         )
-        turn.group = speaker_group(self.hass, user_input)
         turn.speaker = speaker
         task = self.hass.async_create_background_task(
             self._async_run_turn(turn, user_input.agent_id),
@@ -232,7 +257,7 @@ class AzureOpenAIMemoryAgent(
         """Talk to the model (with tool rounds) and record the turn only if it completes."""
         options, client = self._llm
         async with self._writer.lock(turn.conversation_id, turn.source):
-            self._writer.resume(turn.conversation_id, turn.source)
+            self._writer.resume(turn.conversation_id, turn.source, incognito=turn.incognito)
             usage = Usage()
             private = replace(
                 turn.chat_log, content=turn.chat_log.content.copy(), delta_listener=turn.forward

@@ -27,6 +27,7 @@ from .storage import DebouncedStore
 
 if TYPE_CHECKING:
     from .history.recorder import HistoryRecorder
+    from .incognito import Incognito
     from .memories.store import Memories
     from .summaries.keeper import SummaryKeeper
     from .timeseries.store import TimeseriesStore
@@ -61,6 +62,8 @@ class Runtime:
     token_cache_dir: Path | None = None
     encoding_task: asyncio.Task[None] | None = None
     health: ResourceHealth = field(default_factory=ResourceHealth)
+    # Each agent's (subentry id's) incognito switch; kept in memory only.
+    incognito: dict[str, "Incognito"] = field(default_factory=dict)
 
 
 type AzureOpenAIMemoryConfigEntry = ConfigEntry[Runtime]

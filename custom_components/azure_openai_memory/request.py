@@ -184,9 +184,13 @@ class RequestBuilder:
                 scopes=turn.speaker.turn_scopes,
                 speaker=turn.speaker.name if turn.speaker.person_id else None,
             )
-            context = await async_past_context(
-                hass, context, turn.group, windows.counter, data_budget, budget.past
-            )
+            past = budget.past
+            for group in turn.groups:
+                before = context.tokens if context is not None else 0
+                context = await async_past_context(
+                    hass, context, group, windows.counter, data_budget, past
+                )
+                past -= (context.tokens if context is not None else 0) - before
         other = last
         if context is not None:
             other += context.tokens + MESSAGE_OVERHEAD_TOKENS

@@ -69,12 +69,11 @@ def admin_only(hass: HomeAssistant, handler: Handler) -> Handler:
     return checked
 
 
-class NotYours(Unauthorized):
-    """Unauthorized, with a translated message that says what the caller may use instead.
-
-    Home Assistant's own Unauthorized says only its class name; a refused scope should tell
-    a person which memories are theirs.
-    """
+class Refused(Unauthorized):
+    """A request for someone else's data (another person's memories, talk, summaries or
+    figures): refused with a translated message that says what the caller may use
+    instead (Home Assistant's own Unauthorized says only its class name), never answered
+    with less than was asked for."""
 
     def __init__(self, context: Context, key: str, **placeholders: str) -> None:
         super().__init__(context=context)
@@ -82,6 +81,7 @@ class NotYours(Unauthorized):
         self.translation_key = key
         self.translation_placeholders = _echoed(placeholders)
         self.generate_message = True
+        self.args = (key,)
 
 
 def refusing(handler: Handler) -> Handler:

@@ -81,8 +81,12 @@ class Turn:
     spoken: bool = False
     pending: list[MessageEntry] = field(default_factory=list)
     answer: str = ""
-    # Where the talk happens (summaries' group): its past comes with the turn.
-    group: str = HOME_GROUP
+    # The summaries' groups whose past comes with the turn, the speaker's own first: never
+    # another person's.
+    groups: tuple[str, ...] = (HOME_GROUP,)
+    # Whose talk the turn is (None: nobody known), and whether it is kept past the talk.
+    person_id: str | None = None
+    incognito: bool = False
     # Who speaks (resolved once per turn): whose memories the turn may see and save.
     speaker: Speaker = field(default_factory=Speaker)
 
@@ -129,10 +133,13 @@ class WindowWriter:
             lock = self._locks[key] = asyncio.Lock()
         return lock
 
-    def resume(self, conversation_id: str, source: str | None) -> None:
-        """Continue the speaker's window under this id; after a pause, note the time."""
+    def resume(self, conversation_id: str, source: str | None, *, incognito: bool = False) -> None:
+        """Continue the speaker's window under this id; after a pause, note the time. An
+        incognito turn's window keeps what it adds in memory only."""
         windows = self._windows
         windows.continue_conversation(conversation_id, source)
+        if incognito and windows.get_stats(conversation_id) is not None:
+            windows.go_incognito(conversation_id)
         note = windows.note_resumption(conversation_id, dt_util.get_default_time_zone())
         if note is not None:
             LOGGER.debug("Conversation %s resumed: %s", conversation_id, note.content)
@@ -141,6 +148,8 @@ class WindowWriter:
     def commit(self, turn: Turn) -> None:
         """Record a completed turn in the window, in order, and save later."""
         windows = self._windows
+        if turn.incognito:
+            windows.go_incognito(turn.conversation_id)
         for message in turn.pending:
             windows.add_message(
                 turn.conversation_id,
@@ -150,6 +159,7 @@ class WindowWriter:
                 tool_calls=message.tool_calls,
                 tool_call_id=message.tool_call_id,
             )
+        windows.set_person(turn.conversation_id, turn.person_id)
         self._save()
         stats = windows.get_stats(turn.conversation_id) or {}
         LOGGER.debug(
@@ -162,30 +172,50 @@ class WindowWriter:
         )
 
     def add_local_turn(
-        self, conversation_id: str, source: str | None, text: str, speech: str
+        self,
+        conversation_id: str,
+        source: str | None,
+        text: str,
+        speech: str,
+        person_id: str | None = None,
+        *,
+        incognito: bool = False,
     ) -> None:
         """A turn Home Assistant answered itself; after any earlier turn of its speaker."""
+        local = _LocalTurn(conversation_id, source, text, speech, person_id, incognito)
         lock = self._locks.get(source or conversation_id)
         if lock is None:
-            self._add_local_turn(conversation_id, source, text, speech)
+            self._add_local_turn(local)
         else:
             # An earlier turn of this speaker is still running: this one comes after.
             self._hass.async_create_task(
-                self._async_add_local_turn_after(lock, conversation_id, source, text, speech),
+                self._async_add_local_turn_after(lock, local),
                 f"{DOMAIN} local turn {conversation_id}",
             )
 
-    async def _async_add_local_turn_after(
-        self, lock: asyncio.Lock, conversation_id: str, source: str | None, text: str, speech: str
-    ) -> None:
+    async def _async_add_local_turn_after(self, lock: asyncio.Lock, local: "_LocalTurn") -> None:
         async with lock:
-            self._add_local_turn(conversation_id, source, text, speech)
+            self._add_local_turn(local)
 
-    def _add_local_turn(
-        self, conversation_id: str, source: str | None, text: str, speech: str
-    ) -> None:
+    def _add_local_turn(self, local: "_LocalTurn") -> None:
         windows = self._windows
-        self.resume(conversation_id, source)
-        windows.add_message(conversation_id, "user", text, {TAG_INPUT, ROUTE_LOCAL})
-        windows.add_message(conversation_id, "assistant", speech, {TAG_OUTPUT, ROUTE_LOCAL})
+        conversation_id = local.conversation_id
+        self.resume(conversation_id, local.source, incognito=local.incognito)
+        if local.incognito:
+            windows.go_incognito(conversation_id)
+        windows.add_message(conversation_id, "user", local.text, {TAG_INPUT, ROUTE_LOCAL})
+        windows.add_message(conversation_id, "assistant", local.speech, {TAG_OUTPUT, ROUTE_LOCAL})
+        windows.set_person(conversation_id, local.person_id)
         self._save()
+
+
+@dataclass(frozen=True, slots=True)
+class _LocalTurn:
+    """A turn Home Assistant answered itself, as it enters the window."""
+
+    conversation_id: str
+    source: str | None
+    text: str
+    speech: str
+    person_id: str | None
+    incognito: bool

@@ -5,6 +5,7 @@ survives reloads and restarts, expire when idle, and are read and reset by the
 conversation_stats and conversation_reset services and by the Memory panel's commands.
 """
 
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -44,8 +45,8 @@ from .memory.window import (
     WindowSettings,
     migrate_windows,
 )
-from .people import Speaker
-from .services import ServiceSpec, async_register, loaded_entry
+from .people import Speaker, async_caller
+from .services import Refused, ServiceSpec, async_register, loaded_entry
 from .storage import DebouncedStore
 from .websocket import (
     PAGE_SCHEMA,
@@ -136,6 +137,9 @@ async def async_remove_windows(hass: HomeAssistant, entry_id: str) -> None:
 def async_maintain(runtime: Runtime) -> None:
     """Expire idle conversations and warn (once per change) about the windows' health."""
     expired = sum(agent.expire_idle() for agent in runtime.windows.values())
+    # An incognito conversation idle for the continuation time is over: what it added goes.
+    for agent in runtime.windows.values():
+        agent.end_incognito(agent.settings.continuation_seconds)
     if expired:
         LOGGER.debug("Expired %d idle conversations", expired)
         runtime.windows_store.async_schedule_save()
@@ -145,18 +149,43 @@ def async_maintain(runtime: Runtime) -> None:
     runtime.reported_health = health
 
 
+def _whose(windows: AgentWindows, caller: Speaker) -> Callable[[str], bool]:
+    """Whether a conversation's figures are the caller's to see: every one for those who
+    see everything, else their own person's."""
+    if caller.sees_everything:
+        return lambda _cid: True
+    return lambda cid: caller.person_id is not None and windows.person_of(cid) == caller.person_id
+
+
 async def _async_conversation_stats(hass: HomeAssistant, call: ServiceCall) -> ServiceResponse:
+    """Each agent's conversations with their figures and person; a caller who is not an
+    administrator gets their own person's only, and is refused another's by id. The
+    entry's totals are the ones its sensors show everyone."""
     entry = loaded_entry(hass, call.data[ATTR_CONFIG_ENTRY])
     runtime = entry.runtime_data
     conversation_id = call.data.get(ATTR_CONVERSATION_ID)
+    caller = await async_caller(hass, call.context)
+    names = agent_names(hass, entry)
+    if conversation_id:
+        for sid in names:
+            windows = runtime.windows[sid]
+            if windows.get_stats(conversation_id) is not None and not _whose(windows, caller)(
+                conversation_id
+            ):
+                raise Refused(
+                    call.context, "conversation_not_yours", conversation_id=conversation_id
+                )
     agents: dict[str, Any] = {}
-    for sid, name in agent_names(hass, entry).items():
+    for sid, name in names.items():
         windows = runtime.windows[sid]
         ids = [conversation_id] if conversation_id else windows.get_all_conversations()
+        shown = _whose(windows, caller)
         agents[name] = {
             "memory": windows.totals(),
             "conversations": {
-                cid: stats for cid in ids if (stats := windows.get_stats(cid)) is not None
+                cid: stats
+                for cid in ids
+                if shown(cid) and (stats := windows.get_stats(cid)) is not None
             },
         }
     return {"statistics": runtime.stats.as_dict(), "agents": agents}

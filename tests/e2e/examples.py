@@ -177,6 +177,11 @@ def _groups(answer: dict[str, Any], context: Context) -> None:
     assert group["counts"]["daily"] == 1
 
 
+def _incognito(answer: dict[str, Any], context: Context) -> None:
+    assert answer["agent"] == context["agent_id"]
+    assert answer["until"] is not None
+
+
 # Every service of the integration, in the order an automation could call them; each
 # answer is kept in the context under its row's name for later rows.
 SERVICE_EXAMPLES: dict[str, ServiceExample] = {
@@ -267,6 +272,8 @@ SERVICE_EXAMPLES: dict[str, ServiceExample] = {
     "summary_aggregate": ServiceExample(_today, _aggregated),
     "summary_get": ServiceExample(lambda _: {"period_type": "daily"}, _summaries),
     "summary_groups": ServiceExample(lambda _: {}, _groups),
+    # Last: the agent's turns are incognito for a minute after it.
+    "incognito": ServiceExample(lambda c: {"entity_id": c["agent_id"], "minutes": 1}, _incognito),
 }
 
 

@@ -284,3 +284,52 @@ def test_group_ids_are_slugs(bad: object) -> None:
     with pytest.raises(SummaryError) as err:
         validate_group(bad)  # type: ignore[arg-type]
     assert err.value.key == "invalid_group"
+
+
+def test_a_group_given_to_another_keeps_every_summary_and_link() -> None:
+    """A user's group becomes their person's: every summary under its new id, the links
+    between them (folded from, folded into, the era's founder) following."""
+    book = SummaryBook()
+    assert monthly_for(book, date(2026, 1, 5), ["garden planning", "tomato seeds"]) is True
+    before = {(s.period_type, s.period_start): s.as_dict() for s in book}
+    context = [(s.period_type, s.period_start) for s in book.context("kitchen")]
+    profile = book.profile("kitchen").as_dict()
+
+    assert book.move_group("kitchen", "person_ben") == len(before)
+    assert book.groups() == ["person_ben"]
+    after = {(s.period_type, s.period_start): s for s in book}
+    assert after.keys() == before.keys()
+    for key, summary in after.items():
+        assert summary.summary_id == summary_id("person_ben", *key)
+        old = before[key]
+        for kept in ("summary", "topics", "highlights", "message_count", "created_at"):
+            assert getattr(summary, kept) == old[kept]
+        assert all(book.get(part) is not None for part in summary.aggregated_from)
+        assert summary.aggregated_into is None or book.get(summary.aggregated_into) is not None
+        assert sum(summary.part_counts.values()) == sum(old["part_counts"].values())
+    assert [(s.period_type, s.period_start) for s in book.context("person_ben")] == context
+    moved = book.profile("person_ben").as_dict()
+    assert moved["topic_evolution"] == profile["topic_evolution"]
+    era = moved["current_era"]
+    assert era is not None
+    assert book.get(era["founded_by"]) is not None
+    assert SummaryBook.from_dict(book.as_dict()).as_dict() == book.as_dict()
+
+
+def test_a_day_both_groups_summarised_is_merged_nothing_lost() -> None:
+    book = SummaryBook()
+    day = date(2026, 2, 2)
+    garden = Written("Asked about the garden.", ["garden"], ["seeds"], ["Ben"], False)
+    bins = Written("Asked about the bins.", ["bins"], ["tuesday"], ["Ben"], False)
+    book.write_daily("u1", day, garden, 4, "agent", NOW.isoformat())
+    book.write_daily("person_ben", day, bins, 2, "agent", NOW.isoformat())
+    book.move_group("u1", "person_ben")
+    assert book.groups() == ["person_ben"]
+    (daily,) = book.of("person_ben", PeriodType.DAILY)
+    assert daily.summary == "Asked about the bins. Asked about the garden."
+    assert (daily.topics, daily.highlights, daily.active_users) == (
+        ["bins", "garden"],
+        ["tuesday", "seeds"],
+        ["Ben"],
+    )
+    assert daily.message_count == 6

@@ -25,12 +25,15 @@ from ..const import (
     TOOL_REMEMBER,
 )
 from ..memory.history import (
+    PERSON_KEY,
     AgentHistoryEvent,
     HistoryError,
     HistoryEventType,
     HistoryPurge,
     HistoryStore,
+    Visibility,
 )
+from ..people import Speaker, person_of_user
 
 _LOGGER = logging.getLogger(__name__)
 
@@ -289,16 +292,23 @@ def tool_events(
     tool_name: str,
     arguments: dict[str, Any],
     result: Any,
+    person_id: str | None = None,
 ) -> AgentHistoryEvent | None:
-    """A ToolUse event, then an Action event per device the tool acted on."""
+    """A ToolUse event, then an Action event per device the tool acted on; both part of
+    the talk of person_id (None: nobody known)."""
     used = recorder.record(
         agent_id,
         HistoryEventType.TOOL_USE,
-        {"tool": tool_name, "arguments": _bounded(arguments), "result": _bounded(result)},
+        {
+            "tool": tool_name,
+            "arguments": _bounded(arguments),
+            "result": _bounded(result),
+            PERSON_KEY: person_id,
+        },
         session_id=session_id,
         parent=parent,
     )
-    action_events(recorder, agent_id, session_id, used, tool_name, result)
+    action_events(recorder, agent_id, session_id, used, tool_name, result, person_id)
     return used
 
 
@@ -309,6 +319,7 @@ def action_events(
     parent: AgentHistoryEvent | None,
     intent: str,
     result: Any,
+    person_id: str | None = None,
 ) -> None:
     """One Action event per target an intent reports as done (its `data.success`)."""
     data = result.get("data") if isinstance(result, dict) else None
@@ -323,6 +334,7 @@ def action_events(
                 "target": target.get("id"),
                 "name": target.get("name"),
                 "type": target.get("type"),
+                PERSON_KEY: person_id,
             },
             session_id=session_id,
             parent=parent,
@@ -332,14 +344,23 @@ def action_events(
 class TurnRecording:
     """The events of one turn, chained: question → decision → tools → actions → answer.
 
-    With recording off (recorder None) every method does nothing, so the agent's code reads
-    the same either way.
+    Every event names the person whose talk it is part of (PERSON_KEY; None when nobody is
+    known): a reader who is not an administrator sees only their own. With recording off
+    (recorder None) every method does nothing, so the agent's code reads the same either
+    way.
     """
 
-    def __init__(self, recorder: HistoryRecorder | None, agent_id: str, session_id: str) -> None:
+    def __init__(
+        self,
+        recorder: HistoryRecorder | None,
+        agent_id: str,
+        session_id: str,
+        person_id: str | None = None,
+    ) -> None:
         self._recorder = recorder
         self._agent_id = agent_id
         self._session_id = session_id
+        self._person_id = person_id
         self._question: AgentHistoryEvent | None = None
         self._decision: AgentHistoryEvent | None = None
 
@@ -355,7 +376,7 @@ class TurnRecording:
         return self._recorder.record(
             self._agent_id,
             event_type,
-            data,
+            {**data, PERSON_KEY: self._person_id},
             session_id=self._session_id,
             parent=parent,
             tags=tags,
@@ -401,6 +422,7 @@ class TurnRecording:
                 tool_name,
                 arguments,
                 result,
+                self._person_id,
             )
 
     def acted(self, response: intent.IntentResponse) -> None:
@@ -413,6 +435,7 @@ class TurnRecording:
                 self._decision,
                 response.intent.intent_type if response.intent else "",
                 response.as_dict(),
+                self._person_id,
             )
 
     def failed(self, kind: str) -> None:
@@ -434,8 +457,28 @@ class TurnRecording:
         return self._question.event_id if self._question is not None else None
 
 
+# Whose sessions are talk: our agents, which are conversation entities.
+TALK_AGENT_PREFIX: Final = "conversation."
+
+
+def visibility_of(caller: Speaker) -> Visibility | None:
+    """What a caller may read of the history: everything (None) for administrators and
+    calls without a user; else their own person's talk and the household's events."""
+    if caller.sees_everything:
+        return None
+    return Visibility(caller.person_id, TALK_AGENT_PREFIX)
+
+
 def record_service_call(recorder: HistoryRecorder, call: ServiceCall, data: dict[str, Any]) -> None:
-    """A service call that changed state, in the history (who: the service; session: the call)."""
+    """A service call that changed state, in the history (who: the service; session: the call).
+
+    A call made by a user is that user's person's (PERSON_KEY; None for a user without
+    one): what it carries may be their words. A call without a user (an automation, a
+    script) is the household's.
+    """
+    if (user_id := call.context.user_id) is not None:
+        person = person_of_user(recorder.hass, user_id)
+        data = {**data, PERSON_KEY: person.entity_id if person is not None else None}
     recorder.record(
         f"{DOMAIN}.{call.service}",
         HistoryEventType.STATE_CHANGE,

@@ -19,7 +19,7 @@ from ..memory.facts import (
     validate_scope,
 )
 from ..people import Speaker
-from ..services import NotYours, translated
+from ..services import Refused, translated
 
 # What a caller or the model names for "my own": the speaker's person's scope.
 PRIVATE = "private"
@@ -34,7 +34,7 @@ def own_scope(caller: Speaker) -> str:
 
 def named_scope(caller: Speaker, context: Context, requested: str) -> str:
     """The scope a call names (`household`, `private` or `person:<id>`), if the caller
-    may use it; refused (NotYours) when it is another person's."""
+    may use it; refused (Refused) when it is another person's."""
     if requested == PRIVATE:
         return own_scope(caller)
     try:
@@ -42,7 +42,7 @@ def named_scope(caller: Speaker, context: Context, requested: str) -> str:
     except FactError as err:
         raise translated(err) from err
     if not caller.may_see(scope):
-        raise NotYours(context, "memory_scope_not_yours", scope=scope)
+        raise Refused(context, "memory_scope_not_yours", scope=scope)
     return scope
 
 
@@ -61,7 +61,7 @@ def forget_scopes(caller: Speaker, context: Context) -> frozenset[str] | None:
     if caller.sees_everything:
         return None
     if caller.scope is None:
-        raise NotYours(context, "memory_forget_not_yours")
+        raise Refused(context, "memory_forget_not_yours")
     return frozenset({caller.scope})
 
 
@@ -76,12 +76,12 @@ def export_scopes(
         return frozenset(named_scope(caller, context, one) for one in requested)
     own = caller.scope
     if own is None:
-        raise NotYours(context, "memory_export_not_yours", scope=HOUSEHOLD_SCOPE)
+        raise Refused(context, "memory_export_not_yours", scope=HOUSEHOLD_SCOPE)
     chosen = frozenset(
         own if one == PRIVATE else named_scope(caller, context, one) for one in requested or [own]
     )
     if others := sorted(chosen - {own}):
-        raise NotYours(context, "memory_export_not_yours", scope=", ".join(others))
+        raise Refused(context, "memory_export_not_yours", scope=", ".join(others))
     return chosen
 
 

@@ -21,7 +21,7 @@ from ..memory.facts import (
     read_export,
 )
 from ..people import async_caller
-from ..services import NotYours, ServiceSpec, async_register, translated
+from ..services import Refused, ServiceSpec, async_register, translated
 from .answers import archived_response, async_save, async_search_answer
 from .scopes import (
     export_scopes,
@@ -99,7 +99,7 @@ async def _async_memory_forget(
             else None
         )
         if held is not None and held.scope not in scopes:
-            raise NotYours(call.context, "memory_forget_not_yours")
+            raise Refused(call.context, "memory_forget_not_yours")
     try:
         result = memories.forget(
             data.get("memory_id"), data.get("tag"), erase=data["erase"], scopes=scopes

@@ -74,6 +74,7 @@ from .history_models import (
     MAX_EVENT_DATA_BYTES,
     MAX_QUERY_LIMIT,
     MAX_QUERY_OFFSET,
+    PERSON_KEY,
     US_PER_SECOND,
     AgentHistoryEvent,
     HistoryError,
@@ -83,6 +84,8 @@ from .history_models import (
     HistorySnapshot,
     HistoryStatistics,
     ListedSnapshot,
+    NotVisible,
+    Visibility,
     agent_text,
     check_count,
     decode_json,
@@ -125,6 +128,7 @@ __all__ = [
     "MAX_EVENT_DATA_BYTES",
     "MAX_QUERY_LIMIT",
     "MAX_QUERY_OFFSET",
+    "PERSON_KEY",
     "PURGE_BATCH",
     "PURGE_STEP",
     "RECLAIM_PAGES",
@@ -139,6 +143,8 @@ __all__ = [
     "HistoryStore",
     "ListedSnapshot",
     "MigrationStep",
+    "NotVisible",
+    "Visibility",
 ]
 
 _LOGGER = logging.getLogger(__name__)
@@ -376,6 +382,9 @@ class EventRead:
         for tag in tags:
             read.terms.append(_HAS_TAG.format(row))
             read.params.append(tag)
+        if query.visibility is not None:
+            # The counters count every reader's events: what one reader sees is counted.
+            read.counters = None
         return read
 
     @classmethod
@@ -424,6 +433,10 @@ class EventRead:
             if value is not None:
                 self.terms.append(f"e.{column} = ?")
                 self.params.append(value)
+        if query.visibility is not None:
+            term, params = query.visibility.where()
+            self.terms.append(term)
+            self.params.extend(params)
 
     def _where(self, start: int | None, end: int | None) -> tuple[str, list[Any]]:
         terms, params = list(self.terms), list(self.params)
@@ -930,9 +943,15 @@ class HistoryStore:
                 total = read.count(conn)
         return [_decode_event(row) for row in rows], total
 
-    def get_event_chain(self, event_id: str) -> list[AgentHistoryEvent]:
+    def get_event_chain(
+        self, event_id: str, visibility: Visibility | None = None
+    ) -> list[AgentHistoryEvent]:
         """The causes of an event, root first and the event last. A cycle (only possible
-        through data written by hand) or a parent that is gone ends the chain there."""
+        through data written by hand) or a parent that is gone ends the chain there.
+
+        With a visibility, an event the reader may not see is refused (NotVisible), and a
+        cause they may not see ends the chain before it.
+        """
         current: str | None = uuid_text(event_id, "event_id")
         chain: list[AgentHistoryEvent] = []
         seen: set[str] = set()
@@ -940,6 +959,10 @@ class HistoryStore:
             while current is not None and current not in seen:
                 row = conn.execute(_SELECT_EVENT, (current,)).fetchone()
                 if row is None:
+                    break
+                if visibility is not None and not _visible(conn, current, visibility):
+                    if not chain:
+                        raise NotVisible(event_id)
                     break
                 seen.add(current)
                 event = _decode_event(row)
@@ -950,13 +973,27 @@ class HistoryStore:
         chain.reverse()
         return chain
 
-    def get_statistics(self, agent_id: str | None = None) -> HistoryStatistics:
+    def is_visible(self, event_id: str, visibility: Visibility) -> bool | None:
+        """Whether the reader may see an event; None when there is no such event."""
+        key = uuid_text(event_id, "event_id")
+        with self._reading() as conn:
+            if conn.execute(_SELECT_EVENT, (key,)).fetchone() is None:
+                return None
+            return _visible(conn, key, visibility)
+
+    def get_statistics(
+        self, agent_id: str | None = None, visibility: Visibility | None = None
+    ) -> HistoryStatistics:
         """The statistics of one agent, or of all (agent_id None).
 
         Counts come from the counters (see history_schema), times and references from
         indexes, so no figure reads the events themselves. Until an upgraded database is
         indexed, the counts are taken from the indexes of the events, as version 1 did.
+        With a visibility, every figure is of what the reader may see, counted from the
+        events (the counters count everyone's).
         """
+        if visibility is not None:
+            return self._visible_statistics(agent_id, visibility)
         where, params = ("WHERE agent_id = ?", (agent_id,)) if agent_id is not None else ("", ())
         # The unary + keeps SQLite on the references' index: few events carry one, and the
         # agent's own index would read all of that agent's events.
@@ -1007,12 +1044,75 @@ class HistoryStore:
             refs=refs,
         )
 
-    def get_snapshot(self, snapshot_id: str) -> HistorySnapshot | None:
-        """One snapshot with its events (oldest first), or None."""
+    def _visible_statistics(
+        self, agent_id: str | None, visibility: Visibility
+    ) -> HistoryStatistics:
+        seen, seen_params = visibility.where()
+        terms, params = [seen], list(seen_params)
+        if agent_id is not None:
+            terms.insert(0, "e.agent_id = ?")
+            params.insert(0, agent_id)
+        where = "WHERE " + " AND ".join(terms)
+        snapshot_term, snapshot_params = _snapshot_visible(visibility)
+        snapshot_terms = [snapshot_term]
+        if agent_id is not None:
+            snapshot_terms.insert(0, "s.agent_id = ?")
+            snapshot_params.insert(0, agent_id)
+        with self._reading() as conn:
+            by_type = dict.fromkeys((kind.value for kind in HistoryEventType), 0)
+            for kind, count in conn.execute(
+                f"SELECT event_type, COUNT(*) FROM agent_history_events e {where} "
+                "GROUP BY event_type",
+                params,
+            ):
+                by_type[kind] = count
+            earliest, latest, sessions = conn.execute(
+                "SELECT MIN(timestamp), MAX(timestamp), COUNT(DISTINCT session_id) "
+                f"FROM agent_history_events e {where}",
+                params,
+            ).fetchone()
+            refs = [
+                ref
+                for (ref,) in conn.execute(
+                    f"SELECT git_commit_hash FROM agent_history_events e {where} "
+                    "AND git_commit_hash IS NOT NULL "
+                    "GROUP BY git_commit_hash ORDER BY MIN(timestamp), git_commit_hash",
+                    params,
+                )
+            ]
+            snapshots = conn.execute(
+                "SELECT COUNT(*) FROM history_snapshots s WHERE " + " AND ".join(snapshot_terms),
+                snapshot_params,
+            ).fetchone()[0]
+        return HistoryStatistics(
+            total_events=sum(by_type.values()),
+            events_by_type=by_type,
+            total_snapshots=snapshots,
+            earliest_event=None if earliest is None else from_us(earliest),
+            latest_event=None if latest is None else from_us(latest),
+            unique_sessions=sessions,
+            refs=refs,
+        )
+
+    def get_snapshot(
+        self, snapshot_id: str, visibility: Visibility | None = None
+    ) -> HistorySnapshot | None:
+        """One snapshot with its events (oldest first), or None. With a visibility, one
+        holding an event the reader may not see is refused (NotVisible)."""
         key = uuid_text(snapshot_id, "snapshot_id")
         with self._reading() as conn:
             row = conn.execute(f"{_SELECT_SNAPSHOT} WHERE snapshot_id = ?", (key,)).fetchone()
-            return None if row is None else _decode_snapshot(conn, row)
+            if row is None:
+                return None
+            if visibility is not None:
+                term, params = _snapshot_visible(visibility)
+                found = conn.execute(
+                    f"SELECT 1 FROM history_snapshots s WHERE s.snapshot_id = ? AND {term}",
+                    (key, *params),
+                ).fetchone()
+                if found is None:
+                    raise NotVisible(snapshot_id)
+            return _decode_snapshot(conn, row)
 
     def list_snapshots(self, agent_id: str) -> list[HistorySnapshot]:
         """An agent's snapshots, newest first, each with its events."""
@@ -1024,13 +1124,27 @@ class HistoryStore:
             return [_decode_snapshot(conn, row) for row in rows]
 
     def query_snapshots(
-        self, agent_id: str | None = None, limit: int = 100, offset: int = 0
+        self,
+        agent_id: str | None = None,
+        limit: int = 100,
+        offset: int = 0,
+        visibility: Visibility | None = None,
     ) -> tuple[list[ListedSnapshot], int]:
         """One page of the snapshots (of one agent, or of all), newest first, without their
-        events; and how many there are in all."""
+        events; and how many there are in all. With a visibility, only the snapshots every
+        event of which the reader may see."""
         check_count("limit", limit, 1, MAX_QUERY_LIMIT)
         check_count("offset", offset, 0, MAX_QUERY_OFFSET)
-        where, params = ("WHERE agent_id = ?", (agent_id,)) if agent_id is not None else ("", ())
+        terms: list[str] = []
+        params: list[Any] = []
+        if agent_id is not None:
+            terms.append("s.agent_id = ?")
+            params.append(agent_id)
+        if visibility is not None:
+            term, seen = _snapshot_visible(visibility)
+            terms.append(term)
+            params.extend(seen)
+        where = f"WHERE {' AND '.join(terms)}" if terms else ""
         with self._reading() as conn:
             rows = conn.execute(
                 "SELECT snapshot_id, agent_id, timestamp, git_commit, description, metadata, "
@@ -1040,7 +1154,7 @@ class HistoryStore:
                 (*params, limit, offset),
             ).fetchall()
             total: int = conn.execute(
-                f"SELECT COUNT(*) FROM history_snapshots {where}", params
+                f"SELECT COUNT(*) FROM history_snapshots s {where}", params
             ).fetchone()[0]
         listed = [
             ListedSnapshot(
@@ -1413,6 +1527,26 @@ _SELECT_SNAPSHOT = (
     "SELECT snapshot_id, agent_id, timestamp, git_commit, description, metadata, agent_state "
     "FROM history_snapshots"
 )
+
+
+def _visible(conn: sqlite3.Connection, event_id: str, visibility: Visibility) -> bool:
+    term, params = visibility.where()
+    found = conn.execute(
+        f"SELECT 1 FROM agent_history_events e WHERE e.event_id = ? AND {term}",
+        (event_id, *params),
+    ).fetchone()
+    return found is not None
+
+
+def _snapshot_visible(visibility: Visibility) -> tuple[str, list[Any]]:
+    """The condition on a snapshots row `s`: the reader may see every event it holds."""
+    term, params = visibility.where()
+    return (
+        "NOT EXISTS (SELECT 1 FROM snapshot_events x "
+        "JOIN agent_history_events e ON e.event_id = x.event_id "
+        f"WHERE x.snapshot_id = s.snapshot_id AND NOT {term})",
+        params,
+    )
 
 
 def _decode_snapshot(conn: sqlite3.Connection, row: Sequence[Any]) -> HistorySnapshot:

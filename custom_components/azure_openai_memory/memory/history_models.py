@@ -233,9 +233,49 @@ def check_count(field: str, value: object, low: int, high: int) -> None:
         )
 
 
+# The key of an event's data that names whose talk it is part of: a person's id, or null
+# for talk of nobody known. An event without it holds no one's words (the household's).
+PERSON_KEY = "person_id"
+
+
+class NotVisible(Exception):
+    """What a reader asked for by id is someone else's: refused, never shown in part."""
+
+
+@dataclass(frozen=True, slots=True)
+class Visibility:
+    """What one reader may see of the history: their own person's talk and the household's
+    events (automations, services, settings), which hold no one's words.
+
+    Talk names its person in its events' data (PERSON_KEY; null for nobody known, whose
+    talk only those who see everything read). Talk recorded before it named a person is
+    told by who recorded it: a session of an agent whose id starts with talk_prefix. It is
+    nobody's then.
+    """
+
+    person_id: str | None
+    talk_prefix: str
+
+    def where(self, row: str = "e") -> tuple[str, list[Any]]:
+        """The condition (true or false, never NULL) on an events row, and its parameters."""
+        key = f"'$.{PERSON_KEY}'"
+        household = (
+            f"(json_type({row}.event_data, {key}) IS NULL AND NOT ({row}.session_id IS NOT NULL "
+            f"AND substr({row}.agent_id, 1, ?) = ?))"
+        )
+        params: list[Any] = [len(self.talk_prefix), self.talk_prefix]
+        if self.person_id is None:
+            return household, params
+        own = f"json_extract({row}.event_data, {key}) IS ?"
+        return f"({own} OR {household})", [self.person_id, *params]
+
+
 @dataclass(frozen=True, slots=True)
 class HistoryQuery:
-    """What query_events selects; validated here so a bad query never reaches the database."""
+    """What query_events selects; validated here so a bad query never reaches the database.
+
+    visibility: whose events the reader may see (None: every event).
+    """
 
     agent_id: str | None = None
     session_id: str | None = None
@@ -246,6 +286,7 @@ class HistoryQuery:
     limit: int = 100
     offset: int = 0
     ascending: bool = False
+    visibility: Visibility | None = None
 
     def __post_init__(self) -> None:
         if self.event_type is not None and type(self.event_type) is not HistoryEventType:

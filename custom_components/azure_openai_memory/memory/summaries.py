@@ -273,6 +273,22 @@ def activity_score(message_count: int) -> float:
     return min(1.0, message_count / FULL_ACTIVITY_MESSAGES)
 
 
+def _merge_into(kept: GroupSummary, other: GroupSummary) -> None:
+    """One period of one group summarised twice (two groups became one): both, in one."""
+    kept.summary = f"{kept.summary} {other.summary}".strip()
+    kept.topics = list(dict.fromkeys([*kept.topics, *other.topics]))
+    kept.highlights = list(dict.fromkeys([*kept.highlights, *other.highlights]))
+    kept.active_users = list(dict.fromkeys([*kept.active_users, *other.active_users]))
+    kept.aggregated_from = list(dict.fromkeys([*kept.aggregated_from, *other.aggregated_from]))
+    kept.aggregated_into = kept.aggregated_into or other.aggregated_into
+    for part, count in other.part_counts.items():
+        kept.part_counts[part] = kept.part_counts.get(part, 0) + count
+    kept.message_count += other.message_count
+    kept.created_at = min(kept.created_at, other.created_at) or kept.created_at
+    kept.extractive = kept.extractive or other.extractive
+    kept.rewrite_pending = kept.rewrite_pending or other.rewrite_pending
+
+
 def merge_active_users(children: Iterable[GroupSummary]) -> list[str]:
     """Active users of the parts, the most often active first (top 5)."""
     counter: Counter[str] = Counter()
@@ -354,6 +370,48 @@ class SummaryBook:
             book.profiles[group] = GroupProfile.from_dict({**profile, "group_id": group})
         book.summarised_through = data.get("summarised_through")
         return book
+
+    def move_group(self, old: str, new: str) -> int:
+        """Give every summary and the profile of group `old` to group `new`, nothing lost;
+        how many summaries moved.
+
+        A summary's id follows from its group, so each gets its new id and every link to
+        it (folded into, folded from, part counts, an era's founder) follows. A period
+        `new` already has is merged: both texts, every topic, highlight and person, the
+        messages of both.
+        """
+        moving = [s for s in self._by_id.values() if s.group_id == old]
+        renamed = {s.summary_id: summary_id(new, s.period_type, s.period_start) for s in moving}
+        for summary in moving:
+            self.remove(summary)
+        for summary in moving:
+            summary.summary_id = renamed[summary.summary_id]
+            summary.group_id = new
+            summary.aggregated_from = [renamed.get(i, i) for i in summary.aggregated_from]
+            if summary.aggregated_into is not None:
+                summary.aggregated_into = renamed.get(
+                    summary.aggregated_into, summary.aggregated_into
+                )
+            summary.part_counts = {renamed.get(i, i): n for i, n in summary.part_counts.items()}
+            if (present := self._by_id.get(summary.summary_id)) is not None:
+                _merge_into(present, summary)
+            else:
+                self.put(summary)
+        if (profile := self.profiles.pop(old, None)) is not None:
+            if profile.current_era is not None and "founded_by" in profile.current_era:
+                founder = profile.current_era["founded_by"]
+                profile.current_era["founded_by"] = renamed.get(founder, founder)
+            kept = self.profiles.get(new)
+            if kept is None:
+                profile.group_id = new
+                self.profiles[new] = profile
+            else:
+                weeks = {p["week"]: p for p in profile.topic_evolution}
+                weeks |= {p["week"]: p for p in kept.topic_evolution}
+                kept.topic_evolution = [weeks[k] for k in sorted(weeks)][-TOPIC_EVOLUTION_WEEKS:]
+                kept.summary = kept.summary or profile.summary
+                kept.current_era = kept.current_era or profile.current_era
+        return len(moving)
 
     def write_daily(
         self,

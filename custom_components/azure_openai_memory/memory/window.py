@@ -172,6 +172,12 @@ class ConversationWindow:
         self._queues: tuple[deque[int], deque[int], deque[int]] = (deque(), deque(), deque())
         self._group_of_call: dict[str, int] = {}
         self._next_seq = 0
+        # Whose talk this is: the person of its last turn (None: nobody known).
+        self.person_id: str | None = None
+        # Incognito: the window as it was before its first incognito turn (None when it
+        # began incognito). Storage keeps that, never what the incognito turns added.
+        self.incognito = False
+        self.before_incognito: dict[str, Any] | None = None
 
     def __len__(self) -> int:
         return len(self._messages) + (self.system is not None)
@@ -326,7 +332,7 @@ class ConversationWindow:
 
     def as_dict(self) -> dict[str, Any]:
         """A JSON-ready form for storage."""
-        return {
+        stored: dict[str, Any] = {
             "max_tokens": self.max_tokens,
             "preserve_system": self.preserve_system,
             "last_activity": self.last_activity,
@@ -334,6 +340,14 @@ class ConversationWindow:
             "system": self.system.as_dict() if self.system else None,
             "groups": [[m.as_dict() for m in group] for group in self.groups()],
         }
+        if self.person_id is not None:
+            stored["person_id"] = self.person_id
+        return stored
+
+    def kept(self) -> dict[str, Any] | None:
+        """What storage keeps of the window: all of it, or while incognito what it was
+        before (None: nothing)."""
+        return self.before_incognito if self.incognito else self.as_dict()
 
     @classmethod
     def from_dict(cls, conversation_id: str, data: dict[str, Any]) -> "ConversationWindow":
@@ -341,6 +355,7 @@ class ConversationWindow:
         window = cls(conversation_id, data["max_tokens"], data["preserve_system"])
         window.last_activity = data["last_activity"]
         window.evicted_count = data["evicted_count"]
+        window.person_id = data.get("person_id")
         if data.get("system"):
             window._set_system(MessageEntry.from_dict(data["system"]))
         for group in data["groups"]:
@@ -493,6 +508,47 @@ class AgentWindows:
         )
         return self.add_message(conversation_id, "user", note, {RESUMED})
 
+    def set_person(self, conversation_id: str, person_id: str | None) -> None:
+        """The person whose talk the conversation is now (its last turn's)."""
+        self._window(conversation_id).person_id = person_id
+
+    def person_of(self, conversation_id: str) -> str | None:
+        """Whose talk a conversation is (None: nobody known, or no such conversation)."""
+        window = self.windows.get(conversation_id)
+        return window.person_id if window is not None else None
+
+    def go_incognito(self, conversation_id: str) -> None:
+        """From now on the conversation's turns live in memory only: storage keeps the
+        window as it is now (nothing, for a new conversation) until incognito ends."""
+        window = self.windows.get(conversation_id)
+        if window is None:
+            window = self._window(conversation_id)
+            window.incognito, window.before_incognito = True, None
+        elif not window.incognito:
+            window.before_incognito = window.as_dict()
+            window.incognito = True
+
+    def end_incognito(self, idle_seconds: float | None = None) -> int:
+        """Drop what incognito turns added: every incognito window goes back to what it was
+        before (or goes, when it began incognito); with idle_seconds, only those idle longer.
+        How many went back."""
+        cutoff = None if idle_seconds is None else self.clock() - idle_seconds
+        ended = [
+            cid
+            for cid, window in self.windows.items()
+            if window.incognito and (cutoff is None or window.last_activity < cutoff)
+        ]
+        for cid in ended:
+            before = self.windows[cid].before_incognito
+            if before is None:
+                del self.windows[cid]
+                continue
+            window = ConversationWindow.from_dict(cid, before)
+            window.max_tokens = self.settings.max_tokens
+            window.preserve_system = self.settings.preserve_system
+            self.windows[cid] = window
+        return len(ended)
+
     def reset(self, conversation_id: str | None = None) -> int:
         """Forget one conversation, or all; returns how many were forgotten."""
         if conversation_id is None:
@@ -507,7 +563,11 @@ class AgentWindows:
         window = self.windows.get(conversation_id)
         if window is None:
             return None
-        return {**window.stats(), "tokens_estimated": self.counter.estimated}
+        return {
+            **window.stats(),
+            "tokens_estimated": self.counter.estimated,
+            "person_id": window.person_id,
+        }
 
     def get_all_conversations(self) -> list[str]:
         """Ids of the live conversations, least recently used first."""
@@ -549,10 +609,16 @@ class AgentWindows:
         }
 
     def as_dict(self) -> dict[str, Any]:
-        """Everything worth keeping across restarts."""
+        """Everything worth keeping across restarts; of an incognito window, what it was
+        before its first incognito turn."""
+        kept = {cid: w.kept() for cid, w in self.windows.items()}
         return {
-            "conversations": {cid: w.as_dict() for cid, w in self.windows.items()},
-            "sources": {k: list(v) for k, v in self._last_by_source.items()},
+            "conversations": {cid: w for cid, w in kept.items() if w is not None},
+            "sources": {
+                k: list(v)
+                for k, v in self._last_by_source.items()
+                if v[0] not in kept or kept[v[0]] is not None
+            },
             "dropped_conversations": self.dropped_conversations,
         }
 

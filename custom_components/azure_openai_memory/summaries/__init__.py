@@ -7,8 +7,8 @@ turn summaries on writes them with its first agent's deployment.
 from datetime import time
 from typing import Any
 
-from homeassistant.const import EVENT_HOMEASSISTANT_STOP
-from homeassistant.core import Event, HomeAssistant, callback
+from homeassistant.const import EVENT_HOMEASSISTANT_STARTED, EVENT_HOMEASSISTANT_STOP
+from homeassistant.core import CoreState, Event, HomeAssistant, callback
 from homeassistant.helpers import entity_registry as er
 from homeassistant.util import dt as dt_util
 
@@ -38,6 +38,16 @@ async def async_setup_summaries(hass: HomeAssistant, history: HistoryRecorder) -
     keeper = hass.data[DATA_SUMMARIES] = SummaryKeeper(hass, store, history)
     async_register_summary_services(hass, keeper)
     async_register_summary_commands(hass, keeper)
+
+    # The people are known once Home Assistant has started (and at every run after).
+    @callback
+    def _async_adopt(_event: Event | None = None) -> None:
+        keeper.async_adopt_person_groups()
+
+    if hass.state is CoreState.running:
+        _async_adopt()
+    else:
+        hass.bus.async_listen_once(EVENT_HOMEASSISTANT_STARTED, _async_adopt)
 
     @callback
     def _async_stop(_event: Event) -> None:
@@ -84,14 +94,18 @@ def async_attach_writer(hass: HomeAssistant, entry: AzureOpenAIMemoryConfigEntry
 
 
 @callback
-def speaker_group(hass: HomeAssistant, user_input: Any) -> str:
-    """The group of whoever speaks in a turn, as the summaries group the talk."""
+def speaker_groups(hass: HomeAssistant, user_input: Any, person_id: str | None) -> tuple[str, ...]:
+    """The groups whose past a turn carries: the speaker's own (their person's, when known),
+    then the place's talk of nobody known (the device's, or the home's). Never another
+    person's: a person's talk is summarised in their own group only."""
     keeper = hass.data.get(DATA_SUMMARIES)
     mode = keeper.group_mode if keeper is not None else RECOMMENDED_SUMMARY_GROUP_MODE
     context = getattr(user_input, "context", None)
-    return group_of(
-        mode,
-        user_input.device_id,
-        getattr(user_input, "satellite_id", None),
-        context.user_id if context is not None else None,
-    )
+    device_id = user_input.device_id
+    satellite_id = getattr(user_input, "satellite_id", None)
+    user_id = context.user_id if context is not None else None
+    own = group_of(mode, device_id, satellite_id, user_id, person_id)
+    if person_id is None:
+        return (own,)
+    place = group_of(mode, device_id, satellite_id, None, None)
+    return (own,) if place == own else (own, place)

@@ -28,7 +28,7 @@ from ..const import (
 )
 from ..history.recorder import HistoryRecorder
 from ..llm.summarize import Summarizer, SummaryUnavailable
-from ..memory.history import HistoryEventType, HistoryQuery
+from ..memory.history import PERSON_KEY, HistoryEventType, HistoryQuery
 from ..memory.history_models import MAX_QUERY_LIMIT
 from ..memory.summaries import (
     HOME_GROUP,
@@ -40,6 +40,7 @@ from ..memory.summaries import (
     summary_line,
     transcript_lines,
 )
+from ..people import PERSON_DOMAIN, person_of_user
 from .store import SummaryStore
 
 _LOGGER = logging.getLogger(__name__)
@@ -50,6 +51,8 @@ _LOGGER = logging.getLogger(__name__)
 CATCH_UP_DAYS = 14
 # Extractive summaries the model rewrites per cycle, at most.
 MAX_REWRITES = 10
+# How every person's group begins (a person entity id, slugified).
+PERSON_GROUP_PREFIX = "person_"
 
 
 @dataclass(frozen=True)
@@ -73,10 +76,27 @@ class DayMessage:
     text: str
 
 
+def person_group(person_id: str) -> str:
+    """The group of one person's talk ("person.anna" -> "person_anna")."""
+    return slugify(person_id)
+
+
+def is_person_group(group: str) -> bool:
+    """Whether a group is one person's talk (no device or user slug starts so)."""
+    return group.startswith(PERSON_GROUP_PREFIX)
+
+
 def group_of(
-    mode: str, device_id: str | None, satellite_id: str | None, user_id: str | None
+    mode: str,
+    device_id: str | None,
+    satellite_id: str | None,
+    user_id: str | None,
+    person_id: str | None = None,
 ) -> str:
-    """Where talk happens, as a slug: the satellite/device, the user, or the home."""
+    """Whose or where talk is, as a slug: a known person's own group whatever the mode (no
+    group mixes two people's words); else the satellite/device, the user, or the home."""
+    if person_id:
+        return person_group(person_id)
     if mode == SUMMARY_GROUP_DEVICE and (satellite_id or device_id):
         return slugify(satellite_id or device_id) or HOME_GROUP
     if mode == SUMMARY_GROUP_USER and user_id:
@@ -160,6 +180,7 @@ class SummaryKeeper:
         the aggregation cycle. Counts per period type."""
         counts = _empty_counts()
         async with self.lock:
+            self.async_adopt_person_groups()
             book = self.store.book
             # Earlier summaries the model could not write, before today's new ones.
             await self._async_rewrite_extractive()
@@ -209,13 +230,49 @@ class SummaryKeeper:
         for event in page:  # newest first
             data = event.event_data if isinstance(event.event_data, dict) else {}
             if data.get("direction") == "in":
-                return group_of(
-                    self.group_mode,
-                    data.get("device_id"),
-                    data.get("satellite_id"),
-                    data.get("user_id"),
-                )
+                return self._group_of_question(data)
         return HOME_GROUP
+
+    def _person_of_question(self, data: dict[str, Any]) -> str | None:
+        """Whose words a question is: the person it names, else (recorded before questions
+        named one) the person linked to its user now; None: nobody known."""
+        if PERSON_KEY in data:
+            person = data[PERSON_KEY]
+            return person if isinstance(person, str) and person else None
+        user_id = data.get("user_id")
+        if isinstance(user_id, str) and (state := person_of_user(self.hass, user_id)):
+            return state.entity_id
+        return None
+
+    def _group_of_question(self, data: dict[str, Any]) -> str:
+        user_id = data.get("user_id")
+        return group_of(
+            self.group_mode,
+            data.get("device_id"),
+            data.get("satellite_id"),
+            user_id if isinstance(user_id, str) else None,
+            self._person_of_question(data),
+        )
+
+    @callback
+    def async_adopt_person_groups(self) -> int:
+        """The groups of users (talk grouped per user before people had groups) become
+        the groups of the persons linked to those users, nothing lost; how many moved."""
+        book = self.store.book
+        groups = set(book.groups())
+        moved = 0
+        for state in self.hass.states.async_all(PERSON_DOMAIN):
+            user_id = state.attributes.get("user_id")
+            if not isinstance(user_id, str) or (old := slugify(user_id)) not in groups:
+                continue
+            new = person_group(state.entity_id)
+            _LOGGER.debug("Summaries of user %s now belong to %s", user_id, state.entity_id)
+            book.move_group(old, new)
+            groups.discard(old)
+            moved += 1
+        if moved:
+            self.store.async_changed()
+        return moved
 
     async def _async_day_messages(self, day: date) -> list[DayMessage]:
         """The day's Communication events (local day), grouped by the writer's mode."""
@@ -237,7 +294,6 @@ class SummaryKeeper:
             offset += len(page)
             if not page or offset >= total:
                 break
-        mode = self.group_mode
         sessions: dict[str | None, str] = {}
         names: dict[str, str] = {}
         messages: list[DayMessage] = []
@@ -248,10 +304,13 @@ class SummaryKeeper:
                 continue
             if data.get("direction") == "in":
                 user_id = data.get("user_id")
-                group = group_of(mode, data.get("device_id"), data.get("satellite_id"), user_id)
+                group = self._group_of_question(data)
                 sessions[event.session_id] = group
                 speaker = "user"
-                if isinstance(user_id, str):
+                if (person := self._person_of_question(data)) is not None:
+                    state = self.hass.states.get(person)
+                    speaker = str(state.name) if state is not None else person
+                elif isinstance(user_id, str):
                     if user_id not in names:
                         user = await self.hass.auth.async_get_user(user_id)
                         names[user_id] = user.name if user is not None and user.name else "user"

@@ -1,4 +1,8 @@
-"""The summary services: aggregate (run now), get, groups; bad values are translated errors."""
+"""The summary services: aggregate (run now), get, groups; bad values are translated errors.
+
+A caller who is not an administrator reads the household's groups (talk of nobody known)
+and their own person's group, never another person's.
+"""
 
 from collections.abc import Callable, Coroutine
 from datetime import date, datetime
@@ -10,8 +14,9 @@ from homeassistant.util import dt as dt_util
 import voluptuous as vol
 
 from ..memory.summaries import PeriodType, SummaryError, validate_group, validate_period_type
-from ..services import Handler, ServiceSpec, async_register, translated
-from .keeper import SummaryKeeper
+from ..people import Speaker, async_caller
+from ..services import Handler, Refused, ServiceSpec, async_register, translated
+from .keeper import SummaryKeeper, is_person_group, person_group
 
 SERVICE_SUMMARY_AGGREGATE = "summary_aggregate"
 SERVICE_SUMMARY_GET = "summary_get"
@@ -54,8 +59,20 @@ async def _async_summary_aggregate(keeper: SummaryKeeper, call: ServiceCall) -> 
     return dict(counts)
 
 
+def _shown_groups(caller: Speaker) -> Callable[[str], bool]:
+    """Whether a group's summaries are the caller's to read: every group for those who see
+    everything; else the household's (talk of nobody known) and their own person's."""
+    if caller.sees_everything:
+        return lambda _group: True
+    own = person_group(caller.person_id) if caller.person_id is not None else None
+    return lambda group: not is_person_group(group) or group == own
+
+
 async def _async_summary_get(keeper: SummaryKeeper, call: ServiceCall) -> ServiceResponse:
+    """The summaries asked for, of the groups the caller may read; naming another
+    person's group is refused."""
     data = call.data
+    readable = _shown_groups(await async_caller(keeper.hass, call.context))
     book = keeper.store.book
     limit = data["limit"]
     if (
@@ -73,9 +90,12 @@ async def _async_summary_get(keeper: SummaryKeeper, call: ServiceCall) -> Servic
     groups = book.groups()
     if "group" in data:
         group = validate_group(data["group"])
+        if not readable(group):
+            raise Refused(call.context, "summary_group_not_yours", group=group)
         if group not in groups:
             raise SummaryError("unknown_group", group=group)
         groups = [group]
+    groups = [group for group in groups if readable(group)]
     start = _summary_day(data["start"], "start").isoformat() if "start" in data else None
     end = _summary_day(data["end"], "end").isoformat() if "end" in data else None
     if start is not None and end is not None and end < start:
@@ -99,8 +119,9 @@ async def _async_summary_get(keeper: SummaryKeeper, call: ServiceCall) -> Servic
 
 async def _async_summary_groups(keeper: SummaryKeeper, call: ServiceCall) -> ServiceResponse:
     book = keeper.store.book
+    shown = _shown_groups(await async_caller(keeper.hass, call.context))
     groups: list[Any] = []
-    for group in book.groups():
+    for group in filter(shown, book.groups()):
         counts = {kind.value: len(book.of(group, kind)) for kind in PeriodType}
         groups.append({**book.profile(group).as_dict(), "counts": counts})
     return {"groups": groups, "group_mode": keeper.group_mode}
