@@ -6,6 +6,7 @@ entry holding an AI task subentry still loads.
 
 from datetime import timedelta
 import inspect
+import json
 import logging
 from typing import Any
 
@@ -243,6 +244,32 @@ async def test_a_task_gets_the_memories_relevant_to_it_as_data(
     # A memory cannot close its block: the only closing tag is the block's own.
     assert data["content"].count("</memories>") == 1
     assert task["content"] == "Which temperature does Anna like in the bedroom?"
+
+
+@needs_ai_task
+async def test_a_task_never_gets_a_person_s_private_memories(
+    hass: HomeAssistant, azure: AzureStub, task_entry: MockConfigEntry
+) -> None:
+    """A task speaks for nobody: the household's memories reach it, Anna's private one
+    never does (its answer goes wherever an automation sends it)."""
+    for content, scope in (
+        ("Anna takes 2.5 mg of melatonin at night", "person:person.anna"),
+        ("Anna waters the plants at night", "household"),
+    ):
+        await hass.services.async_call(
+            DOMAIN,
+            "memory_save",
+            {"content": content, "type": "context", "scope": scope},
+            blocking=True,
+        )
+    entity_id = _task_entity_id(hass, task_entry)
+    azure.queue(Reply(text="Plants at night."))
+    await _generate(hass, entity_id, "What does Anna do at night, melatonin included?")
+    (body,) = _chat_bodies(azure)
+    sent = json.dumps(body)
+    assert "Anna waters the plants at night" in sent
+    assert "melatonin at night" not in sent
+    assert "2.5 mg" not in sent
 
 
 @needs_ai_task

@@ -76,6 +76,7 @@ async def test_llm_turn_streams_and_is_remembered(
     assert body["temperature"] == 1.0
     # No Home Assistant API: the memory tools only (memories in conversations is on).
     assert [tool["function"]["name"] for tool in body["tools"]] == [
+        "forget",
         "past_talk",
         "recall",
         "remember",

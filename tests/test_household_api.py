@@ -11,7 +11,7 @@ import asyncio
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 import dataclasses
-from datetime import datetime, timedelta
+from datetime import date, datetime, timedelta
 import json
 from typing import Any
 
@@ -28,7 +28,7 @@ from homeassistant.helpers import entity_registry as er, intent, llm
 from homeassistant.setup import async_setup_component
 from homeassistant.util import dt as dt_util
 import pytest
-from pytest_homeassistant_custom_component.common import MockConfigEntry
+from pytest_homeassistant_custom_component.common import MockConfigEntry, MockUser
 from pytest_homeassistant_custom_component.typing import ClientSessionGenerator
 
 from custom_components.azure_openai_memory.compat import (
@@ -37,11 +37,18 @@ from custom_components.azure_openai_memory.compat import (
     llm_api_option,
 )
 from custom_components.azure_openai_memory.const import (
+    CONF_SUMMARIES,
     DEFAULT_AGENT_NAME,
     DOMAIN,
     HOUSEHOLD_API_ID,
     RECOMMENDED_OPTIONS,
     SUBENTRY_AGENT,
+)
+from custom_components.azure_openai_memory.memory.summaries import (
+    HOME_GROUP,
+    SUMMARIES_VERSION,
+    SummaryBook,
+    Written,
 )
 from custom_components.azure_openai_memory.memory.timeseries import format_time
 
@@ -55,9 +62,11 @@ GUEST_ROOM = {
     "tags": ["room:guest_room", "person:anna"],
     "scope": "household",
 }
+HOME_TALK = "Planned the week's meals together."
+ANNA_TALK = "Anna asked about her dentist appointment."
 # What the API's prompt begins with, as the agent's instructions carry it.
 PROMPT_START = "The household memory keeps what this home's people asked to be remembered"
-HOUSEHOLD_TOOLS = ["remember", "recall", "series_lookup"]
+HOUSEHOLD_TOOLS = ["remember", "recall", "forget", "past_talk", "series_lookup"]
 # The most tokens a series lookup answers with.
 SERIES_BUDGET = 2000
 
@@ -187,6 +196,77 @@ async def test_core_agent_remembers_and_recalls_through_the_household_memory(
     assert (recalled["found"], recalled["ids"]) == (1, [memory["id"]])
     assert recalled["memories"].startswith('<memories count="1">')
     assert "The guest room is Anna's" in recalled["memories"]
+
+
+def talk_summaries(day: date) -> dict[str, Any]:
+    """A stored summaries file: the day's talk of nobody known (the home's) and Anna's."""
+    book = SummaryBook()
+    made = (day + timedelta(days=1)).isoformat()
+    for group, text in ((HOME_GROUP, HOME_TALK), ("person_anna", ANNA_TALK)):
+        book.write_daily(group, day, Written(text, ["talk"], [], [], False), 4, "a", made)
+    book.summarised_through = day.isoformat()
+    return {
+        "version": SUMMARIES_VERSION,
+        "minor_version": 1,
+        "key": f"{DOMAIN}.summaries",
+        "data": book.as_dict(),
+    }
+
+
+async def test_core_agent_looks_up_past_talk_of_its_speaker_s_group(
+    hass: HomeAssistant,
+    clock: FrozenDateTimeFactory,
+    hass_storage: dict[str, Any],
+    hass_admin_user: MockUser,
+    config_entry: MockConfigEntry,
+    azure: AzureStub,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """past_talk through the API: a call without a user or device gets the home's talk;
+    Anna's (her user linked to her person) gets her own group's, never the other."""
+    assert await async_setup_component(
+        hass, "person", {"person": [{"id": "anna", "name": "Anna", "user_id": hass_admin_user.id}]}
+    )
+    yesterday = dt_util.now().date() - timedelta(days=1)
+    hass_storage[f"{DOMAIN}.summaries"] = talk_summaries(yesterday)
+    # The entry writes no summaries itself: the stored ones stay as they are.
+    hass.config_entries.async_update_entry(
+        config_entry, options={**config_entry.options, CONF_SUMMARIES: False}
+    )
+    assert await hass.config_entries.async_setup(config_entry.entry_id)
+    await hass.async_block_till_done()
+    agent_id = await add_core_agent(hass, azure, monkeypatch)
+
+    told: dict[str, dict[str, Any]] = {}
+    for who, user_id in (("nobody", None), ("anna", hass_admin_user.id)):
+        azure.queue(
+            Reply(tool_calls=[ToolCall(core_tool("past_talk"), {"when": "yesterday"})]),
+            Reply(text="We talked."),
+        )
+        before = len(azure.calls("/responses"))
+        await conversation.async_converse(
+            hass,
+            "What did we talk about yesterday?",
+            f"past-{who}",
+            Context(user_id=user_id),
+            language="en",
+            agent_id=agent_id,
+        )
+        _ask, answer = [r.body or {} for r in azure.calls("/responses")[before:]]
+        (told[who],) = tool_outputs(answer)
+    for who, group, said, not_said in (
+        ("nobody", HOME_GROUP, HOME_TALK, ANNA_TALK),
+        ("anna", "person_anna", ANNA_TALK, HOME_TALK),
+    ):
+        result = told[who]
+        assert (result["from"], result["to"], result["found"]) == (
+            yesterday.isoformat(),
+            yesterday.isoformat(),
+            1,
+        )
+        assert result["summaries"].startswith(f'<data source="summaries" group="{group}"')
+        assert said in result["summaries"]
+        assert not_said not in result["summaries"]
 
 
 # -- Our own agents: the tools come with them, never twice ------------------------------
@@ -508,12 +588,18 @@ async def test_mcp_server_offers_the_household_memory(
             "tags",
             "type",
         ]
-        assert sorted(schemas["recall"]) == ["query", "type"]
+        assert sorted(schemas["recall"]) == ["mine", "query", "type"]
+        assert sorted(schemas["forget"]) == ["about", "type"]
+        assert sorted(schemas["past_talk"]) == ["when"]
         assert sorted(schemas["series_lookup"]) == ["end_time", "key", "last", "start_time"]
         (prompt,) = (await session.request("prompts/list"))["prompts"]
         assert prompt["name"] == "Household memory"
         got = await session.request("prompts/get", {"name": "Household memory"})
-        assert got["messages"][0]["content"]["text"].startswith(PROMPT_START)
+        prompt_text = got["messages"][0]["content"]["text"]
+        assert prompt_text.startswith(PROMPT_START)
+        # One line on when to use each tool.
+        for name in HOUSEHOLD_TOOLS:
+            assert prompt_text.count(f"\n- {name}: ") == 1, name
 
         answer = await session.request(
             "tools/call", {"name": "recall", "arguments": {"query": "guest room"}}
@@ -522,3 +608,13 @@ async def test_mcp_server_offers_the_household_memory(
         recalled = json.loads(content["text"])
         assert recalled["found"] == 1
         assert "The guest room is Anna's" in recalled["memories"]
+
+        # The token's user is an administrator: the household's memories are theirs to
+        # have forgotten.
+        answer = await session.request(
+            "tools/call", {"name": "forget", "arguments": {"about": "guest room"}}
+        )
+        (content,) = answer["content"]
+        forgotten = json.loads(content["text"])
+        assert [one["content"] for one in forgotten["forgotten"]] == ["The guest room is Anna's"]
+    assert (await call(hass, "memory_search", {"limit": 10}))["memories"] == []

@@ -258,7 +258,7 @@ async def test_no_memories_no_data_message(
     await converse(hass, loaded_entry, "Tell me a joke", "c")
     body = chat_calls(azure)[0].body
     assert data_message(body) is None
-    assert tool_names(body) == ["past_talk", "recall", "remember"]
+    assert tool_names(body) == ["forget", "past_talk", "recall", "remember"]
     assert len(azure.calls("/embeddings")) == 0
 
 

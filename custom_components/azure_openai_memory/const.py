@@ -203,6 +203,7 @@ MEMORY_CONTEXT_LIMIT: Final = 10
 # erasure of memories looks through.
 TOOL_REMEMBER: Final = "remember"
 TOOL_RECALL: Final = "recall"
+TOOL_FORGET: Final = "forget"
 MEMORY_SERVICE_PREFIX: Final = f"{DOMAIN}.memory_"
 
 # The tool that reads a stored time series over a range.

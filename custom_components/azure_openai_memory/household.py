@@ -23,9 +23,11 @@ from .compat import llm_api_ids
 from .const import DOMAIN, HOUSEHOLD_API_ID, HOUSEHOLD_API_NAME, RECOMMENDED_MEMORY_TOKEN_BUDGET
 from .context import MAX_CONTEXT_TOKENS
 from .data import DATA_HOUSEHOLD_API, DATA_TIMESERIES
-from .memories.tools import MemoryTurn, RecallTool, RememberTool
+from .memories.tools import ForgetTool, MemoryTurn, RecallTool, RememberTool
 from .memory.tokens import TokenCounter, load_counter
 from .people import Speaker, async_speaker, device_people
+from .summaries import talk_groups
+from .summaries.tools import PastTalkTool
 from .timeseries.tools import SeriesLookupTool
 
 # The answers' token budgets are counted as this model counts: the agent using the API
@@ -41,6 +43,8 @@ class ToolKit:
     # Who the calls are for, with what they may see.
     speaker: Speaker
     counter: TokenCounter
+    # The summaries' group of the speaker's talk (their person's, the device's or the home's).
+    group: str
 
 
 @dataclass(frozen=True, slots=True)
@@ -69,6 +73,15 @@ HOUSEHOLD_TOOLS: tuple[HouseholdTool, ...] = (
         ),
         "before answering about the household's people, rooms, preferences and routines, "
         "or anything you were asked to remember.",
+    ),
+    HouseholdTool(
+        lambda kit: ForgetTool(MemoryTurn(kit.speaker)),
+        "when the user asks you to forget something they told you; tell them what was forgotten.",
+    ),
+    HouseholdTool(
+        lambda kit: PastTalkTool(kit.group, kit.counter, RECOMMENDED_MEMORY_TOKEN_BUDGET),
+        "for what was talked about here on an earlier day, week or month ('what did we "
+        "talk about on Tuesday?'), from the summaries of past conversations.",
     ),
     HouseholdTool(
         _series_lookup,
@@ -110,9 +123,11 @@ class HouseholdMemoryAPI(llm.API):
 
     async def async_get_api_instance(self, llm_context: llm.LLMContext) -> llm.APIInstance:
         """The tools for one turn (or MCP request), built for its speaker."""
-        kit = ToolKit(
-            self.hass, await async_tool_speaker(self.hass, llm_context), await self._async_counter()
-        )
+        speaker = await async_tool_speaker(self.hass, llm_context)
+        user_id = llm_context.context.user_id if llm_context.context is not None else None
+        # A call without a device: the speaker's person's group, else the user's or home's.
+        group = talk_groups(self.hass, llm_context.device_id, None, user_id, speaker.person_id)
+        kit = ToolKit(self.hass, speaker, await self._async_counter(), group[0])
         tools = [tool.build(kit) for tool in HOUSEHOLD_TOOLS]
         lines = [
             f"- {built.name}: {tool.usage}"

@@ -5,8 +5,9 @@ same conversation sees what was said (the conversation's window keeps it in memo
 the window is never written to disk (storage keeps what it held before), and what the
 incognito turns added is dropped when incognito ends or the conversation has been idle for
 the continuation time; no history event is recorded, so no summary is written of those
-turns; and the remember tool refuses politely. Turning it on is itself recorded: one
-history event, without content.
+turns; and the remember tool refuses politely. The forget tool works as always: it only
+keeps less, and what is kept is the user's to decide (the archive keeps what went, as
+after any forget). Turning it on is itself recorded: one history event, without content.
 
 The switch lives in memory only: a restart of Home Assistant or a reload of the entry turns
 it off (and the windows come back as they were stored, without the incognito turns).

@@ -14,7 +14,14 @@ from ..const import MEMORY_CONTEXT_LIMIT
 from ..data import DATA_MEMORIES
 from ..memory.tokens import TokenCounter
 from .base import DATA_NOTICE, MAX_CONTEXT_TOKENS, TurnContext
-from .memories import MEMORIES_NOTE, joined_message, memories_block, memories_budget, memories_part
+from .memories import (
+    MEMORIES_NOTE,
+    joined_message,
+    memories_block,
+    memories_budget,
+    memories_part,
+    memories_shown,
+)
 from .past import async_past_context, build_past_context
 from .series import async_turn_context, build_turn_context
 from .speaker import speaker_block
@@ -31,6 +38,7 @@ __all__ = [
     "build_turn_context",
     "memories_block",
     "memories_budget",
+    "memories_shown",
 ]
 
 

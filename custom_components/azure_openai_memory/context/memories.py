@@ -52,8 +52,16 @@ def memories_block(
     Each memory is one JSON line in which `<` is escaped: a memory cannot close the
     block nor pass for an instruction.
     """
+    return memories_shown(found, counter, budget)[0]
+
+
+def memories_shown(
+    found: list[tuple[Memory, float]], counter: TokenCounter, budget: int
+) -> tuple[str | None, int]:
+    """The memories block, and how many of the first memories it shows (the rest did not
+    fit); blocking."""
     if not found:
-        return None
+        return None, 0
     used = counter.count(_memories_render([], len(found))) + FOOTER_TOKENS
     lines: list[str] = []
     for memory, _score in found:
@@ -66,10 +74,10 @@ def memories_block(
     block = _memories_render(lines, len(found))
     while counter.count(block) > budget:
         if not lines:
-            return None
+            return None, 0
         lines.pop()
         block = _memories_render(lines, len(found))
-    return block if lines else None
+    return (block, len(lines)) if lines else (None, 0)
 
 
 def memories_part(

@@ -21,6 +21,7 @@ from ..const import (
     DOMAIN,
     MEMORY_SERVICE_PREFIX,
     RECOMMENDED_HISTORY_RETENTION_DAYS,
+    TOOL_FORGET,
     TOOL_RECALL,
     TOOL_REMEMBER,
 )
@@ -266,14 +267,14 @@ class HistoryRecorder:
         return purged.events
 
     async def async_erase_memories(self, ids: list[str]) -> int:
-        """Delete the remember and recall tool calls and memory_* service events that
-        carried erased memories, by their ids; how many events went."""
+        """Delete the remember, recall and forget tool calls and memory_* service events
+        that carried erased memories, by their ids; how many events went."""
         if not ids:
             return 0
         return await self.async_run(
             self.store.delete_memory_events,
             ids,
-            (TOOL_REMEMBER, TOOL_RECALL),
+            (TOOL_REMEMBER, TOOL_RECALL, TOOL_FORGET),
             MEMORY_SERVICE_PREFIX,
         )
 

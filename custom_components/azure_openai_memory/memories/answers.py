@@ -5,6 +5,7 @@ from typing import Any
 
 from ..memory.facts import (
     HOUSEHOLD_SCOPE,
+    MIN_SIMILARITY,
     ArchivedMemory,
     FactError,
     Memory,
@@ -87,10 +88,14 @@ async def async_save(
 
 
 async def async_search(
-    memories: Memories, data: dict[str, Any], scopes: Iterable[str] | None = None
+    memories: Memories,
+    data: dict[str, Any],
+    scopes: Iterable[str] | None = None,
+    *,
+    min_similarity: float = MIN_SIMILARITY,
 ) -> SearchResult:
-    """What memory_search and the agent's recall tool find, of these scopes (None: all);
-    translated errors."""
+    """What memory_search and the agent's recall and forget tools find, of these scopes
+    (None: all); translated errors."""
     try:
         return await memories.async_search(
             data.get("query"),
@@ -99,6 +104,7 @@ async def async_search(
             limit=int(data.get("limit", 10)),
             include_archived=bool(data.get("include_archived", False)),
             scopes=scopes,
+            min_similarity=min_similarity,
         )
     except FactError as err:
         raise translated(err) from err

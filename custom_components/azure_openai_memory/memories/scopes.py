@@ -65,6 +65,16 @@ def forget_scopes(caller: Speaker, context: Context) -> frozenset[str] | None:
     return frozenset({caller.scope})
 
 
+def spoken_forget_scopes(speaker: Speaker) -> frozenset[str]:
+    """What a speaker may have an agent forget: their own private memories, and the
+    household's when they are an administrator (or the system); never another person's,
+    an administrator's turn included. Empty: nothing (nobody known, not an administrator)."""
+    scopes = {speaker.scope} if speaker.scope is not None else set()
+    if speaker.sees_everything:
+        scopes.add(HOUSEHOLD_SCOPE)
+    return frozenset(scopes)
+
+
 def export_scopes(
     caller: Speaker, context: Context, requested: Iterable[str] | None
 ) -> frozenset[str] | None:

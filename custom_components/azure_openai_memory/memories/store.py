@@ -24,6 +24,7 @@ from ..llm.supersede import SupersedeJudge
 from ..memory.facts import (
     FACTS_VERSION,
     HOUSEHOLD_SCOPE,
+    MIN_SIMILARITY,
     ArchivedMemory,
     ExportRecords,
     FactError,
@@ -401,9 +402,11 @@ class Memories:
         limit: int = 10,
         include_archived: bool = False,
         scopes: Iterable[str] | None = None,
+        min_similarity: float = MIN_SIMILARITY,
     ) -> SearchResult:
         """Rank by meaning when the deployment answers, else by words; only memories of
-        these scopes (None: every scope)."""
+        these scopes (None: every scope), matching by words or by meaning from
+        min_similarity on."""
         validate_limit(limit)
         if memory_type is not None:
             parse_type(memory_type)
@@ -422,6 +425,7 @@ class Memories:
             limit=limit,
             include_archived=include_archived,
             scopes=scopes,
+            min_similarity=min_similarity,
         )
 
     def forget(
@@ -431,9 +435,10 @@ class Memories:
         *,
         erase: bool = False,
         scopes: Iterable[str] | None = None,
+        reason: str | None = None,
     ) -> ForgetResult:
         """Archive (or erase) memories of these scopes (None: any), and save soon."""
-        result = self.facts.forget(memory_id, tag, erase=erase, scopes=scopes)
+        result = self.facts.forget(memory_id, tag, erase=erase, scopes=scopes, reason=reason)
         if result.archived or result.erased:
             self.async_changed()
         return result

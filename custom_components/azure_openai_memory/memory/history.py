@@ -814,11 +814,11 @@ class HistoryStore:
         """Delete the memories' own events that name any of memory_ids; how many went.
 
         For erasure: what a user asked to be forgotten must not stay in the tool calls
-        (the agents' remember and recall, named in tools) and service events (agent ids
-        starting with service_prefix) that carried it. Only those events are looked at,
-        and only by id: a memory's words also appear in events about other things (an
-        automation's "Annabel opened the garage" is not Anna's), and ids are stored as
-        they are. Those events are read once, which an erasure (rare) can afford.
+        (the agents' remember, recall and forget, named in tools) and service events
+        (agent ids starting with service_prefix) that carried it. Only those events are
+        looked at, and only by id: a memory's words also appear in events about other
+        things (an automation's "Annabel opened the garage" is not Anna's), and ids are
+        stored as they are. Those events are read once, which an erasure (rare) can afford.
         """
         needles = sorted({memory_id for memory_id in memory_ids if memory_id})
         names = sorted(set(tools))

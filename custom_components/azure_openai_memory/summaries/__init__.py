@@ -95,15 +95,33 @@ def async_attach_writer(hass: HomeAssistant, entry: AzureOpenAIMemoryConfigEntry
 
 @callback
 def speaker_groups(hass: HomeAssistant, user_input: Any, person_id: str | None) -> tuple[str, ...]:
-    """The groups whose past a turn carries: the speaker's own (their person's, when known),
-    then the place's talk of nobody known (the device's, or the home's). Never another
-    person's: a person's talk is summarised in their own group only."""
+    """The groups whose past a conversation turn carries (talk_groups of its request)."""
+    context = getattr(user_input, "context", None)
+    return talk_groups(
+        hass,
+        user_input.device_id,
+        getattr(user_input, "satellite_id", None),
+        context.user_id if context is not None else None,
+        person_id,
+    )
+
+
+@callback
+def talk_groups(
+    hass: HomeAssistant,
+    device_id: str | None,
+    satellite_id: str | None,
+    user_id: str | None,
+    person_id: str | None,
+) -> tuple[str, ...]:
+    """The groups whose past a request may carry: the speaker's own (their person's, when
+    known), then the place's talk of nobody known (the device's, or the home's). Never
+    another person's: a person's talk is summarised in their own group only.
+
+    The one reading of "whose talk" for turns, the past_talk tool and the household API.
+    """
     keeper = hass.data.get(DATA_SUMMARIES)
     mode = keeper.group_mode if keeper is not None else RECOMMENDED_SUMMARY_GROUP_MODE
-    context = getattr(user_input, "context", None)
-    device_id = user_input.device_id
-    satellite_id = getattr(user_input, "satellite_id", None)
-    user_id = context.user_id if context is not None else None
     own = group_of(mode, device_id, satellite_id, user_id, person_id)
     if person_id is None:
         return (own,)

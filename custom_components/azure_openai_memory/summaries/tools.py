@@ -1,7 +1,8 @@
 """The agent's past_talk tool: what the speaker's group talked about on a day, week or month.
 
-Offered on every turn that has remember and recall, the same way: beside Home Assistant's
-tools when the agent controls the home, else in an API instance of its own. The day is
+Offered on every turn that has the memory tools, the same way: beside Home Assistant's
+tools when the agent controls the home, else in an API instance of its own; and to any
+agent through the household memory API, for the speaker of each call. The day is
 read from the user's words in the home's time zone ("Tuesday", "last week"), so the model
 need not work out dates. The summaries come back as one delimited data block within the
 agent's memory token budget, never as instructions.

@@ -85,6 +85,8 @@ EXPORT_FORMAT = "azure_openai_memory.memories"
 EXPORT_VERSION = 1
 # Why a memory a person corrected went to the archive.
 EDITED = "edited"
+# Why a memory someone asked to forget went to the archive, unless they say otherwise.
+FORGOTTEN = "Forgotten on request"
 
 _OVERRIDE = re.compile(r"\boverr(id|ode)", re.IGNORECASE)
 
@@ -393,13 +395,16 @@ class FactStore(FactRecords):
         include_archived: bool = False,
         now: float | None = None,
         scopes: Iterable[str] | None = None,
+        min_similarity: float = MIN_SIMILARITY,
     ) -> SearchResult:
         """The best memories for a question and/or a type and tags, of these scopes (None:
         every scope).
 
         With a text: hybrid relevance (embeddings and BM25) when there are vectors, else
         BM25 alone, plus the confidence and recency boosts. Without: most confident first,
-        then most recent.
+        then most recent. A memory answers a text when it shares its words (by the
+        relevance threshold) or means alike (min_similarity or more, with vectors): a
+        caller that acts on the matches (forgetting them) asks for a closer meaning.
         """
         validate_limit(limit)
         kind = parse_type(memory_type) if memory_type is not None else None
@@ -433,7 +438,7 @@ class FactStore(FactRecords):
             )
             return SearchResult(found[:limit], "keyword")
         unit = as_unit_vector(query_vector) if query_vector is not None else None
-        result = self._rank(text, unit, candidates, limit, now, hidden)
+        result = self._rank(text, unit, candidates, limit, now, hidden, min_similarity)
         if include_archived:
             extra = self._rank_archived(text, kind, wanted, now, seen)
             # Archived records keep the pin they had; only an active one is offered first.
@@ -465,6 +470,7 @@ class FactStore(FactRecords):
         limit: int,
         now: float,
         hidden: set[str] | None = None,
+        min_similarity: float = MIN_SIMILARITY,
     ) -> SearchResult:
         size = len(self._ids)
         allowed = self._in_use.copy()
@@ -492,7 +498,7 @@ class FactStore(FactRecords):
             relevance = np.where(
                 self._has_vector, VECTOR_WEIGHT * similarity + KEYWORD_WEIGHT * keyword, keyword
             )
-            allowed &= matched | (similarity >= MIN_SIMILARITY)
+            allowed &= matched | (similarity >= min_similarity)
         else:
             relevance = keyword
             allowed &= matched
@@ -617,10 +623,12 @@ class FactStore(FactRecords):
         erase: bool = False,
         now: float | None = None,
         scopes: Iterable[str] | None = None,
+        reason: str | None = None,
     ) -> ForgetResult:
         """Archive a memory, or every memory with a tag; with erase, delete them outright.
         Only memories of these scopes (None: every scope): another scope's memory is
-        unknown here, and a tag forgets none of its memories.
+        unknown here, and a tag forgets none of its memories. The archive keeps why
+        (reason; else "Forgotten on request"), which the person reading it is shown.
 
         Erasing a tag deletes archived records carrying it too: what a user asks us to
         forget for privacy does not linger in the archive.
@@ -651,7 +659,8 @@ class FactStore(FactRecords):
                 self._stored.pop(memory_id, None)
                 return ForgetResult([], [memory_id], contents)
             assert memory is not None
-            return ForgetResult([self._archive(memory, None, "Forgotten on request", now)])
+            why = reason or FORGOTTEN
+            return ForgetResult([self._archive(memory, None, why, now)])
         if tag is None:
             raise FactError("memory_forget_nothing")
         tag = validate_tag(tag)
@@ -671,7 +680,7 @@ class FactStore(FactRecords):
                 contents.append(old.original_content)
             return ForgetResult([], erased, contents)
         return ForgetResult(
-            [self._archive(m, None, f"Forgotten on request ({tag})", now) for m in active]
+            [self._archive(m, None, reason or f"{FORGOTTEN} ({tag})", now) for m in active]
         )
 
     # -- a person's own changes --
