@@ -20,6 +20,7 @@ import pytest
 
 from ..azure_stub import DEFAULT_KEY
 from ..devhome import HomeAssistantClient, ResourceSettings, prepare
+from ..devhome.client import add_person, log_in
 from ..devhome.screenshots import Page, browser_page, find_browser, sign_in
 from .examples import DOMAIN
 from .harness import NEEDS_NEW_ENOUGH_PYTHON, StandIn, allow_local_sockets, running_hass
@@ -62,30 +63,6 @@ class PanelHome:
     guest_group: str
 
 
-def _log_in_tokens(base_url: str, username: str, password: str) -> dict[str, str]:
-    """A user's login as the frontend makes it: the login flow, then the token endpoint."""
-    client = HomeAssistantClient(base_url)
-    client_id = base_url + "/"
-    flow = client.post(
-        "/auth/login_flow",
-        {"client_id": client_id, "handler": ["homeassistant", None], "redirect_uri": client_id},
-        auth=False,
-    )
-    done = client.post(
-        f"/auth/login_flow/{flow['flow_id']}",
-        {"client_id": client_id, "username": username, "password": password},
-        auth=False,
-    )
-    assert done["type"] == "create_entry", done
-    tokens = client.post(
-        "/auth/token",
-        {"grant_type": "authorization_code", "code": done["result"], "client_id": client_id},
-        auth=False,
-        form=True,
-    )
-    return {"access_token": tokens["access_token"], "refresh_token": tokens["refresh_token"]}
-
-
 def _fill(client: HomeAssistantClient, agent_id: str) -> None:
     """Memories, a turn in the history (today's talk) and a series with a gap."""
     for content, kind, tags in (
@@ -121,25 +98,12 @@ def panel_home(tmp_path_factory: pytest.TempPathFactory) -> Iterator[PanelHome]:
     with StandIn() as stand_in, running_hass(config, frontend=True) as hass:
         dev = prepare(hass.base_url, config, ResourceSettings(stand_in.endpoint, DEFAULT_KEY))
         client = dev.client
-        (guest,) = client.ws(
-            {"type": "config/auth/create", "name": "Guest", "group_ids": ["system-users"]}
-        )
-        client.ws(
-            {
-                "type": "config/auth_provider/homeassistant/create",
-                "user_id": guest["user"]["id"],
-                "username": GUEST,
-                "password": GUEST_PASSWORD,
-            }
-        )
-        (person,) = client.ws(
-            {"type": "person/create", "name": "Guest", "user_id": guest["user"]["id"]}
-        )
+        person = add_person(client, "Guest", GUEST, GUEST_PASSWORD)
         _fill(client, dev.agent_id)
-        guest_tokens = _log_in_tokens(hass.base_url, GUEST, GUEST_PASSWORD)
+        guest_tokens = log_in(hass.base_url, GUEST, GUEST_PASSWORD)
         as_guest = HomeAssistantClient(hass.base_url, guest_tokens["access_token"])
         as_guest.converse(GUEST_ASKS, dev.agent_id, "e2e-guest")
-        guest_group = f"person_{person['id']}"  # person.<id>, slugified
+        guest_group = person.replace(".", "_")  # its summaries' group: the id, slugified
         yield PanelHome(hass.base_url, client, guest_tokens, config, guest_group)
     log = hass.output()
     assert DEFAULT_KEY not in log
