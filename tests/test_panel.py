@@ -67,12 +67,13 @@ async def test_each_user_sees_the_tabs_they_may_open(
         "summaries": True,
         "series": True,
     }
+    # Every tab for everyone: each shows a user their own talk and the household's.
     mine = await answer(user, "panel/access")
     assert mine["tabs"] == {
         "memories": True,
-        "conversations": False,
-        "history": False,
-        "summaries": False,
+        "conversations": True,
+        "history": True,
+        "summaries": True,
         "series": True,
     }
     assert mine["user"]["is_admin"] is False

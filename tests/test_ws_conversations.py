@@ -1,7 +1,8 @@
 """The Memory panel's conversation commands: each agent's live windows, one read, reset.
 
-Administrators only (reset as conversation_reset); the figures are the windows' own, as
-conversation_stats reports them.
+An administrator reads every conversation, anyone else their own person's, as
+conversation_stats shows them (tests/test_ws_privacy.py has two people); reset is an
+administrator's, as conversation_reset. The figures are the windows' own.
 """
 
 from typing import Any
@@ -15,7 +16,7 @@ from pytest_homeassistant_custom_component.typing import (
 )
 
 from .conftest import NO_TOOLS, agent_entity_id, call, converse
-from .panel_commands import answer, invalid, not_allowed, translated
+from .panel_commands import answer, invalid, not_allowed, refused_as, translated
 
 
 @pytest.fixture
@@ -81,7 +82,7 @@ async def test_the_windows_of_each_agent_their_figures_and_messages(
     assert [m["role"] for m in tail["messages"]] == ["assistant"]
 
 
-async def test_reset_is_for_administrators_and_reading_too(
+async def test_reset_is_for_administrators_and_talk_of_nobody_known_too(
     hass: HomeAssistant,
     loaded_entry: MockConfigEntry,
     admin: MockHAClientWebSocket,
@@ -90,8 +91,15 @@ async def test_reset_is_for_administrators_and_reading_too(
     await converse(hass, loaded_entry, "Tell me about owls", "c-owls")
     await converse(hass, loaded_entry, "Hello", "c-hello")
     where = {"entry_id": loaded_entry.entry_id, "subentry_id": agent_of(loaded_entry)}
-    await not_allowed(user, "conversations/list")
-    await not_allowed(user, "conversations/read", conversation_id="c-owls", **where)
+    (theirs,) = (await answer(user, "conversations/list"))["agents"]
+    assert (theirs["conversations"], theirs["total"]) == ([], 0)
+    error = await refused_as(
+        user, "unauthorized", "conversations/read", conversation_id="c-owls", **where
+    )
+    assert (error["translation_key"], error["translation_placeholders"]) == (
+        "conversation_not_yours",
+        {"conversation_id": "c-owls"},
+    )
     await not_allowed(user, "conversations/reset", conversation_id="c-owls", **where)
     listed = await answer(admin, "conversations/list")
     assert listed["agents"][0]["total"] == 2

@@ -1,6 +1,8 @@
 """The Memory panel's history commands: a paged timeline, a turn's chain, statistics.
 
-Administrators read the history; a user who is not one is refused every command.
+Administrators read the whole history; a user who is not one reads what history_query
+shows them: their own person's talk and the household's events (tests/test_ws_privacy.py
+has two people).
 """
 
 from datetime import timedelta
@@ -16,8 +18,10 @@ from pytest_homeassistant_custom_component.typing import (
     WebSocketGenerator,
 )
 
+from custom_components.azure_openai_memory.const import DOMAIN
+
 from .conftest import agent_entity_id, call, converse
-from .panel_commands import answer, invalid, not_allowed, translated
+from .panel_commands import answer, invalid, refused_as, translated
 
 
 @pytest.fixture
@@ -137,14 +141,31 @@ async def test_statistics_and_the_agents_to_filter_by(
     assert {k: v for k, v in stats.items() if k != "agents"} == same
 
 
-async def test_only_administrators_read_the_history(
-    hass: HomeAssistant, admin: MockHAClientWebSocket, user: MockHAClientWebSocket
+async def test_a_user_without_a_person_reads_the_household_s_events(
+    hass: HomeAssistant,
+    loaded_entry: MockConfigEntry,
+    admin: MockHAClientWebSocket,
+    user: MockHAClientWebSocket,
 ) -> None:
+    """An automation's event is the household's; talk of nobody known is an
+    administrator's to read."""
     event_id = await record(hass, 1)
-    await not_allowed(user, "history/events")
-    await not_allowed(user, "history/turn", event_id=event_id)
-    await not_allowed(user, "history/statistics")
-    assert (await answer(admin, "history/events"))["total"] == 1
+    await converse(hass, loaded_entry, "Where are my keys?", "nobody-talk")
+    seen = await answer(user, "history/events")
+    assert ([e["event_id"] for e in seen["events"]], seen["total"]) == ([event_id], 1)
+    assert [
+        e["event_id"] for e in (await answer(user, "history/turn", event_id=event_id))["events"]
+    ] == [event_id]
+    assert (await answer(user, "history/statistics"))["total_events"] == 1
+    everything = await answer(admin, "history/events")
+    assert everything["total"] > 1
+    (question,) = [e for e in everything["events"] if e["session_id"] == "nobody-talk"][-1:]
+    assert question["event_data"]["text"] == "Where are my keys?"
+    error = await refused_as(user, "unauthorized", "history/turn", event_id=question["event_id"])
+    assert (error["translation_domain"], error["translation_key"]) == (
+        DOMAIN,
+        "history_event_not_yours",
+    )
 
 
 async def test_schema_errors(hass: HomeAssistant, admin: MockHAClientWebSocket) -> None:

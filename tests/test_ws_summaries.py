@@ -1,7 +1,8 @@
 """The Memory panel's summary commands: each group's strip, one summary, "summarise now".
 
 Without an entry that writes them, summaries are extractive (no model): enough to see what
-the panel is shown. Administrators only, until groups say whose talk they hold.
+the panel is shown. Administrators read every group; a user who is not one reads what
+summary_get shows them: the household's groups and their own person's.
 """
 
 from datetime import date, datetime, timedelta
@@ -19,7 +20,7 @@ from pytest_homeassistant_custom_component.typing import (
 from custom_components.azure_openai_memory.const import DOMAIN
 
 from .conftest import call
-from .panel_commands import answer, invalid, not_allowed, translated
+from .panel_commands import answer, invalid, refused_as, translated
 
 MONDAY = date(2026, 11, 16)
 
@@ -55,14 +56,17 @@ def user(clients: tuple[MockHAClientWebSocket, MockHAClientWebSocket]) -> MockHA
     return clients[1]
 
 
-async def talk(hass: HomeAssistant, text: str, device: str) -> None:
-    """A question as the agent records it in the history."""
+async def talk(hass: HomeAssistant, text: str, device: str, person: str | None = None) -> None:
+    """A question as the agent records it in the history (of a person, when named)."""
+    data = {"direction": "in", "text": text, "device_id": device}
+    if person is not None:
+        data["person_id"] = person
     await call(
         hass,
         "history_record",
         {
             "event_type": "communication",
-            "event_data": {"direction": "in", "text": text, "device_id": device},
+            "event_data": data,
             "agent_id": "conversation.azure",
             "session_id": f"s-{device}",
         },
@@ -122,13 +126,24 @@ async def test_a_named_day_and_no_future(
     assert "limit" in await invalid(admin, "summaries/groups", limit=0)
 
 
-async def test_only_administrators_read_and_run_summaries(
+async def test_a_user_reads_the_household_s_groups_and_may_summarise_now(
     hass: HomeAssistant, admin: MockHAClientWebSocket, user: MockHAClientWebSocket
 ) -> None:
+    """A kitchen's talk is the household's; Anna's is hers. Anyone may have today
+    summarised now, as anyone may call summary_aggregate."""
     await talk(hass, "Water the tomatoes.", "kitchen")
-    await not_allowed(user, "summaries/run")
-    assert (await call(hass, "summary_get", {}))["summaries"] == []
-    await answer(admin, "summaries/run")
-    (summary,) = (await call(hass, "summary_get", {}))["summaries"]
-    await not_allowed(user, "summaries/groups")
-    await not_allowed(user, "summaries/get", summary_id=summary["summary_id"])
+    await talk(hass, "Book the dentist.", "phone", "person.anna")
+    assert (await answer(user, "summaries/run"))["daily"] == 2
+    listed = await answer(user, "summaries/groups")
+    assert ([g["group_id"] for g in listed["groups"]], listed["total"]) == (["kitchen"], 1)
+    (daily,) = listed["groups"][0]["strips"]["daily"]
+    read = await answer(user, "summaries/get", summary_id=daily["summary_id"])
+    assert read["summary"]["summary"] == "Water the tomatoes."
+    everyone = await answer(admin, "summaries/groups")
+    assert [g["group_id"] for g in everyone["groups"]] == ["kitchen", "person_anna"]
+    (anna,) = everyone["groups"][1]["strips"]["daily"]
+    error = await refused_as(user, "unauthorized", "summaries/get", summary_id=anna["summary_id"])
+    assert (error["translation_key"], error["translation_placeholders"]) == (
+        "summary_group_not_yours",
+        {"group": "person_anna"},
+    )

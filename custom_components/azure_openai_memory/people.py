@@ -31,6 +31,14 @@ def person_scope(person_id: str) -> str:
     return f"{PERSON_SCOPE_PREFIX}{person_id}"
 
 
+def scope_person(scope: str) -> str | None:
+    """The person whose private scope this is ("person:person.anna" -> "person.anna");
+    None for the household's."""
+    if scope.startswith(PERSON_SCOPE_PREFIX):
+        return scope.removeprefix(PERSON_SCOPE_PREFIX)
+    return None
+
+
 @dataclass(frozen=True, slots=True)
 class Speaker:
     """Who a turn or a call is for, and what they may see."""

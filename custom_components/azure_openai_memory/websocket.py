@@ -25,9 +25,8 @@ import voluptuous as vol
 
 from .const import DOMAIN
 from .memory.errors import InputError
-from .memory.history import HistoryEventType
 from .people import Speaker, async_caller
-from .services import translated
+from .services import Refused, translated
 
 if TYPE_CHECKING:
     from .history.recorder import HistoryRecorder
@@ -108,13 +107,14 @@ def _answering(handler: CommandHandler) -> WebSocketCommandHandler:
         fields = {k: v for k, v in msg.items() if k not in ("id", "type")}
         try:
             result = await handler(speaker, fields, context)
-        except NotAllowed as err:
+        except (NotAllowed, Refused) as err:
             connection.send_error(
                 msg["id"],
                 ERR_UNAUTHORIZED,
                 str(err),
                 translation_key=err.translation_key,
                 translation_domain=DOMAIN,
+                translation_placeholders=err.translation_placeholders,
             )
             return
         except InputError as err:
@@ -128,14 +128,9 @@ def record_change(
     history: "HistoryRecorder", name: str, context: Context, data: dict[str, Any]
 ) -> None:
     """A change made on the panel, in the history as the service of that name records it
-    (so an erasure finds a memory's panel changes as it finds its service calls)."""
-    history.record(
-        f"{DOMAIN}.{name}",
-        HistoryEventType.STATE_CHANGE,
-        data,
-        session_id=context.id,
-        tags=(PANEL_TAG,),
-    )
+    (so an erasure finds a memory's panel changes as it finds its service calls), as the
+    talk of the caller's person."""
+    history.record_call(name, context, data, tags=(PANEL_TAG,))
 
 
 def page_of(fields: dict[str, Any]) -> tuple[int, int]:

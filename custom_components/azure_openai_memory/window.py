@@ -157,6 +157,17 @@ def _whose(windows: AgentWindows, caller: Speaker) -> Callable[[str], bool]:
     return lambda cid: caller.person_id is not None and windows.person_of(cid) == caller.person_id
 
 
+def _ensure_whose(
+    windows: AgentWindows, caller: Speaker, context: Context, conversation_id: str
+) -> None:
+    """Refuse a conversation of this agent that is someone else's (an unknown one passes:
+    the caller is told it is unknown, or shown nothing)."""
+    if windows.get_stats(conversation_id) is not None and not _whose(windows, caller)(
+        conversation_id
+    ):
+        raise Refused(context, "conversation_not_yours", conversation_id=conversation_id)
+
+
 async def _async_conversation_stats(hass: HomeAssistant, call: ServiceCall) -> ServiceResponse:
     """Each agent's conversations with their figures and person; a caller who is not an
     administrator gets their own person's only, and is refused another's by id. The
@@ -168,13 +179,7 @@ async def _async_conversation_stats(hass: HomeAssistant, call: ServiceCall) -> S
     names = agent_names(hass, entry)
     if conversation_id:
         for sid in names:
-            windows = runtime.windows[sid]
-            if windows.get_stats(conversation_id) is not None and not _whose(windows, caller)(
-                conversation_id
-            ):
-                raise Refused(
-                    call.context, "conversation_not_yours", conversation_id=conversation_id
-                )
+            _ensure_whose(runtime.windows[sid], caller, call.context, conversation_id)
     agents: dict[str, Any] = {}
     for sid, name in names.items():
         windows = runtime.windows[sid]
@@ -232,12 +237,6 @@ def async_register_window_services(hass: HomeAssistant, history: HistoryRecorder
 # -- the Memory panel's commands ---------------------------------------------------------
 
 
-def conversations_visible_to(speaker: Speaker) -> bool:
-    """Whether the caller may read the live windows: administrators (and the system)
-    only, until each conversation says whose it is."""
-    return speaker.sees_everything
-
-
 CONVERSATIONS_LIST_SCHEMA = dict(PAGE_SCHEMA)
 CONVERSATION_ID_SCHEMA: dict[Any, Any] = {
     vol.Required("entry_id"): str,
@@ -273,22 +272,26 @@ def _agent_windows(hass: HomeAssistant, fields: dict[str, Any]) -> tuple[Runtime
 
 
 class ConversationCommands:
-    """The live windows of every loaded entry's agents, as the panel shows them."""
+    """The live windows of every loaded entry's agents, as the panel shows them: to each
+    caller the conversations conversation_stats shows them (an administrator every one,
+    anyone else their own person's), so pages and totals count only those; reading
+    another's is refused, and reset is an administrator's, as conversation_reset."""
 
     def __init__(self, hass: HomeAssistant, history: HistoryRecorder) -> None:
         self.hass = hass
         self.history = history
 
     async def list(self, speaker: Speaker, fields: dict[str, Any], _: Context) -> Any:
-        """Each agent with its figures and a page of its conversations, latest first."""
-        ensure(conversations_visible_to(speaker))
+        """Each agent with its figures and a page of the caller's conversations, latest
+        first. The agent's totals are the ones its sensors show everyone."""
         offset, limit = page_of(fields)
         agents = []
         for entry in self.hass.config_entries.async_loaded_entries(DOMAIN):
             names = agent_names(self.hass, entry)
             for sid, name in names.items():
                 windows = entry.runtime_data.windows[sid]
-                latest = list(reversed(windows.get_all_conversations()))
+                shown = _whose(windows, speaker)
+                latest = [c for c in reversed(windows.get_all_conversations()) if shown(c)]
                 rows = []
                 for cid in latest[offset : offset + limit]:
                     window = windows.windows[cid]
@@ -313,11 +316,11 @@ class ConversationCommands:
                 )
         return {"agents": agents}
 
-    async def read(self, speaker: Speaker, fields: dict[str, Any], _: Context) -> Any:
+    async def read(self, speaker: Speaker, fields: dict[str, Any], context: Context) -> Any:
         """A page of one conversation's messages, oldest first, and its figures."""
-        ensure(conversations_visible_to(speaker))
         offset, limit = page_of(fields)
         _runtime, windows = _agent_windows(self.hass, fields)
+        _ensure_whose(windows, speaker, context, fields["conversation_id"])
         window = windows.windows.get(fields["conversation_id"])
         if window is None:
             raise InputError("unknown_conversation", conversation_id=fields["conversation_id"])
@@ -333,7 +336,7 @@ class ConversationCommands:
     async def reset(self, speaker: Speaker, fields: dict[str, Any], context: Context) -> Any:
         """Forget one conversation of an agent, or all of them, as conversation_reset does
         (administrators only)."""
-        ensure(conversations_visible_to(speaker) and speaker.sees_everything)
+        ensure(speaker.sees_everything)
         runtime, windows = _agent_windows(self.hass, fields)
         removed = windows.reset(fields.get("conversation_id"))
         if removed:

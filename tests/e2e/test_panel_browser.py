@@ -2,8 +2,8 @@
 
 One hass (with its frontend) for the module, holding some memories, history, summaries and a
 series with a gap. An administrator opens the panel, searches, edits, pins and forgets a
-memory, and sees the series' gap drawn; a user who is not one sees only the tabs theirs to
-open and the controls theirs to use. Every change is checked through the services, as a
+memory, and sees the series' gap drawn; a user who is not one sees the controls theirs to use,
+and on the tabs of talk their own talk only, never the administrator's. Every change is checked through the services, as a
 script would see it. Chromium is Debian's (scripts/setup installs it): without it this
 test fails, it never skips.
 """
@@ -20,6 +20,7 @@ import pytest
 
 from ..azure_stub import DEFAULT_KEY
 from ..devhome import HomeAssistantClient, ResourceSettings, prepare
+from ..devhome.client import add_person, log_in
 from ..devhome.screenshots import Page, browser_page, find_browser, sign_in
 from .examples import DOMAIN
 from .harness import NEEDS_NEW_ENOUGH_PYTHON, StandIn, allow_local_sockets, running_hass
@@ -32,6 +33,8 @@ COFFEE = "Ben takes his coffee black"
 BINS = "The bins go out on Tuesday evening"
 KEY = "The spare key is under the blue flower pot"
 GUEST, GUEST_PASSWORD = "guest", "guest-password-e2e"
+OWLS = "Tell me about owls"
+GUEST_ASKS = "Where did I park the bicycle"
 SERIES = "kudos_timeseries"
 PANEL_URL = "/azure-openai-memory"
 # The panel's shadow root, its memory rows, and a row's button by its text.
@@ -56,30 +59,8 @@ class PanelHome:
     admin: HomeAssistantClient
     guest_tokens: dict[str, str]
     config: Path
-
-
-def _log_in_tokens(base_url: str, username: str, password: str) -> dict[str, str]:
-    """A user's login as the frontend makes it: the login flow, then the token endpoint."""
-    client = HomeAssistantClient(base_url)
-    client_id = base_url + "/"
-    flow = client.post(
-        "/auth/login_flow",
-        {"client_id": client_id, "handler": ["homeassistant", None], "redirect_uri": client_id},
-        auth=False,
-    )
-    done = client.post(
-        f"/auth/login_flow/{flow['flow_id']}",
-        {"client_id": client_id, "username": username, "password": password},
-        auth=False,
-    )
-    assert done["type"] == "create_entry", done
-    tokens = client.post(
-        "/auth/token",
-        {"grant_type": "authorization_code", "code": done["result"], "client_id": client_id},
-        auth=False,
-        form=True,
-    )
-    return {"access_token": tokens["access_token"], "refresh_token": tokens["refresh_token"]}
+    # The summary group of the guest's own talk.
+    guest_group: str
 
 
 def _fill(client: HomeAssistantClient, agent_id: str) -> None:
@@ -91,7 +72,7 @@ def _fill(client: HomeAssistantClient, agent_id: str) -> None:
         (KEY, "household", []),
     ):
         client.service(DOMAIN, "memory_save", {"content": content, "type": kind, "tags": tags})
-    client.converse("Tell me about owls", agent_id, "e2e-panel")
+    client.converse(OWLS, agent_id, "e2e-panel")
     for first, last in ((1, 3), (6, 7)):  # days 4 and 5 of the month were never fetched
         client.service(
             DOMAIN,
@@ -117,21 +98,13 @@ def panel_home(tmp_path_factory: pytest.TempPathFactory) -> Iterator[PanelHome]:
     with StandIn() as stand_in, running_hass(config, frontend=True) as hass:
         dev = prepare(hass.base_url, config, ResourceSettings(stand_in.endpoint, DEFAULT_KEY))
         client = dev.client
-        (guest,) = client.ws(
-            {"type": "config/auth/create", "name": "Guest", "group_ids": ["system-users"]}
-        )
-        client.ws(
-            {
-                "type": "config/auth_provider/homeassistant/create",
-                "user_id": guest["user"]["id"],
-                "username": GUEST,
-                "password": GUEST_PASSWORD,
-            }
-        )
+        person = add_person(client, "Guest", GUEST, GUEST_PASSWORD)
         _fill(client, dev.agent_id)
-        yield PanelHome(
-            hass.base_url, client, _log_in_tokens(hass.base_url, GUEST, GUEST_PASSWORD), config
-        )
+        guest_tokens = log_in(hass.base_url, GUEST, GUEST_PASSWORD)
+        as_guest = HomeAssistantClient(hass.base_url, guest_tokens["access_token"])
+        as_guest.converse(GUEST_ASKS, dev.agent_id, "e2e-guest")
+        guest_group = person.replace(".", "_")  # its summaries' group: the id, slugified
+        yield PanelHome(hass.base_url, client, guest_tokens, config, guest_group)
     log = hass.output()
     assert DEFAULT_KEY not in log
     assert not [line for line in log.splitlines() if "ERROR" in line and DOMAIN in line]
@@ -244,8 +217,13 @@ async def _as_admin(page: Page, home: PanelHome, out: Path) -> None:
     await page.wait_until("window.__all('button.primary').length > 0")
     await page.evaluate("window.__all('button.primary')[0].click()")
     await page.wait_until("window.__all('.strip button.chip').length > 0", seconds=60)
-    (daily,) = home.admin.service(DOMAIN, "summary_get", {"period_type": "daily"})["summaries"]
-    label = await page.evaluate("window.__all('.strip button.chip')[0].getAttribute('aria-label')")
+    found = home.admin.service(DOMAIN, "summary_get", {"period_type": "daily"})["summaries"]
+    dailies = {summary["group_id"]: summary for summary in found}
+    assert len(dailies) == len(found) == 2  # the administrator's talk and the guest's
+    chip = "window.__all('.strip button.chip')[0]"
+    group = await page.evaluate(f"{chip}.closest('section').getAttribute('aria-label')")
+    daily = dailies[group]
+    label = await page.evaluate(f"{chip}.getAttribute('aria-label')")
     assert label.startswith("Dailies")
     await page.evaluate("window.__all('.strip button.chip')[0].click()")
     await page.wait_until("window.__root().querySelector('dialog').open")
@@ -268,7 +246,7 @@ async def _as_guest(page: Page, home: PanelHome) -> None:
     await sign_in(page, home.base_url, tokens["access_token"], tokens["refresh_token"])
     await _open_panel(page, home)
     tabs = await page.evaluate("window.__all('[role=tab]').map((t) => t.textContent)")
-    assert tabs == ["Memories", "Series"]
+    assert tabs == ["Memories", "Conversations", "History", "Summaries", "Series"]
     labels = await page.evaluate(
         f"[...window.__row({json.dumps(KEY)}).querySelectorAll('button')]"
         ".map((b) => b.textContent.trim())"
@@ -282,9 +260,24 @@ async def _as_guest(page: Page, home: PanelHome) -> None:
         "?.getAttribute('aria-pressed') === 'true'"
     )
     assert _searched(home, query="spare key")[KEY]["pinned"] is True
+    # The tabs of talk: their own words, never the administrator's.
+    await _tab(page, "History")
+    await page.wait_until("window.__all('li.event').length > 0")
+    history = await page.evaluate("window.__root().querySelector('main').textContent")
+    assert GUEST_ASKS in history
+    assert OWLS not in history
+    await _tab(page, "Conversations")
+    await page.wait_until("window.__all('li.conversation').length > 0")
+    rows = await page.evaluate("window.__all('li.conversation').map((r) => r.textContent)")
+    assert len(rows) == 1
+    assert "e2e-guest" in rows[0]
+    assert "e2e-panel" not in rows[0]
+    assert await page.evaluate("window.__all('button.danger').length") == 0  # no reset
     # The tabs by keyboard: the arrow keys move between them.
+    await _tab(page, "Memories")
+    await page.wait_until("window.__all('li.memory').length > 0")
     await page.evaluate("window.__all('[role=tab]')[0].focus()")
-    await page.key("ArrowRight", "ArrowRight", 39)
+    await page.key("ArrowLeft", "ArrowLeft", 37)
     await page.wait_until(
         "window.__all('[role=tab][aria-selected=true]')[0]?.textContent === 'Series'"
         " && window.__all('svg.coverage').length > 0"
@@ -304,6 +297,18 @@ async def _as_guest(page: Page, home: PanelHome) -> None:
     assert await page.evaluate("!window.__root().querySelector('header .menu').hidden"), (
         "the sidebar's menu button shows at phone width"
     )
+    # Summaries: they may have today's written now, and read their own group only.
+    await _tab(page, "Summaries")
+    await page.wait_until("window.__all('button.primary').length > 0")
+    await page.evaluate("window.__all('button.primary')[0].click()")
+    await page.wait_until("window.__all('.strip button.chip').length > 0", seconds=60)
+    groups = await page.evaluate("window.__all('section.card').map((c) => c.ariaLabel)")
+    assert groups == [home.guest_group]
+    await page.evaluate("window.__all('.strip button.chip')[0].click()")
+    await page.wait_until("window.__root().querySelector('dialog').open")
+    shown = await page.evaluate("window.__root().querySelector('dialog').textContent")
+    assert GUEST_ASKS in shown
+    assert OWLS not in shown
 
 
 def test_an_administrator_searches_edits_pins_and_forgets(

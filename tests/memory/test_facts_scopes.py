@@ -146,6 +146,22 @@ def test_forgetting_within_scopes_leaves_the_others() -> None:
     assert store.get(anna.memory.id) is not None
 
 
+def test_what_a_forget_took_says_whose_it_was() -> None:
+    """Whose memories a forget archived or erased (the history records it as theirs)."""
+    store = FactStore()
+    anna = store.save("Anna's dentist is on Friday", "context", ["topic:dentist"], scope=ANNA)
+    ben = store.save("Ben's dentist is on Monday", "context", ["topic:dentist"], scope=BEN)
+    store.save("The bins go out on Tuesday", "routine", ["topic:bins"])
+    assert store.forget(anna.memory.id).scopes == {ANNA}
+    assert store.forget(anna.memory.id, erase=True).scopes == {ANNA}  # from the archive
+    assert store.forget(tag="topic:bins").scopes == {"household"}
+    store.save("Anna's dentist moved to Thursday", "context", ["topic:dentist"], scope=ANNA)
+    store.forget(ben.memory.id)
+    erased = store.forget(tag="topic:dentist", erase=True)
+    assert (len(erased.erased), erased.scopes) == (2, {ANNA, BEN})
+    assert store.forget(tag="topic:dentist", erase=True).scopes == frozenset()
+
+
 def test_patterns_count_only_the_scopes_seen() -> None:
     store = FactStore()
     for n in range(3):

@@ -12,7 +12,7 @@ from pathlib import Path
 import sqlite3
 from typing import Any, Final
 
-from homeassistant.core import HomeAssistant, ServiceCall, callback
+from homeassistant.core import Context, HomeAssistant, ServiceCall, callback
 from homeassistant.exceptions import HomeAssistantError
 from homeassistant.helpers import intent, issue_registry as ir
 import orjson
@@ -34,7 +34,7 @@ from ..memory.history import (
     HistoryStore,
     Visibility,
 )
-from ..people import Speaker, person_of_user
+from ..people import Speaker, person_of_user, scope_person
 
 _LOGGER = logging.getLogger(__name__)
 
@@ -193,6 +193,29 @@ class HistoryRecorder:
         self.store.enqueue(event)
         self.async_announce(event)
         return event
+
+    @callback
+    def record_call(
+        self,
+        service: str,
+        context: Context,
+        data: dict[str, Any],
+        *,
+        tags: Iterable[str],
+        scopes: Iterable[str] = (),
+    ) -> None:
+        """A call that changed state (a service's, or the Memory panel's): who is the
+        service, the session is the call, whose talk it is as call_person says."""
+        names, person = call_person(self.hass, context, scopes)
+        if names:
+            data = {**data, PERSON_KEY: person}
+        self.record(
+            f"{DOMAIN}.{service}",
+            HistoryEventType.STATE_CHANGE,
+            data,
+            session_id=context.id,
+            tags=tags,
+        )
 
     @callback
     def async_announce(self, event: AgentHistoryEvent) -> None:
@@ -470,20 +493,29 @@ def visibility_of(caller: Speaker) -> Visibility | None:
     return Visibility(caller.person_id, TALK_AGENT_PREFIX)
 
 
-def record_service_call(recorder: HistoryRecorder, call: ServiceCall, data: dict[str, Any]) -> None:
-    """A service call that changed state, in the history (who: the service; session: the call).
+def call_person(
+    hass: HomeAssistant, context: Context, scopes: Iterable[str] = ()
+) -> tuple[bool, str | None]:
+    """Whose talk a call's event is: (whether it names a person, which; None: nobody known).
 
-    A call made by a user is that user's person's (PERSON_KEY; None for a user without
-    one): what it carries may be their words. A call without a user (an automation, a
-    script) is the household's.
+    A call made by a user is that user's person's (None for a user without one): what it
+    carries may be their words. A call without a user (an automation, a script) is the
+    household's, unless it concerns private memories (`scopes`: the scopes of the memories
+    it names): then it is that person's, and with several people's, nobody's (read by
+    administrators only), so no one reads another's private memory through the history.
     """
-    if (user_id := call.context.user_id) is not None:
-        person = person_of_user(recorder.hass, user_id)
-        data = {**data, PERSON_KEY: person.entity_id if person is not None else None}
-    recorder.record(
-        f"{DOMAIN}.{call.service}",
-        HistoryEventType.STATE_CHANGE,
-        data,
-        session_id=call.context.id,
-        tags=("service",),
-    )
+    if (user_id := context.user_id) is not None:
+        person = person_of_user(hass, user_id)
+        return True, person.entity_id if person is not None else None
+    owners = {owner for scope in scopes if (owner := scope_person(scope)) is not None}
+    if not owners:
+        return False, None
+    return True, owners.pop() if len(owners) == 1 else None
+
+
+def record_service_call(
+    recorder: HistoryRecorder, call: ServiceCall, data: dict[str, Any], scopes: Iterable[str] = ()
+) -> None:
+    """A service call that changed state, in the history (`scopes`: of the memories it
+    names; see call_person)."""
+    recorder.record_call(call.service, call.context, data, tags=("service",), scopes=scopes)

@@ -12,7 +12,13 @@ from collections.abc import Callable, Coroutine
 from typing import Any
 from uuid import uuid4
 
-from homeassistant.core import HomeAssistant, ServiceCall, ServiceResponse, SupportsResponse
+from homeassistant.core import (
+    Context,
+    HomeAssistant,
+    ServiceCall,
+    ServiceResponse,
+    SupportsResponse,
+)
 from homeassistant.helpers import config_validation as cv
 from homeassistant.util import dt as dt_util
 import voluptuous as vol
@@ -268,17 +274,23 @@ async def _async_history_snapshots(recorder: HistoryRecorder, call: ServiceCall)
     return {"snapshots": [snapshot.as_dict() for snapshot in listed], "total": total}
 
 
-async def _async_history_event_chain(
-    recorder: HistoryRecorder, call: ServiceCall
-) -> ServiceResponse:
-    event_id = call.data["event_id"]
-    caller = await async_caller(recorder.hass, call.context)
+async def async_visible_chain(
+    recorder: HistoryRecorder, caller: Speaker, context: Context, event_id: str
+) -> list[AgentHistoryEvent]:
+    """An event's chain as the caller may see it; another person's event is refused."""
     try:
-        chain = await recorder.async_run(
+        return await recorder.async_run(
             recorder.store.get_event_chain, event_id, visibility_of(caller)
         )
     except NotVisible as err:
-        raise Refused(call.context, "history_event_not_yours", event_id=event_id) from err
+        raise Refused(context, "history_event_not_yours", event_id=event_id) from err
+
+
+async def _async_history_event_chain(
+    recorder: HistoryRecorder, call: ServiceCall
+) -> ServiceResponse:
+    caller = await async_caller(recorder.hass, call.context)
+    chain = await async_visible_chain(recorder, caller, call.context, call.data["event_id"])
     return {"events": [event.as_dict() for event in chain]}
 
 

@@ -2,8 +2,10 @@
 
 The timeline is a page of a query (by agent, type and local day), read in the executor
 from the indexes, never the whole database; a turn is the question and everything that
-followed from it (decision, tools, actions, answer). Who may read the history is decided
-in one place, history_visible_to.
+followed from it (decision, tools, actions, answer). What each caller may read is what the
+history services show them (visibility_of, applied by the store's queries): an
+administrator everything, anyone else their own person's talk and the household's events,
+so pages, totals and statistics count only that; another person's turn is refused.
 """
 
 from datetime import date, timedelta
@@ -18,15 +20,9 @@ from ..const import DOMAIN
 from ..data import agent_names
 from ..memory.history import AgentHistoryEvent, HistoryEventType, HistoryQuery
 from ..people import Speaker
-from ..websocket import (
-    PAGE_SCHEMA,
-    CommandSpec,
-    async_register_commands,
-    calendar_day,
-    ensure,
-    page_of,
-)
-from .recorder import HistoryRecorder
+from ..websocket import PAGE_SCHEMA, CommandSpec, async_register_commands, calendar_day, page_of
+from .recorder import HistoryRecorder, visibility_of
+from .services import async_visible_chain
 
 # Bytes of an event's data a timeline row carries; a turn's events carry more. Longer
 # data is cut (the history_query service reads it whole).
@@ -34,12 +30,6 @@ ROW_DATA_BYTES = 2048
 TURN_DATA_BYTES = 16_384
 # Events of one conversation after a question that are looked through for its turn.
 MAX_TURN_EVENTS = 1000
-
-
-def history_visible_to(speaker: Speaker) -> bool:
-    """Whether the caller may read the history: administrators (and the system) only,
-    until each event says whose talk it holds."""
-    return speaker.sees_everything
 
 
 EVENTS_SCHEMA: dict[Any, Any] = {
@@ -95,8 +85,8 @@ class HistoryCommands:
         self.history = history
 
     async def events(self, speaker: Speaker, fields: dict[str, Any], _: Context) -> Any:
-        """A page of the timeline, newest first, and how many events the filter selects."""
-        ensure(history_visible_to(speaker))
+        """A page of the timeline, newest first, and how many events the filter selects
+        of those the caller may see."""
         offset, limit = page_of(fields)
         start = end = None
         if "day" in fields:
@@ -108,16 +98,17 @@ class HistoryCommands:
             end_time=end,
             limit=limit,
             offset=offset,
+            visibility=visibility_of(speaker),
         )
         events, total = await self.history.async_run(self.history.store.query_events, query)
         return {"events": [event_row(e, ROW_DATA_BYTES) for e in events], "total": total}
 
-    async def turn(self, speaker: Speaker, fields: dict[str, Any], _: Context) -> Any:
+    async def turn(self, speaker: Speaker, fields: dict[str, Any], context: Context) -> Any:
         """The turn an event belongs to: from its question (the root of its chain) to the
-        answer, each event with its parent, so the panel can show it as a tree."""
-        ensure(history_visible_to(speaker))
+        answer, each event with its parent, so the panel can show it as a tree; of it,
+        what the caller may see (history_event_chain's rule)."""
         store = self.history.store
-        chain = await self.history.async_run(store.get_event_chain, fields["event_id"])
+        chain = await async_visible_chain(self.history, speaker, context, fields["event_id"])
         root = chain[0]
         following: list[AgentHistoryEvent] = []
         if root.session_id is not None:
@@ -126,15 +117,18 @@ class HistoryCommands:
                 start_time=root.timestamp,
                 limit=MAX_TURN_EVENTS,
                 ascending=True,
+                visibility=visibility_of(speaker),
             )
             following, _total = await self.history.async_run(store.query_events, query)
         return {"events": [event_row(e, TURN_DATA_BYTES) for e in turn_of(root, following)]}
 
     async def statistics(self, speaker: Speaker, fields: dict[str, Any], _: Context) -> Any:
-        """history_statistics' figures, and the agents the timeline can be filtered by."""
-        ensure(history_visible_to(speaker))
+        """history_statistics' figures (of what the caller may see), and the agents the
+        timeline can be filtered by."""
         store = self.history.store
-        stats = await self.history.async_run(store.get_statistics, fields.get("agent_id"))
+        stats = await self.history.async_run(
+            store.get_statistics, fields.get("agent_id"), visibility_of(speaker)
+        )
         agents = sorted(
             {
                 name

@@ -87,7 +87,8 @@ MEMORY_IMPORT_SCHEMA = vol.Schema(
 
 async def _async_memory_forget(
     memories: Memories, call: ServiceCall, history: HistoryRecorder
-) -> dict[str, Any]:
+) -> tuple[dict[str, Any], frozenset[str]]:
+    """The answer, and the scopes of the memories that went."""
     data = call.data
     scopes = forget_scopes(await async_caller(memories.hass, call.context), call.context)
     if ("memory_id" in data) == ("tag" in data):
@@ -112,7 +113,7 @@ async def _async_memory_forget(
     }
     if data["erase"]:
         response["history_events_erased"] = await async_erase_history(history, result)
-    return response
+    return response, result.scopes
 
 
 async def async_erase_history(history: HistoryRecorder, result: ForgetResult) -> int | None:
@@ -166,7 +167,10 @@ def async_register_memory_services(
             visible=caller.visible_scopes(),
         )
         record_service_call(
-            history, call, {"action": result["action"], "id": result["memory"]["id"]}
+            history,
+            call,
+            {"action": result["action"], "id": result["memory"]["id"]},
+            (result["memory"]["scope"],),
         )
         return result
 
@@ -198,18 +202,23 @@ def async_register_memory_services(
         result = memories.import_records(records, dry_run=call.data["dry_run"])
         if not result.dry_run:
             record_service_call(
-                history, call, {"added": len(result.added), "conflicts": len(result.conflicts)}
+                history,
+                call,
+                {"added": len(result.added), "conflicts": len(result.conflicts)},
+                records.scopes,
             )
         return _import_response(result)
 
     async def forget(call: ServiceCall) -> ServiceResponse:
-        result = await _async_memory_forget(memories, call, history)
+        result, scopes = await _async_memory_forget(memories, call, history)
         if call.data["erase"]:
             # The record of an erasure names no erased memory: only how many went.
-            record_service_call(history, call, {"erased": len(result["erased"]), "erase": True})
+            record_service_call(
+                history, call, {"erased": len(result["erased"]), "erase": True}, scopes
+            )
         else:
             ids = [one["id"] for one in result["archived"]]
-            record_service_call(history, call, {"ids": ids, "erase": False})
+            record_service_call(history, call, {"ids": ids, "erase": False}, scopes)
         return result
 
     async def cleanup(call: ServiceCall) -> ServiceResponse:

@@ -59,7 +59,7 @@ async def _async_summary_aggregate(keeper: SummaryKeeper, call: ServiceCall) -> 
     return dict(counts)
 
 
-def _shown_groups(caller: Speaker) -> Callable[[str], bool]:
+def readable_groups(caller: Speaker) -> Callable[[str], bool]:
     """Whether a group's summaries are the caller's to read: every group for those who see
     everything; else the household's (talk of nobody known) and their own person's."""
     if caller.sees_everything:
@@ -72,7 +72,7 @@ async def _async_summary_get(keeper: SummaryKeeper, call: ServiceCall) -> Servic
     """The summaries asked for, of the groups the caller may read; naming another
     person's group is refused."""
     data = call.data
-    readable = _shown_groups(await async_caller(keeper.hass, call.context))
+    readable = readable_groups(await async_caller(keeper.hass, call.context))
     book = keeper.store.book
     limit = data["limit"]
     if (
@@ -119,7 +119,7 @@ async def _async_summary_get(keeper: SummaryKeeper, call: ServiceCall) -> Servic
 
 async def _async_summary_groups(keeper: SummaryKeeper, call: ServiceCall) -> ServiceResponse:
     book = keeper.store.book
-    shown = _shown_groups(await async_caller(keeper.hass, call.context))
+    shown = readable_groups(await async_caller(keeper.hass, call.context))
     groups: list[Any] = []
     for group in filter(shown, book.groups()):
         counts = {kind.value: len(book.of(group, kind)) for kind in PeriodType}

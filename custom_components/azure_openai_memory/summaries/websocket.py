@@ -1,8 +1,11 @@
 """The summaries' WebSocket commands: each group's strip of periods, one summary, a run now.
 
 A group's strip lists its dailies, weeklies, monthlies and eras without their text (the
-decay and the era cap keep each short); one summary is read whole when opened. Who may
-read and run them is decided in one place, summaries_visible_to.
+decay and the era cap keep each short); one summary is read whole when opened. What each
+caller may read is what summary_get and summary_groups show them (readable_groups): an
+administrator every group, anyone else the household's groups and their own person's, so
+pages and totals count only those; another person's summary is refused. Anyone may have
+today summarised now, as anyone may call summary_aggregate (it answers counts only).
 """
 
 from typing import Any
@@ -13,24 +16,13 @@ import voluptuous as vol
 
 from ..memory.summaries import GroupSummary, PeriodType, SummaryError
 from ..people import Speaker
-from ..websocket import (
-    PAGE_SCHEMA,
-    CommandSpec,
-    async_register_commands,
-    calendar_day,
-    ensure,
-    page_of,
-)
+from ..services import Refused
+from ..websocket import PAGE_SCHEMA, CommandSpec, async_register_commands, calendar_day, page_of
 from .keeper import SummaryKeeper
+from .services import readable_groups
 
 # Summary fields kept for the cycle's own bookkeeping, not shown.
 _INTERNAL = ("aggregated_into", "rewrite_pending", "part_counts")
-
-
-def summaries_visible_to(speaker: Speaker) -> bool:
-    """Whether the caller may read the summaries and have today's written now:
-    administrators (and the system) only, until each group says whose talk it holds."""
-    return speaker.sees_everything
 
 
 GROUPS_SCHEMA = dict(PAGE_SCHEMA)
@@ -66,11 +58,11 @@ class SummaryCommands:
         self.keeper = keeper
 
     async def groups(self, speaker: Speaker, fields: dict[str, Any], _: Context) -> Any:
-        """A page of groups, each with its strips (oldest period first)."""
-        ensure(summaries_visible_to(speaker))
+        """A page of the groups the caller may read, each with its strips (oldest period
+        first)."""
         offset, limit = page_of(fields)
         book = self.keeper.store.book
-        names = book.groups()
+        names = list(filter(readable_groups(speaker), book.groups()))
         shown = []
         for group in names[offset : offset + limit]:
             strips = {
@@ -84,17 +76,18 @@ class SummaryCommands:
             )
         return {"groups": shown, "total": len(names), "group_mode": self.keeper.group_mode}
 
-    async def get(self, speaker: Speaker, fields: dict[str, Any], _: Context) -> Any:
-        """One summary, whole."""
-        ensure(summaries_visible_to(speaker))
+    async def get(self, speaker: Speaker, fields: dict[str, Any], context: Context) -> Any:
+        """One summary, whole; another person's is refused as summary_get refuses their
+        group."""
         summary = self.keeper.store.book.get(fields["summary_id"])
         if summary is None:
             raise SummaryError("summary_unknown", summary_id=fields["summary_id"])
+        if not readable_groups(speaker)(summary.group_id):
+            raise Refused(context, "summary_group_not_yours", group=summary.group_id)
         return {"summary": summary_view(summary)}
 
     async def run(self, speaker: Speaker, fields: dict[str, Any], _: Context) -> Any:
         """Summarise a day now (today unless another is named), then the cycle; counts."""
-        ensure(summaries_visible_to(speaker))
         today = dt_util.now().date()
         day = fields.get("day", today)
         if day > today:

@@ -325,6 +325,13 @@ class ForgetResult:
     erased: list[str] = field(default_factory=list)
     # What the erased records said, for the caller to erase its own copies.
     erased_contents: list[str] = field(default_factory=list)
+    # Whose the erased records were.
+    erased_scopes: frozenset[str] = frozenset()
+
+    @property
+    def scopes(self) -> frozenset[str]:
+        """The scopes of every memory it archived or erased: whose memories they were."""
+        return self.erased_scopes | {one.memory.scope for one in self.archived}
 
 
 # -- validation -------------------------------------------------------------

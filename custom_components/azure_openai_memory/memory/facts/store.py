@@ -650,14 +650,17 @@ class FactStore(FactRecords):
                 raise FactError("memory_unknown", memory_id=memory_id)
             if erase:
                 contents = []
+                scopes = set()
                 if memory is not None:
                     contents.append(memory.content)
+                    scopes.add(memory.scope)
                     self._unindex(memory)
                 if (gone := self._archived.pop(memory_id, None)) is not None:
                     contents.append(gone.original_content)
+                    scopes.add(gone.memory.scope)
                     self._archive_generation += 1
                 self._stored.pop(memory_id, None)
-                return ForgetResult([], [memory_id], contents)
+                return ForgetResult([], [memory_id], contents, frozenset(scopes))
             assert memory is not None
             why = reason or FORGOTTEN
             return ForgetResult([self._archive(memory, None, why, now)])
@@ -668,6 +671,7 @@ class FactStore(FactRecords):
         if erase:
             erased = [m.id for m in active]
             contents = [m.content for m in active]
+            scopes = {m.scope for m in active}
             for memory in active:
                 self._unindex(memory)
             for old in [
@@ -678,7 +682,8 @@ class FactStore(FactRecords):
                 self._stored.pop(old.id, None)
                 erased.append(old.id)
                 contents.append(old.original_content)
-            return ForgetResult([], erased, contents)
+                scopes.add(old.memory.scope)
+            return ForgetResult([], erased, contents, frozenset(scopes))
         return ForgetResult(
             [self._archive(m, None, reason or f"{FORGOTTEN} ({tag})", now) for m in active]
         )
