@@ -219,14 +219,14 @@ class WindowWriter:
 
     def _add_local_turn(self, local: "_LocalTurn") -> None:
         windows = self._windows
-        conversation_id = self.resume(
+        window_id = self.resume(
             local.conversation_id, local.source, local.person_id, incognito=local.incognito
         )
         if local.incognito:
-            windows.go_incognito(conversation_id)
-        windows.add_message(conversation_id, "user", local.text, {TAG_INPUT, ROUTE_LOCAL})
-        windows.add_message(conversation_id, "assistant", local.speech, {TAG_OUTPUT, ROUTE_LOCAL})
-        windows.set_person(conversation_id, local.person_id)
+            windows.go_incognito(window_id)
+        windows.add_message(window_id, "user", local.text, {TAG_INPUT, ROUTE_LOCAL})
+        windows.add_message(window_id, "assistant", local.speech, {TAG_OUTPUT, ROUTE_LOCAL})
+        windows.set_person(window_id, local.person_id)
         self._save()
 
 
