@@ -385,7 +385,7 @@ async def test_late_failure_is_notified(
     await hass.async_block_till_done(wait_background_tasks=True)
     assert (await statistics(hass, loaded_entry))["errors"] == {"stream_interrupted": 1}
     (note,) = persistent_notification._async_get_or_create_notifications(hass).values()
-    assert note["title"] == exception_text("late_answer_title", question="Something slow")
+    assert "Something slow" not in note["title"]
     assert note["message"] == exception_text("api_stream_interrupted")
     assert await contents(hass, hass_storage, loaded_entry) == []
 

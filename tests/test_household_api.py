@@ -203,7 +203,15 @@ def talk_summaries(day: date) -> dict[str, Any]:
     book = SummaryBook()
     made = (day + timedelta(days=1)).isoformat()
     for group, text in ((HOME_GROUP, HOME_TALK), ("person_anna", ANNA_TALK)):
-        book.write_daily(group, day, Written(text, ["talk"], [], [], False), 4, "a", made)
+        book.write_daily(
+            group,
+            day,
+            Written(text, ["talk"], [], [], False),
+            4,
+            "a",
+            made,
+            household=group == HOME_GROUP,
+        )
     book.summarised_through = day.isoformat()
     return {
         "version": SUMMARIES_VERSION,

@@ -47,7 +47,8 @@ def kitchen_text(day: date) -> str:
 
 def book_of_two_places() -> SummaryBook:
     """The kitchen's days from 13 to 25 November and its week of 9 November, whose first
-    days' dailies are gone; the bedroom's days too, in other words."""
+    days' dailies are gone; the bedroom's days too, in other words. Talk of no one known
+    at two satellites: the household's."""
     book = SummaryBook()
     day = date(2026, 11, 13)
     while day < TODAY:
@@ -57,7 +58,13 @@ def book_of_two_places() -> SummaryBook:
             (BEDROOM, f"Bedroom alarm for {day.isoformat()}.", ["alarm"]),
         ):
             book.write_daily(
-                group, day, Written(text, topics, ["list"], ["Ann"], False), 6, "a", made
+                group,
+                day,
+                Written(text, topics, ["list"], ["Ann"], False),
+                6,
+                "a",
+                made,
+                household=True,
             )
         day += timedelta(days=1)
     week = date(2026, 11, 9)
@@ -73,6 +80,7 @@ def book_of_two_places() -> SummaryBook:
             topics=["soup"],
             highlights=["lentil soup"],
             created_at="2026-11-17T03:30:00+00:00",
+            household=True,
         )
     )
     book.summarised_through = (TODAY - timedelta(days=1)).isoformat()

@@ -57,10 +57,9 @@ def user(clients: tuple[MockHAClientWebSocket, MockHAClientWebSocket]) -> MockHA
 
 
 async def talk(hass: HomeAssistant, text: str, device: str, person: str | None = None) -> None:
-    """A question as the agent records it in the history (of a person, when named)."""
-    data = {"direction": "in", "text": text, "device_id": device}
-    if person is not None:
-        data["person_id"] = person
+    """A question as the agent records it in the history: of a person, or of nobody known
+    (null: a shared satellite's talk, the household's)."""
+    data = {"direction": "in", "text": text, "device_id": device, "person_id": person}
     await call(
         hass,
         "history_record",

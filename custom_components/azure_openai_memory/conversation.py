@@ -1,8 +1,10 @@
 """The conversation agent: local intents first, then Azure OpenAI with the memory window.
 
 An answer that takes longer than the agent's early timeout is promised ("still working on
-it") and delivered later as a notification; it still enters the window. An answer that asks
-the user something keeps a voice satellite listening; the promise never does.
+it"); it still enters the window, and a notification says it is ready. Every user of the
+home reads persistent notifications, so it holds neither the question nor the answer, and
+an incognito turn posts none. An answer that asks the user something keeps a voice
+satellite listening; the promise never does.
 """
 
 import asyncio
@@ -198,6 +200,7 @@ class AzureOpenAIMemoryAgent(
                 chat_log,
                 user_input,
                 speaker_groups(self.hass, user_input, speaker.person_id)[0],
+                speaker,
                 self.windows.counter,
                 memories_budget(self.entry.options),
             )
@@ -233,7 +236,11 @@ class AzureOpenAIMemoryAgent(
                     f"{DOMAIN} late answer {conversation_id}",
                 )
                 return await async_spoken(
-                    self.hass, user_input, chat_log, "still_working", error=False
+                    self.hass,
+                    user_input,
+                    chat_log,
+                    "still_working_incognito" if turn.incognito else "still_working",
+                    error=False,
                 )
         try:
             await task
@@ -257,7 +264,9 @@ class AzureOpenAIMemoryAgent(
         """Talk to the model (with tool rounds) and record the turn only if it completes."""
         options, client = self._llm
         async with self._writer.lock(turn.conversation_id, turn.source):
-            self._writer.resume(turn.conversation_id, turn.source, incognito=turn.incognito)
+            turn.window_id = self._writer.resume(
+                turn.conversation_id, turn.source, turn.person_id, incognito=turn.incognito
+            )
             usage = Usage()
             private = replace(
                 turn.chat_log, content=turn.chat_log.content.copy(), delta_listener=turn.forward
@@ -308,19 +317,31 @@ class AzureOpenAIMemoryAgent(
     async def _async_deliver_late(
         self, task: asyncio.Task[None], turn: Turn, language: str
     ) -> None:
-        """The answer came after the early reply: it is in the window; show it too.
+        """The answer came after the early reply: it is in the window; say it is ready
+        (an incognito turn leaves no trace outside its conversation: no notification).
 
         The early reply promised a notification, so a turn that fails later says so there.
         """
         try:
             await task
         except RequestFailed as err:
+            if turn.incognito:
+                return
             message = await async_text(self.hass, language, f"api_{err.kind.value}")
         else:
             self.runtime.stats.record_late_answer()
-            message = turn.answer or await async_text(self.hass, language, "no_answer")
+            if turn.incognito:
+                return
+            message = await async_text(self.hass, language, "late_answer_ready")
+        state = self.hass.states.get(self.entity_id) if self.entity_id else None
         title = await async_text(
-            self.hass, language, "late_answer_title", {"question": turn.user_text}
+            self.hass,
+            language,
+            "late_answer_title",
+            {
+                "agent": state.name if state is not None else self.subentry.title,
+                "time": f"{turn.asked_at:%H:%M}",
+            },
         )
         persistent_notification.async_create(
             self.hass,

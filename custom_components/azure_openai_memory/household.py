@@ -79,7 +79,9 @@ HOUSEHOLD_TOOLS: tuple[HouseholdTool, ...] = (
         "when the user asks you to forget something they told you; tell them what was forgotten.",
     ),
     HouseholdTool(
-        lambda kit: PastTalkTool(kit.group, kit.counter, RECOMMENDED_MEMORY_TOKEN_BUDGET),
+        lambda kit: PastTalkTool(
+            kit.group, kit.speaker, kit.counter, RECOMMENDED_MEMORY_TOKEN_BUDGET
+        ),
         "for what was talked about here on an earlier day, week or month ('what did we "
         "talk about on Tuesday?'), from the summaries of past conversations.",
     ),

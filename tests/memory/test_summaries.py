@@ -333,3 +333,45 @@ def test_a_day_both_groups_summarised_is_merged_nothing_lost() -> None:
         ["Ben"],
     )
     assert daily.message_count == 6
+
+
+def test_household_only_while_every_part_is() -> None:
+    """A week is everyone's to read only when every day folded into it is; what was stored
+    before the flag existed is not (it mixed everyone's talk)."""
+    book = SummaryBook()
+    said = Written("Talked about the bins.", ["bins"], [], [], False)
+    monday = date(2026, 2, 2)
+    book.write_daily("kitchen", monday, said, 2, "a", "x", household=True)
+    book.write_daily("kitchen", monday + timedelta(days=1), said, 2, "a", "x", household=True)
+    book.write_daily("hall", monday, said, 2, "a", "x", household=True)
+    book.write_daily("hall", monday + timedelta(days=1), said, 2, "a", "x")
+    today = monday + timedelta(days=20)
+    (kitchen_week,) = book.plan("kitchen", PeriodType.DAILY, today)
+    (hall_week,) = book.plan("hall", PeriodType.DAILY, today)
+    assert book.fold(kitchen_week, said, "a", "x").household
+    assert not book.fold(hall_week, said, "a", "x").household
+    assert book.profile("kitchen").household
+    assert not book.profile("hall").household
+    stored = book.as_dict()
+    for item in stored["summaries"]:
+        del item["household"]
+    for profile in stored["profiles"].values():
+        del profile["household"]
+    before = SummaryBook.from_dict(stored)
+    assert not any(s.household for s in before)
+    assert not before.profile("kitchen").household
+
+
+def test_the_past_of_what_a_reader_may_see() -> None:
+    """A week the reader may not see counts as gone: the days folded into it that they may
+    see are carried instead, so none of their days is lost."""
+    book = SummaryBook()
+    said = Written("Talked about the bins.", ["bins"], [], [], False)
+    monday = date(2026, 2, 2)
+    book.write_daily("hall", monday, said, 2, "a", "x", household=True)
+    book.write_daily("hall", monday + timedelta(days=1), said, 2, "a", "x")
+    (job,) = book.plan("hall", PeriodType.DAILY, monday + timedelta(days=20))
+    week = book.fold(job, said, "a", "x")
+    assert [s.summary_id for s in book.context("hall")] == [week.summary_id]
+    shown = [s.period_start for s in book.context("hall", lambda s: s.household)]
+    assert shown == [monday.isoformat()]

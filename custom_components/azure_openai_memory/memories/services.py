@@ -130,14 +130,17 @@ async def async_erase_history(history: HistoryRecorder, result: ForgetResult) ->
         return None
 
 
-def _import_response(result: ImportResult) -> dict[str, Any]:
+def _import_response(result: ImportResult, visible: frozenset[str] | None) -> dict[str, Any]:
+    """What an import answers; of what the cap evicted, only the scopes the caller may see
+    (None: all), as a save answers."""
+    evicted = [one for one in result.evicted if visible is None or one.memory.scope in visible]
     return {
         "dry_run": result.dry_run,
         "added": result.added,
         "unchanged": result.unchanged,
         "conflicts": result.conflicts,
         "duplicates": result.duplicates,
-        "evicted": [archived_response(one) for one in result.evicted],
+        "evicted": [archived_response(one) for one in evicted],
     }
 
 
@@ -207,7 +210,7 @@ def async_register_memory_services(
                 {"added": len(result.added), "conflicts": len(result.conflicts)},
                 records.scopes,
             )
-        return _import_response(result)
+        return _import_response(result, caller.visible_scopes())
 
     async def forget(call: ServiceCall) -> ServiceResponse:
         result, scopes = await _async_memory_forget(memories, call, history)

@@ -5,7 +5,7 @@ then its era. The finest summary that still holds a day tells of it, so an answe
 "Tuesday" reads Tuesday's own summary, not the month's.
 """
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from datetime import date
 
 from .summaries import GroupSummary, PeriodType, SummaryBook
@@ -20,13 +20,21 @@ def _days(summary: GroupSummary, first: date, last: date) -> Iterable[int]:
     return range(start.toordinal(), end.toordinal() + 1)
 
 
-def talk_between(book: SummaryBook, group: str, first: date, last: date) -> list[GroupSummary]:
-    """The group's summaries that together tell of every day from first to last that any
-    of them holds, each the finest one kept; oldest first."""
+def talk_between(
+    book: SummaryBook,
+    group: str,
+    first: date,
+    last: date,
+    shown: Callable[[GroupSummary], bool] | None = None,
+) -> list[GroupSummary]:
+    """The group's summaries (of those shown; None: all) that together tell of every day
+    from first to last that any of them holds, each the finest one kept; oldest first."""
     told: set[int] = set()
     chosen: list[GroupSummary] = []
     for kind in _FINEST_FIRST:
         for summary in sorted(book.of(group, kind), key=lambda s: s.period_start):
+            if shown is not None and not shown(summary):
+                continue
             days = set(_days(summary, first, last))
             if days - told:
                 chosen.append(summary)

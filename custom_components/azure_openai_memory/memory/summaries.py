@@ -7,7 +7,7 @@ records instead of adding new ones, and "already aggregated?" is one attribute r
 """
 
 from collections import Counter
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from datetime import date, datetime, timedelta
 from enum import StrEnum
@@ -139,6 +139,11 @@ class GroupSummary:
     # The messages of each part as last folded in, kept after the part is pruned: a
     # summary's count is their sum, so it never shrinks with what is left.
     part_counts: dict[str, int] = field(default_factory=dict)
+    # Everyone's to read: the talk of nobody known that came without a user (a shared
+    # satellite, an automation), every part of it recorded since talk names its person.
+    # False for a person's group, for the words of a user without a person, and for what
+    # was written before (stored without it): that mixed everyone's talk.
+    household: bool = False
 
     def as_dict(self) -> dict[str, Any]:
         """The stored and service shape (fresh lists: safe to hand to another thread)."""
@@ -162,6 +167,7 @@ class GroupSummary:
             "extractive": self.extractive,
             "rewrite_pending": self.rewrite_pending,
             "part_counts": dict(self.part_counts),
+            "household": self.household,
         }
 
     @classmethod
@@ -187,6 +193,7 @@ class GroupSummary:
             extractive=bool(data.get("extractive", False)),
             rewrite_pending=bool(data.get("rewrite_pending", data.get("extractive", False))),
             part_counts={str(i): int(n) for i, n in data.get("part_counts", {}).items()},
+            household=data.get("household") is True,
         )
 
     def count_part(self, part: "GroupSummary") -> None:
@@ -203,6 +210,9 @@ class GroupProfile:
     summary: str = ""
     topic_evolution: list[dict[str, Any]] = field(default_factory=list)
     current_era: dict[str, Any] | None = None
+    # Everyone's to read (as GroupSummary.household): only while every summary that
+    # shaped it was; a profile stored without it shaped by what was written before.
+    household: bool = True
 
     def as_dict(self) -> dict[str, Any]:
         """The stored and service shape."""
@@ -215,6 +225,7 @@ class GroupProfile:
             "current_era": None
             if self.current_era is None
             else {**self.current_era, "key_topics": list(self.current_era["key_topics"])},
+            "household": self.household,
         }
 
     @classmethod
@@ -225,6 +236,7 @@ class GroupProfile:
             summary=str(data.get("summary", "")),
             topic_evolution=list(data.get("topic_evolution", [])),
             current_era=data.get("current_era"),
+            household=data.get("household") is True,
         )
 
 
@@ -287,6 +299,7 @@ def _merge_into(kept: GroupSummary, other: GroupSummary) -> None:
     kept.created_at = min(kept.created_at, other.created_at) or kept.created_at
     kept.extractive = kept.extractive or other.extractive
     kept.rewrite_pending = kept.rewrite_pending or other.rewrite_pending
+    kept.household = kept.household and other.household
 
 
 def merge_active_users(children: Iterable[GroupSummary]) -> list[str]:
@@ -411,6 +424,7 @@ class SummaryBook:
                 kept.topic_evolution = [weeks[k] for k in sorted(weeks)][-TOPIC_EVOLUTION_WEEKS:]
                 kept.summary = kept.summary or profile.summary
                 kept.current_era = kept.current_era or profile.current_era
+                kept.household = kept.household and profile.household
         return len(moving)
 
     def write_daily(
@@ -421,9 +435,12 @@ class SummaryBook:
         message_count: int,
         agent_id: str,
         now: str,
+        *,
+        household: bool = False,
     ) -> GroupSummary:
         """A group's day; written again for the same day, it keeps its id and age, and its
-        week (if already folded) is written again with it on the next cycle."""
+        week (if already folded) is written again with it on the next cycle. household:
+        its talk is everyone's to read (GroupSummary.household)."""
         sid = summary_id(group_id, PeriodType.DAILY, day.isoformat())
         previous = self._by_id.get(sid)
         daily = GroupSummary(
@@ -442,11 +459,13 @@ class SummaryBook:
             created_at=previous.created_at if previous is not None else now,
             extractive=written.extractive,
             rewrite_pending=written.extractive,
+            household=household,
         )
         self.put(daily)
         profile = self.profile(group_id)
         if not profile.topic_evolution:
             profile.summary = daily.summary
+            profile.household = profile.household and household
         return daily
 
     # -- The aggregation cycle ----------------------------------------------------------------
@@ -539,6 +558,9 @@ class SummaryBook:
             extractive=written.extractive,
             rewrite_pending=written.extractive,
             part_counts=part_counts,
+            # What it was written from: its parts, and its earlier text.
+            household=all(c.household for c in job.children)
+            and (previous is None or previous.household),
         )
         self.put(parent)
         for child in job.children:
@@ -560,6 +582,7 @@ class SummaryBook:
         }
         profile.topic_evolution = [points[k] for k in sorted(points)][-TOPIC_EVOLUTION_WEEKS:]
         profile.summary = weekly.summary
+        profile.household = profile.household and weekly.household
 
     def note_era(self, monthly: GroupSummary, written: Written) -> bool:
         """Era detection; True when this monthly started a new era.
@@ -571,8 +594,10 @@ class SummaryBook:
         current era (an old month written again) only joins the era it belongs to.
         """
         profile = self.profile(monthly.group_id)
+        profile.household = profile.household and monthly.household
         era = profile.current_era
         if era is not None and era.get("founded_by") == monthly.summary_id:
+            era["household"] = era.get("household") is True and monthly.household
             era["key_topics"] = _key_topics(era["key_topics"], monthly.topics)
             era["theme"] = written.theme or era["theme"]
             self._write_era(monthly.group_id, era, monthly, monthly.created_at)
@@ -594,6 +619,7 @@ class SummaryBook:
         )
         if era is not None and not (long_enough and drifted):
             era["key_topics"] = _key_topics(era["key_topics"], monthly.topics)
+            era["household"] = era.get("household") is True and monthly.household
             self._extend_era(monthly.group_id, era, monthly)
             return False
         if era is not None:
@@ -611,6 +637,7 @@ class SummaryBook:
             "theme": written.theme or ", ".join(monthly.topics[:3]),
             "key_topics": _key_topics([], monthly.topics),
             "founded_by": monthly.summary_id,
+            "household": monthly.household,
         }
         self._write_era(monthly.group_id, profile.current_era, monthly, monthly.created_at)
         self._keep_last_eras(monthly.group_id)
@@ -625,6 +652,7 @@ class SummaryBook:
         record.period_end = max(record.period_end, monthly.period_end)
         record.count_part(monthly)
         record.topics = list(era["key_topics"])
+        record.household = record.household and era["household"]
 
     def _write_era(
         self, group_id: str, era: dict[str, Any], monthly: GroupSummary, now: str
@@ -650,6 +678,8 @@ class SummaryBook:
             aggregated_from=children,
             extractive=monthly.extractive,
             part_counts=dict(previous.part_counts) if previous is not None else {},
+            # An era founded before it was known whose talk is whose stays so.
+            household=era.get("household") is True and (previous is None or previous.household),
         )
         record.count_part(monthly)
         self.put(record)
@@ -659,9 +689,12 @@ class SummaryBook:
         for old in eras[DECAY_CONFIG["era"]["max_count"] :]:
             self.remove(old)
 
-    def context(self, group_id: str) -> list[GroupSummary]:
+    def context(
+        self, group_id: str, shown: Callable[[GroupSummary], bool] | None = None
+    ) -> list[GroupSummary]:
         """What a turn carries of the group's past: the coarsest summaries that together
-        hold every day kept, newest first.
+        hold every day kept, newest first; of those shown (None: all), a summary not shown
+        counting as gone.
 
         A day is held by its daily until its week is folded, then by the weekly, then by
         the monthly; a summary is left out only while the one it was folded into is kept
@@ -669,16 +702,21 @@ class SummaryBook:
         before their era: an era is carried while one of its months has lost its monthly,
         after the monthlies (it stands for the months before them).
         """
+
+        def kept(summary_id_: str | None) -> bool:
+            found = self._by_id.get(summary_id_) if summary_id_ is not None else None
+            return found is not None and (shown is None or shown(found))
+
         cover = [
             summary
             for kind in (PeriodType.DAILY, PeriodType.WEEKLY, PeriodType.MONTHLY)
             for summary in self.of(group_id, kind)
-            if summary.aggregated_into is None or summary.aggregated_into not in self._by_id
+            if kept(summary.summary_id) and not kept(summary.aggregated_into)
         ]
         cover.extend(
             era
             for era in self.of(group_id, PeriodType.ERA)
-            if any(month not in self._by_id for month in era.aggregated_from)
+            if kept(era.summary_id) and not all(kept(month) for month in era.aggregated_from)
         )
         return sorted(
             cover,

@@ -28,6 +28,10 @@ RESUMED = "resumed"
 RESUME_AFTER_SECONDS = 10 * 60
 # Chat formats spend a few tokens per message on role and separators.
 MESSAGE_OVERHEAD_TOKENS = 4
+# A turn of someone else than a conversation's person gets a window of its own, kept apart
+# under "<conversation id>@<person entity id>" ("@nobody" when nobody is known).
+APART = "@"
+NOBODY = "nobody"
 
 _EPHEMERAL_TIER, _NORMAL_TIER, _IMPORTANT_TIER = 0, 1, 2
 
@@ -465,20 +469,36 @@ class AgentWindows:
             return [], 0
         return window.recent_within(budget)
 
-    def continue_conversation(self, conversation_id: str, source: str | None) -> str:
+    def window_for(self, conversation_id: str, person_id: str | None) -> str:
+        """The window a turn of this person (None: nobody known) reads and writes under a
+        conversation id: the conversation's own, unless it is another person's (or a
+        person's, and nobody is known now) — then one kept apart for this speaker, so that
+        no one is answered from another person's words nor adds to them."""
+        owner = self.person_of(conversation_id)
+        if owner is None or owner == person_id:
+            return conversation_id
+        return f"{conversation_id}{APART}{person_id or NOBODY}"
+
+    def continue_conversation(
+        self, conversation_id: str, source: str | None, person_id: str | None = None
+    ) -> str:
         """Pick up the source's recent window under a new conversation id.
 
         Home Assistant starts a new conversation id after a few idle minutes; a follow-up
         from the same device (or user) within the continuation time still means the same
-        conversation to the person speaking.
+        conversation to the person speaking. Each person's follow-ups at a shared device
+        continue their own window, never another person's.
         """
         now = self.clock()
         if source is not None:
+            if person_id is not None:
+                source = f"{source}{APART}{person_id}"
             previous = self._last_by_source.get(source)
             if (
                 conversation_id not in self.windows
                 and previous is not None
                 and previous[0] in self.windows
+                and self.windows[previous[0]].person_id == person_id
                 and now - previous[1] <= self.settings.continuation_seconds
             ):
                 window = self.windows.pop(previous[0])
@@ -509,8 +529,12 @@ class AgentWindows:
         return self.add_message(conversation_id, "user", note, {RESUMED})
 
     def set_person(self, conversation_id: str, person_id: str | None) -> None:
-        """The person whose talk the conversation is now (its last turn's)."""
-        self._window(conversation_id).person_id = person_id
+        """The person whose talk the conversation is: the first known one of its turns.
+        It never changes after (another person's turns go to a window of their own,
+        window_for)."""
+        window = self._window(conversation_id)
+        if window.person_id is None:
+            window.person_id = person_id
 
     def person_of(self, conversation_id: str) -> str | None:
         """Whose talk a conversation is (None: nobody known, or no such conversation)."""
@@ -550,13 +574,18 @@ class AgentWindows:
         return len(ended)
 
     def reset(self, conversation_id: str | None = None) -> int:
-        """Forget one conversation, or all; returns how many were forgotten."""
+        """Forget one conversation (with the windows kept apart from it for other
+        speakers), or all; returns how many windows were forgotten."""
         if conversation_id is None:
             count = len(self.windows)
             self.windows.clear()
             self._last_by_source.clear()
             return count
-        return 1 if self.windows.pop(conversation_id, None) is not None else 0
+        apart = f"{conversation_id}{APART}"
+        gone = [cid for cid in self.windows if cid == conversation_id or cid.startswith(apart)]
+        for cid in gone:
+            del self.windows[cid]
+        return len(gone)
 
     def get_stats(self, conversation_id: str) -> dict[str, Any] | None:
         """One conversation's statistics, or None when unknown."""

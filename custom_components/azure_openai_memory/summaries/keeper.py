@@ -9,6 +9,7 @@ history database's Communication events.
 
 import asyncio
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import date, datetime, time, timedelta
 import logging
@@ -40,7 +41,7 @@ from ..memory.summaries import (
     summary_line,
     transcript_lines,
 )
-from ..people import PERSON_DOMAIN, person_of_user
+from ..people import PERSON_DOMAIN, Speaker, person_of_user
 from .store import SummaryStore
 
 _LOGGER = logging.getLogger(__name__)
@@ -74,6 +75,8 @@ class DayMessage:
     group: str
     speaker: str
     text: str
+    # Said where everyone may hear it, by no one known (GroupSummary.household).
+    household: bool
 
 
 def person_group(person_id: str) -> str:
@@ -84,6 +87,32 @@ def person_group(person_id: str) -> str:
 def is_person_group(group: str) -> bool:
     """Whether a group is one person's talk (no device or user slug starts so)."""
     return group.startswith(PERSON_GROUP_PREFIX)
+
+
+def may_read(speaker: Speaker, group: str, household: bool) -> bool:
+    """Whether a summary (or a group's profile) of this group is the speaker's to read, in
+    a service's answer, a turn's context and past_talk alike: everything for those who
+    see everything; else their own person's group, and of the rest only what is the
+    household's (`household`: said by no one known, without a user, since talk names
+    its person). Like the history, the talk of nobody known that is someone's (a user
+    without a person) and all that was summarised before are for administrators."""
+    if speaker.sees_everything:
+        return True
+    if is_person_group(group):
+        return speaker.person_id is not None and group == person_group(speaker.person_id)
+    return household
+
+
+def summary_readable(speaker: Speaker) -> Callable[[GroupSummary], bool]:
+    """may_read, for the summaries themselves."""
+    return lambda summary: may_read(speaker, summary.group_id, summary.household)
+
+
+def _said_by_household(data: dict[str, Any]) -> bool:
+    """A question of nobody known, with no user: words everyone may hear (a shared
+    satellite, an automation). One recorded before questions named their person is not:
+    whose it was is not known."""
+    return PERSON_KEY in data and not data[PERSON_KEY] and not data.get("user_id")
 
 
 def group_of(
@@ -216,10 +245,11 @@ class SummaryKeeper:
         oldest = dt_util.now().date() - timedelta(days=math.ceil(keep_days))
         return max(date.fromisoformat(through) + timedelta(days=1), oldest)
 
-    async def _async_session_group(self, session_id: str | None, before: float) -> str:
-        """The group of a conversation that began before the day (a reply after midnight)."""
+    async def _async_session_group(self, session_id: str | None, before: float) -> tuple[str, bool]:
+        """The group of a conversation that began before the day (a reply after midnight),
+        and whether its question was the household's."""
         if session_id is None:
-            return HOME_GROUP
+            return HOME_GROUP, False
         query = HistoryQuery(
             session_id=session_id,
             event_type=HistoryEventType.COMMUNICATION,
@@ -230,8 +260,8 @@ class SummaryKeeper:
         for event in page:  # newest first
             data = event.event_data if isinstance(event.event_data, dict) else {}
             if data.get("direction") == "in":
-                return self._group_of_question(data)
-        return HOME_GROUP
+                return self._group_of_question(data), _said_by_household(data)
+        return HOME_GROUP, False
 
     def _person_of_question(self, data: dict[str, Any]) -> str | None:
         """Whose words a question is: the person it names, else (recorded before questions
@@ -294,7 +324,7 @@ class SummaryKeeper:
             offset += len(page)
             if not page or offset >= total:
                 break
-        sessions: dict[str | None, str] = {}
+        sessions: dict[str | None, tuple[str, bool]] = {}
         names: dict[str, str] = {}
         messages: list[DayMessage] = []
         for event in events:
@@ -305,7 +335,8 @@ class SummaryKeeper:
             if data.get("direction") == "in":
                 user_id = data.get("user_id")
                 group = self._group_of_question(data)
-                sessions[event.session_id] = group
+                household = _said_by_household(data)
+                sessions[event.session_id] = group, household
                 speaker = "user"
                 if (person := self._person_of_question(data)) is not None:
                     state = self.hass.states.get(person)
@@ -320,9 +351,13 @@ class SummaryKeeper:
                     sessions[event.session_id] = await self._async_session_group(
                         event.session_id, start.timestamp()
                     )
-                group = sessions[event.session_id]
+                group, household = sessions[event.session_id]
+                # An answer names whose turn it was: two people's turns under one
+                # conversation id never share a group.
+                if isinstance(person := data.get(PERSON_KEY), str) and person:
+                    group, household = person_group(person), False
                 speaker = "assistant"
-            messages.append(DayMessage(event.timestamp, group, speaker, text.strip()))
+            messages.append(DayMessage(event.timestamp, group, speaker, text.strip(), household))
         return messages
 
     async def _async_summarise_day(self, day: date, only: set[str] | None = None) -> int | None:
@@ -368,7 +403,13 @@ class SummaryKeeper:
             if written is None:
                 continue
             self.store.book.write_daily(
-                group, day, written, len(talk), writer.agent_id if writer else "", _now_text()
+                group,
+                day,
+                written,
+                len(talk),
+                writer.agent_id if writer else "",
+                _now_text(),
+                household=not is_person_group(group) and all(m.household for m in talk),
             )
             self.store.async_changed()
             written_count += 1

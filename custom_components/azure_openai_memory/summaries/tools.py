@@ -26,7 +26,9 @@ from ..memory.past_talk import talk_between
 from ..memory.spoken_time import spoken_range
 from ..memory.summaries import GroupSummary, PeriodType, SummaryError
 from ..memory.tokens import TokenCounter
+from ..people import Speaker
 from ..services import translated
+from .keeper import summary_readable
 
 TOOL_PAST_TALK = "past_talk"
 _NOTE = (
@@ -117,9 +119,11 @@ class PastTalkTool(llm.Tool):
         }
     )
 
-    def __init__(self, group: str, counter: TokenCounter, budget: int) -> None:
-        """The speaker's group, the agent's token counter and its memory token budget."""
+    def __init__(self, group: str, speaker: Speaker, counter: TokenCounter, budget: int) -> None:
+        """The speaker's group (of it, what the speaker may read), the agent's token
+        counter and its memory token budget."""
         self._group = group
+        self._readable = summary_readable(speaker)
         self._counter = counter
         self._budget = budget
 
@@ -134,7 +138,13 @@ class PastTalkTool(llm.Tool):
             raise translated(SummaryError("past_talk_when", when=when))
         keeper = hass.data.get(DATA_SUMMARIES)
         found = (
-            talk_between(keeper.store.book, self._group, asked.first_day, asked.last_day)
+            talk_between(
+                keeper.store.book,
+                self._group,
+                asked.first_day,
+                asked.last_day,
+                self._readable,
+            )
             if keeper is not None
             else []
         )
@@ -161,11 +171,12 @@ def async_add_past_talk(
     chat_log: conversation.ChatLog,
     user_input: conversation.ConversationInput,
     group: str,
+    speaker: Speaker,
     counter: TokenCounter,
     budget: int,
 ) -> None:
     """Offer past_talk on this turn for the speaker's group, beside the agent's tools."""
-    tool = PastTalkTool(group, counter, budget)
+    tool = PastTalkTool(group, speaker, counter, budget)
     if chat_log.llm_api is None:
         api = PastTalkAPI(hass=hass, id=f"{DOMAIN}_past_talk", name="Azure OpenAI Memory")
         chat_log.llm_api = llm.APIInstance(api, "", llm_context_of(user_input, DOMAIN), [tool])

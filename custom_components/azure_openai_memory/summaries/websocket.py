@@ -2,9 +2,9 @@
 
 A group's strip lists its dailies, weeklies, monthlies and eras without their text (the
 decay and the era cap keep each short); one summary is read whole when opened. What each
-caller may read is what summary_get and summary_groups show them (readable_groups): an
-administrator every group, anyone else the household's groups and their own person's, so
-pages and totals count only those; another person's summary is refused. Anyone may have
+caller may read is what summary_get and summary_groups show them (keeper.may_read): an
+administrator everything, anyone else their own person's summaries and the household's, so
+strips, pages and totals hold only those; another's summary is refused. Anyone may have
 today summarised now, as anyone may call summary_aggregate (it answers counts only).
 """
 
@@ -18,8 +18,7 @@ from ..memory.summaries import GroupSummary, PeriodType, SummaryError
 from ..people import Speaker
 from ..services import Refused
 from ..websocket import PAGE_SCHEMA, CommandSpec, async_register_commands, calendar_day, page_of
-from .keeper import SummaryKeeper
-from .services import readable_groups
+from .keeper import SummaryKeeper, may_read, summary_readable
 
 # Summary fields kept for the cycle's own bookkeeping, not shown.
 _INTERNAL = ("aggregated_into", "rewrite_pending", "part_counts")
@@ -62,17 +61,34 @@ class SummaryCommands:
         first)."""
         offset, limit = page_of(fields)
         book = self.keeper.store.book
-        names = list(filter(readable_groups(speaker), book.groups()))
-        shown = []
-        for group in names[offset : offset + limit]:
-            strips = {
+        readable = summary_readable(speaker)
+        strips_of = {
+            group: {
                 kind.value: [
-                    _header(s) for s in sorted(book.of(group, kind), key=lambda s: s.period_start)
+                    _header(s)
+                    for s in sorted(book.of(group, kind), key=lambda s: s.period_start)
+                    if readable(s)
                 ]
                 for kind in PeriodType
             }
+            for group in book.groups()
+        }
+        names = [
+            group
+            for group, strips in strips_of.items()
+            if any(strips.values()) or may_read(speaker, group, book.profile(group).household)
+        ]
+        shown = []
+        for group in names[offset : offset + limit]:
+            profile = book.profile(group)
             shown.append(
-                {"group_id": group, "profile": book.profile(group).summary, "strips": strips}
+                {
+                    "group_id": group,
+                    "profile": profile.summary
+                    if may_read(speaker, group, profile.household)
+                    else "",
+                    "strips": strips_of[group],
+                }
             )
         return {"groups": shown, "total": len(names), "group_mode": self.keeper.group_mode}
 
@@ -82,7 +98,7 @@ class SummaryCommands:
         summary = self.keeper.store.book.get(fields["summary_id"])
         if summary is None:
             raise SummaryError("summary_unknown", summary_id=fields["summary_id"])
-        if not readable_groups(speaker)(summary.group_id):
+        if not summary_readable(speaker)(summary):
             raise Refused(context, "summary_group_not_yours", group=summary.group_id)
         return {"summary": summary_view(summary)}
 
