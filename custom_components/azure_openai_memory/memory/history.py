@@ -110,6 +110,9 @@ from .history_schema import (
     index_pending,
     insert_in_bulk,
     is_corruption,
+    owner_batch,
+    owner_of,
+    owner_pending,
     prepare_writer,
     take_out_of_index,
     write_transaction,
@@ -184,8 +187,8 @@ _EVENT_COLUMNS = (
 )
 # A duplicate event id is ignored: recording the same event twice stores it once.
 INSERT_EVENT = (
-    f"INSERT OR IGNORE INTO agent_history_events ({_EVENT_COLUMNS}) "
-    "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+    f"INSERT OR IGNORE INTO agent_history_events ({_EVENT_COLUMNS}, owner) "
+    f"VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, {owner_of('?5', '?7')})"
 )
 _SELECT_EVENT = f"SELECT {_EVENT_COLUMNS} FROM agent_history_events WHERE event_id = ?"
 
@@ -319,6 +322,7 @@ class EventRead:
     start: int | None
     end: int | None
     counters: tuple[str, str, list[tuple[str, Any]]] | None = None
+    counted_from: str | None = None
 
     @classmethod
     def plain(cls, query: HistoryQuery) -> "EventRead":
@@ -383,8 +387,11 @@ class EventRead:
             read.terms.append(_HAS_TAG.format(row))
             read.params.append(tag)
         if query.visibility is not None:
-            # The counters count every reader's events: what one reader sees is counted.
+            # The counters count every reader's events: what one reader sees is counted,
+            # from the reader classes' index rather than the one that orders a page.
             read.counters = None
+            if read.source.startswith("agent_history_events e INDEXED BY"):
+                read.counted_from = "agent_history_events e"
         return read
 
     @classmethod
@@ -461,7 +468,7 @@ class EventRead:
     def _counted(self, conn: sqlite3.Connection, start: int | None, end: int | None) -> int:
         where, params = self._where(start, end)
         counted: int = conn.execute(
-            f"SELECT COUNT(*) FROM {self.source} {where}", params
+            f"SELECT COUNT(*) FROM {self.counted_from or self.source} {where}", params
         ).fetchone()[0]
         return counted
 
@@ -614,8 +621,9 @@ class HistoryStore:
             _LOGGER.debug("History database was corrupt; moved to %s, a new one started", moved)
         self._schema_version = version
         self._indexed = not index_pending(conn)
+        owners_known = version < 3 or not owner_pending(conn)
         with self._cond:
-            self._index_at = None if self._indexed else 0.0
+            self._index_at = None if self._indexed and owners_known else 0.0
             self._reclaim_at = None
         with self._cond:
             self._stopping = False
@@ -1296,11 +1304,17 @@ class HistoryStore:
             self._reclaim_free = left
 
     def _index_step(self, conn: sqlite3.Connection) -> None:
-        """One batch of an upgraded database's events into the side tables; queued events
-        and jobs go first, so a batch is what a write waits for at most."""
+        """One batch of an upgraded database's events into the side tables, then of their
+        reader classes; queued events and jobs go first, so a batch is what a write waits
+        for at most."""
         try:
             started = time.monotonic()
-            done = index_batch(conn, self._index_size)
+            if self._indexed:
+                indexed, done = True, owner_batch(conn, self._index_size)
+            else:
+                indexed = done = index_batch(conn, self._index_size)
+                if indexed:
+                    done = not owner_pending(conn)
         except Exception as err:
             failing = _is_write_failure(err)
             if not failing:
@@ -1320,13 +1334,18 @@ class HistoryStore:
             min(_SMALLEST_PURGE_BATCH, self._index_batch),
             self._index_batch,
         )
+        if indexed and not self._indexed:
+            conn.execute(OPTIMIZE).fetchall()
+            with self._cond:
+                self._indexed = True
+                self._cond.notify_all()
+            _LOGGER.debug("History: every event is indexed")
         if done:
             conn.execute(OPTIMIZE).fetchall()
             with self._cond:
                 self._index_at = None
-                self._indexed = True
                 self._cond.notify_all()
-            _LOGGER.debug("History: every event is indexed")
+            _LOGGER.debug("History: every event's reader is known")
 
     def _write_batch(self, conn: sqlite3.Connection, batch: list[_Row]) -> None:
         try:

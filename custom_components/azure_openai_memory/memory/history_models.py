@@ -236,6 +236,8 @@ def check_count(field: str, value: object, low: int, high: int) -> None:
 # The key of an event's data that names whose talk it is part of: a person's id, or null
 # for talk of nobody known. An event without it holds no one's words (the household's).
 PERSON_KEY = "person_id"
+# What a person's talk holds as its reader class (`owner`), before the person id.
+OWNER_PERSON = "="
 
 
 class NotVisible(Exception):
@@ -257,17 +259,29 @@ class Visibility:
     talk_prefix: str
 
     def where(self, row: str = "e") -> tuple[str, list[Any]]:
-        """The condition (true or false, never NULL) on an events row, and its parameters."""
+        """The condition (true or false, never NULL) on an events row, and its parameters.
+
+        Answered from the row's reader class (`owner`, see history_schema) where it is
+        known, from its JSON where it is not yet."""
         key = f"'$.{PERSON_KEY}'"
+        n, prefix = len(self.talk_prefix), self.talk_prefix
         household = (
             f"(json_type({row}.event_data, {key}) IS NULL AND NOT ({row}.session_id IS NOT NULL "
             f"AND substr({row}.agent_id, 1, ?) = ?))"
         )
-        params: list[Any] = [len(self.talk_prefix), self.talk_prefix]
+        by_owner = (
+            f"{row}.owner IS '*' OR ({row}.owner IS '~' AND substr({row}.agent_id, 1, ?) <> ?)"
+        )
         if self.person_id is None:
-            return household, params
+            return (
+                f"({by_owner} OR ({row}.owner IS NULL AND {household}))",
+                [n, prefix, n, prefix],
+            )
         own = f"json_extract({row}.event_data, {key}) IS ?"
-        return f"({own} OR {household})", [self.person_id, *params]
+        return (
+            f"({row}.owner IS ? OR {by_owner} OR ({row}.owner IS NULL AND ({own} OR {household})))",
+            [OWNER_PERSON + self.person_id, n, prefix, self.person_id, n, prefix],
+        )
 
 
 @dataclass(frozen=True, slots=True)

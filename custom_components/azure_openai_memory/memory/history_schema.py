@@ -20,6 +20,19 @@ of version 1 gets the tables and triggers at once (milliseconds) and its existin
 are indexed afterwards, a batch at a time in the writer thread (`index_batch`), walking
 the events by id from a cursor kept in history_settings. Until that cursor is gone, reads
 answer from the events themselves, as version 1 did.
+
+Version 3 adds each event's reader class, `owner`, so that what a reader who does not see
+everything may read (Visibility) is answered from an index, not from every event's JSON:
+
+* `=` followed by the person id: the talk of that person (the events' data names them as text);
+* `*`: no person named and no session: the household's;
+* `~`: no person named, in a session: the household's unless an agent whose id starts
+  with the reader's talk prefix recorded it (talk from before it named its person);
+* `!`: a person named as null or not as text: nobody known, seen by no such reader.
+
+The store writes it with each event. NULL is not yet known (an event of an upgraded
+database not reached yet, or one written by hand): its JSON is read instead. Existing
+events get theirs in batches in the writer thread (`owner_batch`), after index_batch.
 """
 
 from collections.abc import Callable, Iterator, Sequence
@@ -31,9 +44,11 @@ from typing import Any
 
 import orjson
 
+from .history_models import OWNER_PERSON, PERSON_KEY
+
 _LOGGER = logging.getLogger(__name__)
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 _SQLITE_MAGIC = b"SQLite format 3\x00"
 _WAL_SIZE_LIMIT = 16 * 2**20
 _CORRUPTION_CODES = (sqlite3.SQLITE_CORRUPT, sqlite3.SQLITE_NOTADB)
@@ -302,9 +317,47 @@ def _create_version_2(conn: sqlite3.Connection) -> None:
         )
 
 
+PERSON_PATH = f"'$.{PERSON_KEY}'"
+
+
+def owner_of(data: str, session: str) -> str:
+    """The reader class of an event (see the module's docstring) as SQL, from its data and
+    session_id expressions."""
+    kind = f"json_type({data}, {PERSON_PATH})"
+    unnamed = f"(CASE WHEN {session} IS NULL THEN '*' ELSE '~' END)"
+    return (
+        f"(CASE WHEN NOT json_valid({data}) THEN {unnamed} WHEN {kind} IS NULL THEN {unnamed} "
+        f"WHEN {kind} = 'text' THEN '{OWNER_PERSON}' || json_extract({data}, {PERSON_PATH}) "
+        "ELSE '!' END)"
+    )
+
+
+_SCHEMA_3 = (
+    # Covering for what a reader's totals and statistics read: no event row is visited.
+    "CREATE INDEX IF NOT EXISTS idx_history_owner ON agent_history_events"
+    "(owner, agent_id, event_type, timestamp, session_id)",
+    # A change made by hand to what decides the class is followed.
+    f"""CREATE TRIGGER IF NOT EXISTS history_event_owner
+    AFTER UPDATE OF event_data, session_id ON agent_history_events
+    BEGIN UPDATE agent_history_events SET owner = {owner_of("new.event_data", "new.session_id")}
+        WHERE rowid = new.rowid;
+    END""",
+)
+
+
+def _create_version_3(conn: sqlite3.Connection) -> None:
+    """The owner column, its index and trigger; existing events keep NULL (read from their
+    JSON) until owner_batch reaches them. Safe to run again, like version 2's step."""
+    columns = {row[1] for row in conn.execute("PRAGMA table_info(agent_history_events)")}
+    if "owner" not in columns:
+        conn.execute("ALTER TABLE agent_history_events ADD COLUMN owner TEXT")
+    for statement in _SCHEMA_3:
+        conn.execute(statement)
+
+
 type MigrationStep = Callable[[sqlite3.Connection], None]
 # Step n takes a database from version n to n + 1; version 0 is an empty file.
-MIGRATIONS: tuple[MigrationStep, ...] = (_create_version_1, _create_version_2)
+MIGRATIONS: tuple[MigrationStep, ...] = (_create_version_1, _create_version_2, _create_version_3)
 assert len(MIGRATIONS) == SCHEMA_VERSION
 
 
@@ -487,6 +540,27 @@ def index_batch(conn: sqlite3.Connection, limit: int) -> bool:
             (orjson.dumps(last).decode(), INDEX_CURSOR),
         )
     return False
+
+
+def owner_pending(conn: sqlite3.Connection) -> bool:
+    """Whether some event's reader class is not known yet."""
+    found = conn.execute(
+        "SELECT 1 FROM agent_history_events INDEXED BY idx_history_owner WHERE owner IS NULL"
+    )
+    return found.fetchone() is not None
+
+
+def owner_batch(conn: sqlite3.Connection, limit: int) -> bool:
+    """Give up to `limit` more events without one their reader class, in one transaction;
+    True once none is left. Those events are found through the owner index (NULL first)."""
+    with write_transaction(conn):
+        changed = conn.execute(
+            f"UPDATE agent_history_events SET owner = {owner_of('event_data', 'session_id')} "
+            "WHERE rowid IN (SELECT rowid FROM agent_history_events INDEXED BY "
+            "idx_history_owner WHERE owner IS NULL LIMIT ?)",
+            (limit,),
+        ).rowcount
+    return changed < limit
 
 
 def migrate_schema(conn: sqlite3.Connection, steps: Sequence[MigrationStep]) -> int:
