@@ -63,7 +63,7 @@ INDEX_TABLES = {
 INDEX_TRIGGERS = {"history_event_added", "history_event_removed", "history_event_changed"}
 # Schema version 3: each event's reader class, its index and the trigger that follows it.
 OWNER_INDEX = "idx_history_owner"
-OWNER_TRIGGER = "history_event_owner"
+OWNER_TRIGGERS = {"history_event_owned", "history_event_owner"}
 
 
 def make(
@@ -912,7 +912,7 @@ def test_schema_objects_and_settings(store: HistoryStore, path: Path) -> None:
             "table": SEED_TABLES | {"history_settings"} | INDEX_TABLES,
             "index": SEED_INDEXES | {OWNER_INDEX},
             "view": SEED_VIEWS,
-            "trigger": INDEX_TRIGGERS | {OWNER_TRIGGER},
+            "trigger": INDEX_TRIGGERS | OWNER_TRIGGERS,
         }
         columns = [row[1] for row in conn.execute("PRAGMA table_info(agent_history_events)")]
         assert columns == [

@@ -258,30 +258,48 @@ class Visibility:
     person_id: str | None
     talk_prefix: str
 
-    def where(self, row: str = "e") -> tuple[str, list[Any]]:
+    def where(self, row: str = "e", *, owners_known: bool = False) -> tuple[str, list[Any]]:
         """The condition (true or false, never NULL) on an events row, and its parameters.
 
         Answered from the row's reader class (`owner`, see history_schema) where it is
-        known, from its JSON where it is not yet."""
-        key = f"'$.{PERSON_KEY}'"
+        known, from its JSON where it is not yet. owners_known: every row's is (then the
+        condition is one the class's index answers alone)."""
         n, prefix = len(self.talk_prefix), self.talk_prefix
-        household = (
+        readers = ["*"] if self.person_id is None else [OWNER_PERSON + self.person_id, "*"]
+        marks = ", ".join("?" * len(readers))
+        by_owner = (
+            f"{row}.owner IN ({marks}) OR ({row}.owner = '~' AND substr({row}.agent_id, 1, ?) <> ?)"
+        )
+        if owners_known:
+            return f"({by_owner})", [*readers, n, prefix]
+        key = f"'$.{PERSON_KEY}'"
+        by_json = (
             f"(json_type({row}.event_data, {key}) IS NULL AND NOT ({row}.session_id IS NOT NULL "
             f"AND substr({row}.agent_id, 1, ?) = ?))"
         )
-        by_owner = (
-            f"{row}.owner IS '*' OR ({row}.owner IS '~' AND substr({row}.agent_id, 1, ?) <> ?)"
-        )
-        if self.person_id is None:
-            return (
-                f"({by_owner} OR ({row}.owner IS NULL AND {household}))",
-                [n, prefix, n, prefix],
-            )
-        own = f"json_extract({row}.event_data, {key}) IS ?"
+        json_params: list[Any] = [n, prefix]
+        if self.person_id is not None:
+            by_json = f"(json_extract({row}.event_data, {key}) IS ? OR {by_json})"
+            json_params.insert(0, self.person_id)
         return (
-            f"({row}.owner IS ? OR {by_owner} OR ({row}.owner IS NULL AND ({own} OR {household})))",
-            [OWNER_PERSON + self.person_id, n, prefix, self.person_id, n, prefix],
+            f"(CASE WHEN {row}.owner IS NULL THEN {by_json} ELSE ({by_owner}) END)",
+            [*json_params, *readers, n, prefix],
         )
+
+    def classes(self, row: str = "e") -> list[tuple[str, list[Any]]]:
+        """The reader classes this reader sees, each as a condition that the class's index
+        answers alone; no row is in two, so a count is their counts' sum. Only for a
+        database where every event's class is known."""
+        seen: list[tuple[str, list[Any]]] = [(f"{row}.owner = '*'", [])]
+        if self.person_id is not None:
+            seen.insert(0, (f"{row}.owner = ?", [OWNER_PERSON + self.person_id]))
+        seen.append(
+            (
+                f"{row}.owner = '~' AND substr({row}.agent_id, 1, ?) <> ?",
+                [len(self.talk_prefix), self.talk_prefix],
+            )
+        )
+        return seen
 
 
 @dataclass(frozen=True, slots=True)

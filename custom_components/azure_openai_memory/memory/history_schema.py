@@ -32,7 +32,8 @@ everything may read (Visibility) is answered from an index, not from every event
 
 The store writes it with each event. NULL is not yet known (an event of an upgraded
 database not reached yet, or one written by hand): its JSON is read instead. Existing
-events get theirs in batches in the writer thread (`owner_batch`), after index_batch.
+events get theirs in batches in the writer thread (`owner_batch`), after index_batch;
+once every event has one, the condition reads the class alone.
 """
 
 from collections.abc import Callable, Iterator, Sequence
@@ -62,6 +63,9 @@ OPTIMIZE = "PRAGMA optimize"
 # The setting that holds how far the events of an upgraded database have been indexed (the
 # last event id done); there is none once every event is.
 INDEX_CURSOR = "index_cursor"
+# How far the events of a database upgraded to version 3 have got their reader class (the
+# last rowid done); there is none once every event has.
+OWNER_CURSOR = "owner_cursor"
 _DAY_US = 86_400_000_000
 
 
@@ -332,10 +336,18 @@ def owner_of(data: str, session: str) -> str:
     )
 
 
-_SCHEMA_3 = (
-    # Covering for what a reader's totals and statistics read: no event row is visited.
+# Covering for what a reader's totals and statistics read: no event row is visited.
+_OWNER_INDEX = (
     "CREATE INDEX IF NOT EXISTS idx_history_owner ON agent_history_events"
-    "(owner, agent_id, event_type, timestamp, session_id)",
+    "(owner, agent_id, event_type, timestamp, session_id)"
+)
+_SCHEMA_3 = (
+    # An event written by hand without its class gets it at once.
+    f"""CREATE TRIGGER IF NOT EXISTS history_event_owned
+    AFTER INSERT ON agent_history_events WHEN new.owner IS NULL
+    BEGIN UPDATE agent_history_events SET owner = {owner_of("new.event_data", "new.session_id")}
+        WHERE rowid = new.rowid;
+    END""",
     # A change made by hand to what decides the class is followed.
     f"""CREATE TRIGGER IF NOT EXISTS history_event_owner
     AFTER UPDATE OF event_data, session_id ON agent_history_events
@@ -346,13 +358,23 @@ _SCHEMA_3 = (
 
 
 def _create_version_3(conn: sqlite3.Connection) -> None:
-    """The owner column, its index and trigger; existing events keep NULL (read from their
-    JSON) until owner_batch reaches them. Safe to run again, like version 2's step."""
+    """The owner column and its triggers. Existing events keep NULL (read from their JSON)
+    until owner_batch reaches them, walking by rowid from a cursor in history_settings; the
+    index is built when the last is done (built now, over a million events, it would add
+    seconds to Home Assistant's start). Safe to run again, like version 2's step."""
     columns = {row[1] for row in conn.execute("PRAGMA table_info(agent_history_events)")}
     if "owner" not in columns:
         conn.execute("ALTER TABLE agent_history_events ADD COLUMN owner TEXT")
     for statement in _SCHEMA_3:
         conn.execute(statement)
+    if conn.execute("SELECT 1 FROM agent_history_events LIMIT 1").fetchone() is None:
+        conn.execute(_OWNER_INDEX)
+    else:
+        conn.execute(
+            "INSERT INTO history_settings (name, value) VALUES (?, '0') "
+            "ON CONFLICT (name) DO UPDATE SET value = excluded.value",
+            (OWNER_CURSOR,),
+        )
 
 
 type MigrationStep = Callable[[sqlite3.Connection], None]
@@ -543,24 +565,40 @@ def index_batch(conn: sqlite3.Connection, limit: int) -> bool:
 
 
 def owner_pending(conn: sqlite3.Connection) -> bool:
-    """Whether some event's reader class is not known yet."""
-    found = conn.execute(
-        "SELECT 1 FROM agent_history_events INDEXED BY idx_history_owner WHERE owner IS NULL"
-    )
+    """Whether events stored before version 3 are still to get their reader class."""
+    found = conn.execute("SELECT 1 FROM history_settings WHERE name = ?", (OWNER_CURSOR,))
     return found.fetchone() is not None
 
 
 def owner_batch(conn: sqlite3.Connection, limit: int) -> bool:
-    """Give up to `limit` more events without one their reader class, in one transaction;
-    True once none is left. Those events are found through the owner index (NULL first)."""
+    """Give up to `limit` more of the events stored before version 3 their reader class, in
+    one transaction, in rowid order after the cursor; True once none is left (the cursor
+    is gone and the index built). Events written since have theirs and are skipped."""
     with write_transaction(conn):
-        changed = conn.execute(
+        found = conn.execute(
+            "SELECT value FROM history_settings WHERE name = ?", (OWNER_CURSOR,)
+        ).fetchone()
+        if found is None:
+            return True
+        cursor = int(found[0])
+        last = conn.execute(
+            "SELECT max(rowid) FROM (SELECT rowid FROM agent_history_events "
+            "WHERE rowid > ? ORDER BY rowid LIMIT ?)",
+            (cursor, limit),
+        ).fetchone()[0]
+        if last is None:
+            conn.execute(_OWNER_INDEX)
+            conn.execute("DELETE FROM history_settings WHERE name = ?", (OWNER_CURSOR,))
+            return True
+        conn.execute(
             f"UPDATE agent_history_events SET owner = {owner_of('event_data', 'session_id')} "
-            "WHERE rowid IN (SELECT rowid FROM agent_history_events INDEXED BY "
-            "idx_history_owner WHERE owner IS NULL LIMIT ?)",
-            (limit,),
-        ).rowcount
-    return changed < limit
+            "WHERE rowid > ? AND rowid <= ? AND owner IS NULL",
+            (cursor, last),
+        )
+        conn.execute(
+            "UPDATE history_settings SET value = ? WHERE name = ?", (str(last), OWNER_CURSOR)
+        )
+    return False
 
 
 def migrate_schema(conn: sqlite3.Connection, steps: Sequence[MigrationStep]) -> int:
