@@ -11,12 +11,17 @@ import pytest
 
 from custom_components.azure_openai_memory.memory.history import (
     PERSON_KEY,
+    SCHEMA_VERSION,
     AgentHistoryEvent,
     HistoryEventType,
     HistorySnapshot,
     HistoryStore,
     NotVisible,
     Visibility,
+)
+from custom_components.azure_openai_memory.memory.history_schema import (
+    MIGRATIONS,
+    migrate_schema,
 )
 
 from .test_history_indexes import (
@@ -25,6 +30,7 @@ from .test_history_indexes import (
     household,
     path_in,
     queries,
+    raw,
     read_as_version_1,
     statistics,
     version_1_database,
@@ -99,8 +105,11 @@ def test_a_reader_s_pages_totals_and_statistics_are_of_what_they_may_see(
 def test_a_database_still_being_indexed_answers_a_reader_the_same(
     tmp_path: Path, events: list[AgentHistoryEvent]
 ) -> None:
+    """Upgraded, before any event is indexed or has its reader class: the JSON answers."""
     path = path_in(tmp_path)
     version_1_database(path, events)
+    with raw(path) as conn:
+        assert migrate_schema(conn, MIGRATIONS) == SCHEMA_VERSION
     mine = seen(events, BEN)
     for query in itertools.islice(queries(events), 0, None, 11):
         read = read_as_version_1(path, dataclasses.replace(query, visibility=BEN))

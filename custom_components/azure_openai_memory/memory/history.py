@@ -110,6 +110,9 @@ from .history_schema import (
     index_pending,
     insert_in_bulk,
     is_corruption,
+    owner_batch,
+    owner_of,
+    owner_pending,
     prepare_writer,
     take_out_of_index,
     write_transaction,
@@ -184,8 +187,8 @@ _EVENT_COLUMNS = (
 )
 # A duplicate event id is ignored: recording the same event twice stores it once.
 INSERT_EVENT = (
-    f"INSERT OR IGNORE INTO agent_history_events ({_EVENT_COLUMNS}) "
-    "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+    f"INSERT OR IGNORE INTO agent_history_events ({_EVENT_COLUMNS}, owner) "
+    f"VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, {owner_of('?5', '?7')})"
 )
 _SELECT_EVENT = f"SELECT {_EVENT_COLUMNS} FROM agent_history_events WHERE event_id = ?"
 
@@ -319,19 +322,26 @@ class EventRead:
     start: int | None
     end: int | None
     counters: tuple[str, str, list[tuple[str, Any]]] | None = None
+    counted_from: str | None = None
+    # The reader's classes (Visibility.classes) and where its condition is in terms: a
+    # count from counted_from is summed class by class through the classes' index.
+    classes: list[tuple[str, list[Any]]] | None = None
+    visibility_at: tuple[int, int, int] = (0, 0, 0)  # term, first parameter, parameters
 
     @classmethod
-    def plain(cls, query: HistoryQuery) -> "EventRead":
+    def plain(cls, query: HistoryQuery, owners_known: bool = False) -> "EventRead":
         """Version 1's read: the events alone, SQLite choosing the index."""
         read = cls("agent_history_events e", [], [], "e.timestamp", query.ascending, *_range(query))
-        read.add_columns(query)
+        read.add_columns(query, owners_known)
         for tag in dict.fromkeys(query.tags):
             read.terms.append("EXISTS (SELECT 1 FROM json_each(e.tags) WHERE value = ?)")
             read.params.append(tag)
         return read
 
     @classmethod
-    def planned(cls, conn: sqlite3.Connection, query: HistoryQuery) -> "EventRead":
+    def planned(
+        cls, conn: sqlite3.Connection, query: HistoryQuery, owners_known: bool = False
+    ) -> "EventRead":
         """The read through the side tables and counters (every event indexed)."""
         start, end = _range(query)
         tags = list(dict.fromkeys(query.tags))
@@ -377,14 +387,17 @@ class EventRead:
                     if value is not None
                 ],
             )
-        read.add_columns(query)
+        read.add_columns(query, owners_known)
         row = "g" if read.source.startswith("history_event_tags") else "e"
         for tag in tags:
             read.terms.append(_HAS_TAG.format(row))
             read.params.append(tag)
         if query.visibility is not None:
-            # The counters count every reader's events: what one reader sees is counted.
+            # The counters count every reader's events: what one reader sees is counted,
+            # from the reader classes' index rather than the one that orders a page.
             read.counters = None
+            if read.source.startswith("agent_history_events e INDEXED BY"):
+                read.counted_from = "agent_history_events e"
         return read
 
     @classmethod
@@ -424,7 +437,7 @@ class EventRead:
             return events("idx_history_agent_type")
         return by_type if of_type <= of_agent else events("idx_history_agent_timestamp")
 
-    def add_columns(self, query: HistoryQuery) -> None:
+    def add_columns(self, query: HistoryQuery, owners_known: bool = False) -> None:
         for column, value in (
             ("agent_id", query.agent_id),
             ("session_id", query.session_id),
@@ -434,7 +447,10 @@ class EventRead:
                 self.terms.append(f"e.{column} = ?")
                 self.params.append(value)
         if query.visibility is not None:
-            term, params = query.visibility.where()
+            term, params = query.visibility.where(owners_known=owners_known)
+            if owners_known:
+                self.classes = query.visibility.classes()
+                self.visibility_at = (len(self.terms), len(self.params), len(params))
             self.terms.append(term)
             self.params.extend(params)
 
@@ -459,11 +475,37 @@ class EventRead:
         )
 
     def _counted(self, conn: sqlite3.Connection, start: int | None, end: int | None) -> int:
+        if self.counted_from is not None and self.classes is not None:
+            return self._counted_by_class(conn, start, end)
         where, params = self._where(start, end)
         counted: int = conn.execute(
-            f"SELECT COUNT(*) FROM {self.source} {where}", params
+            f"SELECT COUNT(*) FROM {self.counted_from or self.source} {where}", params
         ).fetchone()[0]
         return counted
+
+    def _counted_by_class(
+        self, conn: sqlite3.Connection, start: int | None, end: int | None
+    ) -> int:
+        at, first, width = self.visibility_at
+        others = self.terms[:at] + self.terms[at + 1 :]
+        other_params = self.params[:first] + self.params[first + width :]
+        total = 0
+        for term, params in self.classes or ():
+            read = EventRead(
+                "agent_history_events e INDEXED BY idx_history_owner",
+                [*others, term],
+                [*other_params, *params],
+                self.time,
+                self.ascending,
+                start,
+                end,
+            )
+            where, all_params = read._where(start, end)
+            counted: int = conn.execute(
+                f"SELECT COUNT(*) FROM {read.source} {where}", all_params
+            ).fetchone()[0]
+            total += counted
+        return total
 
     def count(self, conn: sqlite3.Connection) -> int:
         """How many events the query selects."""
@@ -555,6 +597,8 @@ class HistoryStore:
         self._indexed = True
         # When the writer next indexes a batch; None when there is nothing (more) to do.
         self._index_at: float | None = None
+        # Whether every event's reader class is stored (see history_schema).
+        self._owners_known = True
         # When the writer next gives free pages back after a purge (None: nothing to give),
         # how many in that step, and how many were free after the last (guarded by _cond).
         self._reclaim_at: float | None = None
@@ -614,8 +658,9 @@ class HistoryStore:
             _LOGGER.debug("History database was corrupt; moved to %s, a new one started", moved)
         self._schema_version = version
         self._indexed = not index_pending(conn)
+        self._owners_known = not owner_pending(conn)
         with self._cond:
-            self._index_at = None if self._indexed else 0.0
+            self._index_at = None if self._indexed and self._owners_known else 0.0
             self._reclaim_at = None
         with self._cond:
             self._stopping = False
@@ -935,7 +980,12 @@ class HistoryStore:
     def query_events(self, query: HistoryQuery) -> tuple[list[AgentHistoryEvent], int]:
         """One page of the events a query selects, and how many it selects in all."""
         with self._reading() as conn:
-            read = EventRead.planned(conn, query) if self._indexed else EventRead.plain(query)
+            known = self._owners_known
+            read = (
+                EventRead.planned(conn, query, known)
+                if self._indexed
+                else EventRead.plain(query, known)
+            )
             rows = conn.execute(*read.page(query.limit, query.offset)).fetchall()
             if 0 < len(rows) < query.limit or (not rows and query.offset == 0):
                 total = query.offset + len(rows)  # the page ends before the limit: no count
@@ -1047,7 +1097,7 @@ class HistoryStore:
     def _visible_statistics(
         self, agent_id: str | None, visibility: Visibility
     ) -> HistoryStatistics:
-        seen, seen_params = visibility.where()
+        seen, seen_params = visibility.where(owners_known=self._owners_known)
         terms, params = [seen], list(seen_params)
         if agent_id is not None:
             terms.insert(0, "e.agent_id = ?")
@@ -1058,23 +1108,37 @@ class HistoryStore:
         if agent_id is not None:
             snapshot_terms.insert(0, "s.agent_id = ?")
             snapshot_params.insert(0, agent_id)
+        # Every class known: the events seen, class by class, from the classes' index alone.
+        events, events_params = f"agent_history_events e {where}", params
+        if self._owners_known:
+            parts, events_params = [], []
+            for term, class_params in visibility.classes():
+                agent = "e.agent_id = ? AND " if agent_id is not None else ""
+                parts.append(
+                    "SELECT e.event_type, e.timestamp, e.session_id "
+                    f"FROM agent_history_events e INDEXED BY idx_history_owner "
+                    f"WHERE {agent}{term}"
+                )
+                events_params.extend([agent_id] if agent_id is not None else [])
+                events_params.extend(class_params)
+            events = f"({' UNION ALL '.join(parts)})"
         with self._reading() as conn:
             by_type = dict.fromkeys((kind.value for kind in HistoryEventType), 0)
             for kind, count in conn.execute(
-                f"SELECT event_type, COUNT(*) FROM agent_history_events e {where} "
-                "GROUP BY event_type",
-                params,
+                f"SELECT event_type, COUNT(*) FROM {events} GROUP BY event_type",
+                events_params,
             ):
                 by_type[kind] = count
             earliest, latest, sessions = conn.execute(
-                "SELECT MIN(timestamp), MAX(timestamp), COUNT(DISTINCT session_id) "
-                f"FROM agent_history_events e {where}",
-                params,
+                f"SELECT MIN(timestamp), MAX(timestamp), COUNT(DISTINCT session_id) FROM {events}",
+                events_params,
             ).fetchone()
+            # Few events carry a reference: found by its index, then each checked.
             refs = [
                 ref
                 for (ref,) in conn.execute(
-                    f"SELECT git_commit_hash FROM agent_history_events e {where} "
+                    "SELECT git_commit_hash FROM agent_history_events e "
+                    f"INDEXED BY idx_history_git_commit {where} "
                     "AND git_commit_hash IS NOT NULL "
                     "GROUP BY git_commit_hash ORDER BY MIN(timestamp), git_commit_hash",
                     params,
@@ -1296,11 +1360,17 @@ class HistoryStore:
             self._reclaim_free = left
 
     def _index_step(self, conn: sqlite3.Connection) -> None:
-        """One batch of an upgraded database's events into the side tables; queued events
-        and jobs go first, so a batch is what a write waits for at most."""
+        """One batch of an upgraded database's events into the side tables, then of their
+        reader classes; queued events and jobs go first, so a batch is what a write waits
+        for at most."""
         try:
             started = time.monotonic()
-            done = index_batch(conn, self._index_size)
+            if self._indexed:
+                indexed, done = True, owner_batch(conn, self._index_size)
+            else:
+                indexed = done = index_batch(conn, self._index_size)
+                if indexed:
+                    done = not owner_pending(conn)
         except Exception as err:
             failing = _is_write_failure(err)
             if not failing:
@@ -1320,13 +1390,19 @@ class HistoryStore:
             min(_SMALLEST_PURGE_BATCH, self._index_batch),
             self._index_batch,
         )
+        if indexed and not self._indexed:
+            conn.execute(OPTIMIZE).fetchall()
+            with self._cond:
+                self._indexed = True
+                self._cond.notify_all()
+            _LOGGER.debug("History: every event is indexed")
         if done:
             conn.execute(OPTIMIZE).fetchall()
             with self._cond:
                 self._index_at = None
-                self._indexed = True
+                self._owners_known = True
                 self._cond.notify_all()
-            _LOGGER.debug("History: every event is indexed")
+            _LOGGER.debug("History: every event's reader is known")
 
     def _write_batch(self, conn: sqlite3.Connection, batch: list[_Row]) -> None:
         try:
