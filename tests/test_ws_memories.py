@@ -16,10 +16,12 @@ from pytest_homeassistant_custom_component.typing import (
 )
 
 from custom_components.azure_openai_memory.const import CONF_EMBEDDINGS_DEPLOYMENT, DOMAIN
+from custom_components.azure_openai_memory.data import DATA_MEMORIES
+from custom_components.azure_openai_memory.memory.facts import FactSettings
 
 from .azure_stub import AzureStub
 from .conftest import call
-from .panel_commands import answer, invalid, not_allowed, translated
+from .panel_commands import answer, invalid, not_allowed, refused_as, translated
 
 TEA = "Anna drinks green tea in the morning"
 COFFEE = "Ben takes his coffee black"
@@ -323,3 +325,74 @@ async def test_a_person_sees_the_household_s_and_their_own_never_another_s(
     assert [a["id"] for a in forgot["archived"]] == [ben]
     everything = await answer(admin, "memories/list")
     assert {m["id"] for m in everything["memories"]} == {anna, bins}
+
+
+async def test_restore_tells_only_of_what_the_caller_may_see_the_cap_pushed_out(
+    hass: HomeAssistant,
+    people: None,
+    admin: MockHAClientWebSocket,
+    user: MockHAClientWebSocket,
+) -> None:
+    """The cap is the installation's: Ben restoring his memory may push out Anna's
+    private one, and is never told of it; Anna, restoring, is told of hers."""
+    hass.data[DATA_MEMORIES].async_update_settings(FactSettings(max_memories_per_type=2))
+    ben = await save(hass, COFFEE)
+    await answer(admin, "memories/forget", memory_id=ben)
+    anna = await save(hass, TEA, scope="person:person.anna")
+    bins = await save(hass, BINS)
+    restored = await answer(user, "memories/restore", memory_id=ben)
+    assert restored["memory"]["id"] == ben
+    assert restored["evicted"] == []
+    # Anna's memory did go (the cap counts every scope): the archive shows it to her.
+    archived = await answer(admin, "memories/list", archived=True)
+    assert [m["id"] for m in archived["memories"]] == [anna]
+    again = await answer(admin, "memories/restore", memory_id=anna)
+    assert [(one["id"], one["scope"]) for one in again["evicted"]] == [(bins, "household")]
+
+
+async def test_a_list_names_whose_memories_it_shows(
+    hass: HomeAssistant,
+    people: None,
+    admin: MockHAClientWebSocket,
+    user: MockHAClientWebSocket,
+) -> None:
+    """household, private (the caller's own) or a person's scope; paged and counted
+    within it. Another person's scope is refused to anyone but an administrator."""
+    anna = await save(hass, TEA, scope="person:person.anna")
+    ben = await save(hass, COFFEE, scope="person:person.ben")
+    ben_tea = await save(hass, "Ben drinks green tea after lunch", scope="person:person.ben")
+    bins = await save(hass, BINS, "routine")
+
+    async def listed(client: MockHAClientWebSocket, **fields: Any) -> tuple[list[str], int]:
+        result = await answer(client, "memories/list", **fields)
+        return sorted(m["id"] for m in result["memories"]), result["total"]
+
+    assert await listed(user, scope="household") == ([bins], 1)
+    assert await listed(user, scope="private") == (sorted([ben, ben_tea]), 2)
+    assert await listed(user, scope="person:person.ben") == (sorted([ben, ben_tea]), 2)
+    # A page of the filtered rows, the newest first; the total counts those rows only.
+    second = await answer(user, "memories/list", scope="private", limit=1, offset=1)
+    assert ([m["id"] for m in second["memories"]], second["total"]) == ([ben], 2)
+    assert await listed(admin, scope="person:person.ben") == (sorted([ben, ben_tea]), 2)
+    assert await listed(admin, scope="private") == ([anna], 1)
+    # A search looks in the named scope only.
+    assert await listed(admin, scope="person:person.ben", query="green tea") == ([ben_tea], 1)
+    assert await listed(admin, scope="household", query="green tea") == ([], 0)
+    # The archive too.
+    await answer(user, "memories/forget", memory_id=ben)
+    assert await listed(user, scope="private", archived=True) == ([ben], 1)
+    assert await listed(user, scope="household", archived=True) == ([], 0)
+    # Another person's scope: refused, with what the caller may use instead.
+    for scope in ("person:person.anna", "person:person.nobody"):
+        error = await refused_as(user, "unauthorized", "memories/list", scope=scope)
+        assert (error["translation_key"], error["translation_placeholders"]) == (
+            "memory_scope_not_yours",
+            {"scope": scope},
+        )
+    error = await refused_as(
+        user, "unauthorized", "memories/list", scope="person:person.anna", archived=True
+    )
+    assert error["translation_key"] == "memory_scope_not_yours"
+    assert await translated(admin, "memory_scope_invalid", "memories/list", scope="nobody's") == {
+        "scope": "nobody's"
+    }

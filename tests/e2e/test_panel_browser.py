@@ -48,6 +48,13 @@ window.__all = (selector) => {
   return root ? [...root.querySelectorAll(selector)] : [];
 };
 window.__row = (text) => window.__all('li.memory').find((r) => r.textContent.includes(text));
+window.__select = (label) => window.__all('label.field')
+  .find((l) => l.querySelector('.label').textContent === label)?.querySelector('select');
+window.__choose = (label, value) => {
+  const box = window.__select(label);
+  box.value = value;
+  box.dispatchEvent(new Event('change'));
+};
 window.__button = (row, label) =>
   row ? [...row.querySelectorAll('button')].find((b) => b.textContent.trim() === label) : null;
 """
@@ -151,6 +158,10 @@ async def _as_admin(page: Page, home: PanelHome, out: Path) -> None:
     await page.wait_until("window.__all('li.memory').length === 4")
     tabs = await page.evaluate("window.__all('[role=tab]').map((t) => t.textContent)")
     assert tabs == ["Memories", "Conversations", "History", "Summaries", "Series"]
+    # An administrator may list each person's memories.
+    whose = await page.evaluate("[...window.__select('Whose').options].map((o) => o.text)")
+    assert whose[:2] == ["All", "Household"]
+    assert "Guest" in whose
 
     # Search as you type: the hybrid search's best match.
     await _search(page, "what does Anna drink in the morning")
@@ -252,6 +263,20 @@ async def _as_guest(page: Page, home: PanelHome) -> None:
         ".map((b) => b.textContent.trim())"
     )
     assert labels == ["Edit", "Pin"]  # forgetting and erasing are an administrator's
+    # Whose a memory is, and where it came from.
+    meta = await page.evaluate(
+        f"window.__row({json.dumps(KEY)}).querySelector('.meta').textContent"
+    )
+    assert "whose: Household" in meta
+    assert "from service · stated" in meta
+    # Whose: theirs to choose among the household's and their own, nobody else's.
+    whose = await page.evaluate("[...window.__select('Whose').options].map((o) => o.text)")
+    assert whose == ["All", "Household", "Mine"]
+    shown = await page.evaluate("window.__all('li.memory').length")
+    await page.evaluate("window.__choose('Whose', 'private')")
+    await page.wait_until("window.__all('li.memory').length === 0")
+    await page.evaluate("window.__choose('Whose', 'household')")
+    await page.wait_until(f"window.__all('li.memory').length === {shown}")
     await _search(page, "spare key")
     await page.wait_until("window.__all('li.memory').length === 1")
     await _click(page, KEY, "Pin")

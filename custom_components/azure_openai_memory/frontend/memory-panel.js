@@ -57,6 +57,14 @@ const TEXT = {
   confidence: "Confidence at least",
   anyConfidence: "Any",
   archived: "Archived",
+  whose: "Whose",
+  everyone: "All",
+  household: "Household",
+  mine: "Mine",
+  private: "Private",
+  whoseLabel: (name) => `whose: ${name}`,
+  provenance: (p) =>
+    [`from ${p.source}`, p.authority, p.channel ? `via ${p.channel}` : null].filter(Boolean).join(" · "),
   pinned: "Pinned",
   edit: "Edit",
   save: "Save",
@@ -340,7 +348,7 @@ class MemoryPanel extends HTMLElement {
     this._narrow = false;
     this._access = null;
     this._tab = "memories";
-    this._memories = { offset: 0, query: "", type: "", tag: "", confidence: "", archived: false };
+    this._memories = { offset: 0, query: "", scope: "", type: "", tag: "", confidence: "", archived: false };
     this._editing = null;
     this._history = { offset: 0, agent: "", type: "", day: "", open: new Set() };
     this._summaries = { offset: 0 };
@@ -634,6 +642,7 @@ class MemoryPanel extends HTMLElement {
     const state = this._memories;
     const fields = { offset: state.offset, limit: PAGE, archived: state.archived };
     if (state.query.trim()) fields.query = state.query.trim();
+    if (state.scope) fields.scope = state.scope;
     if (state.type) fields.memory_type = state.type;
     if (state.tag.trim()) fields.tags = [state.tag.trim()];
     if (state.confidence) fields.min_confidence = state.confidence;
@@ -674,6 +683,7 @@ class MemoryPanel extends HTMLElement {
           "@input": (ev) => changed({ query: ev.target.value }, false),
         }),
       ),
+      select(TEXT.whose, state.scope, this._whoseOptions(), (scope) => changed({ scope })),
       select(
         TEXT.type,
         state.type,
@@ -709,18 +719,45 @@ class MemoryPanel extends HTMLElement {
     );
   }
 
+  // The people Home Assistant knows, by person entity id: their names.
+  _people() {
+    return Object.values(this._hass?.states || {})
+      .filter((state) => state.entity_id.startsWith("person."))
+      .map((state) => [state.entity_id, state.attributes?.friendly_name || state.entity_id])
+      .sort((a, b) => a[1].localeCompare(b[1]));
+  }
+
+  // Administrators may list any person's memories; anyone else the household's and their own.
+  _whoseOptions() {
+    const user = this._access?.user || {};
+    const options = [["", TEXT.everyone], ["household", TEXT.household]];
+    if (user.person_id) options.push(["private", TEXT.mine]);
+    if (user.is_admin)
+      for (const [id, name] of this._people())
+        if (id !== user.person_id) options.push([`person:${id}`, name]);
+    return options;
+  }
+
+  _whose(scope) {
+    if (scope === "household") return TEXT.household;
+    const person = scope?.startsWith("person:") ? scope.slice("person:".length) : null;
+    const name = person ? this._hass?.states?.[person]?.attributes?.friendly_name : null;
+    return name || TEXT.private;
+  }
+
   _memoryRow(memory) {
     const actions = new Set(memory.actions || []);
     const meta = h(
       "div",
       { class: "meta" },
       memory.pinned && !memory.archived ? h("span", { class: "badge" }, TEXT.pinned) : null,
+      h("span", { class: "whose" }, TEXT.whoseLabel(this._whose(memory.scope))),
       h("span", {}, memory.type.replace("_", " ")),
       h("span", {}, memory.confidence),
       h("span", {}, TEXT.occurrences(memory.occurrences)),
       h("span", {}, `${TEXT.updated} ${this._when(memory.updated_at)}`),
       memory.source ? h("span", {}, `${TEXT.source}: ${memory.source}${memory.source_reference ? ` (${memory.source_reference})` : ""}`) : null,
-      memory.provenance ? h("span", {}, JSON.stringify(memory.provenance)) : null,
+      memory.provenance ? h("span", { class: "provenance" }, TEXT.provenance(memory.provenance)) : null,
       memory.tags?.length ? chips(memory.tags) : null,
     );
     const archivedNote = memory.archived

@@ -37,6 +37,7 @@ from ..websocket import (
     record_change,
 )
 from .answers import archived_response, async_search, memory_response
+from .scopes import named_scope
 from .services import async_erase_history
 from .store import Memories
 
@@ -70,6 +71,17 @@ class MemoryRights:
         return [EDIT, PIN, FORGET, ERASE] if owns else [EDIT, PIN]
 
 
+@dataclass(frozen=True, slots=True)
+class ScopedRights(MemoryRights):
+    """A caller's rights narrowed to the one scope a list names: the rest is not shown."""
+
+    scope: str
+
+    def sees(self, memory: Memory) -> bool:
+        """Whether the caller may see this memory and it is of the named scope."""
+        return memory.scope == self.scope and self.speaker.may_see(memory.scope)
+
+
 def memory_rights(speaker: Speaker) -> MemoryRights:
     """The caller's rights over memories."""
     return MemoryRights(speaker)
@@ -83,6 +95,7 @@ LIST_SCHEMA: dict[Any, Any] = {
     vol.Optional("tags", default=list): vol.All(cv.ensure_list, [str]),
     vol.Optional("min_confidence"): vol.In(_CONFIDENCES),
     vol.Optional("archived", default=False): bool,
+    vol.Optional("scope"): str,
     **PAGE_SCHEMA,
 }
 ID_SCHEMA: dict[Any, Any] = {vol.Required("memory_id"): str}
@@ -125,9 +138,15 @@ class MemoryCommands:
         self.memories = memories
         self.history = history
 
-    async def list(self, speaker: Speaker, fields: dict[str, Any], _: Context) -> dict[str, Any]:
-        """A page of memories: searched by meaning and words with a query, else listed."""
-        rights = memory_rights(speaker)
+    async def list(
+        self, speaker: Speaker, fields: dict[str, Any], context: Context
+    ) -> dict[str, Any]:
+        """A page of memories: searched by meaning and words with a query, else listed.
+        A named scope narrows what the caller may see, as memory_search's does: another
+        person's is refused, never answered with less."""
+        scope = named_scope(speaker, context, fields["scope"]) if "scope" in fields else None
+        base = memory_rights(speaker)
+        rights = base if scope is None else ScopedRights(base.speaker, scope)
         offset, limit = page_of(fields)
         tags = validate_tags(fields["tags"])
         kind = MemoryType(fields["memory_type"]) if "memory_type" in fields else None
@@ -152,6 +171,7 @@ class MemoryCommands:
         found = await async_search(
             self.memories,
             {"query": query, "type": kind, "tags": tags, "limit": MAX_SEARCH_LIMIT},
+            speaker.visible_scopes() if scope is None else {scope},
         )
         wanted = MemoryFilter(None, (), least)
         matches = [
@@ -255,7 +275,11 @@ class MemoryCommands:
         record_change(self.history, "memory_restore", context, {"id": memory_id})
         return {
             "memory": _row(rights, result.memory),
-            "evicted": [archived_response(one) for one in result.evicted],
+            # A cap is the installation's: another person's memory it pushed out is not
+            # the caller's to hear of.
+            "evicted": [
+                archived_response(one) for one in result.evicted if rights.sees(one.memory)
+            ],
             "restored_at": format_time(result.memory.updated_at),
         }
 
