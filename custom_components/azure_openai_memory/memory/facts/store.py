@@ -178,7 +178,6 @@ class FactStore(FactRecords):
     ) -> SaveResult:
         """A memory seen once more: counted, confident from the threshold, pinned as asked."""
         existing_id = existing.id
-        self._stored.pop(existing_id, None)
         existing.occurrences += 1
         existing.updated_at = now
         if (
@@ -550,7 +549,6 @@ class FactStore(FactRecords):
                 if (gone := self._archived.pop(memory_id, None)) is not None:
                     contents.append(gone.original_content)
                     self._archive_generation += 1
-                self._stored.pop(memory_id, None)
                 return ForgetResult([], [memory_id], contents)
             assert memory is not None
             return ForgetResult([self._archive(memory, None, "Forgotten on request", now)])
@@ -566,7 +564,6 @@ class FactStore(FactRecords):
             for old in [a for a in self._archived.values() if tag in a.memory.tags]:
                 del self._archived[old.id]
                 self._archive_generation += 1
-                self._stored.pop(old.id, None)
                 erased.append(old.id)
                 contents.append(old.original_content)
             return ForgetResult([], erased, contents)
@@ -584,5 +581,4 @@ class FactStore(FactRecords):
         for memory_id in old:
             del self._archived[memory_id]
             self._archive_generation += 1
-            self._stored.pop(memory_id, None)
         return old

@@ -108,6 +108,10 @@ def tag_terms(tag: str) -> tuple[str, ...]:
     return tuple(terms(tag.rsplit(":", 1)[-1].replace("_", " ")))
 
 
+# The n-grams of a term with a digit: one shared empty set (a home's numbers are many).
+_NO_GRAMS: frozenset[str] = frozenset()
+
+
 @functools.lru_cache(maxsize=65_536)
 def _grams(term: str) -> frozenset[str]:
     """A stem's character n-grams, padded so that its start and end count: ' roo', 'oom '.
@@ -115,7 +119,7 @@ def _grams(term: str) -> frozenset[str]:
     None for a term with a digit: 19 degrees are not 190, however alike they look.
     """
     if any(char.isdigit() for char in term):
-        return frozenset()
+        return _NO_GRAMS
     padded = f" {term} "
     return frozenset(
         padded[i : i + FUZZY_GRAM] for i in range(max(1, len(padded) - FUZZY_GRAM + 1))
@@ -148,8 +152,8 @@ class KeywordIndex:
         self.b = b
         self._postings: dict[str, dict[int, int]] = {}
         self._arrays: dict[str, tuple[npt.NDArray[np.int64], npt.NDArray[np.float32]]] = {}
-        # Each document's words and their counts (the postings hold the counts too).
-        self._words: dict[int, dict[str, int]] = {}
+        # Each document's distinct words (the postings hold their counts).
+        self._words: dict[int, tuple[str, ...]] = {}
         self._lengths = np.zeros(0, dtype=np.float32)
         self._total_length = 0
         # n-gram -> the indexed terms that have it (None until a query needs it).
@@ -180,18 +184,14 @@ class KeywordIndex:
             grown[: self._lengths.size] = self._lengths
             self._lengths = grown
         self._lengths[doc] = len(words)
-        self._words[doc] = counts
+        self._words[doc] = tuple(counts)
         self._total_length += len(words)
 
-    def add_new(self, documents: Sequence[tuple[int, Sequence[str]]]) -> None:
+    def add_new(self, documents: Iterable[tuple[int, Sequence[str]]]) -> None:
         """Index many documents not indexed yet (loading): add() without its per-call care."""
         postings, words_of = self._postings, self._words
-        top = max((doc for doc, _words in documents), default=-1)
-        if top >= self._lengths.size:
-            grown = np.zeros(max(top + 1, 64), dtype=np.float32)
-            grown[: self._lengths.size] = self._lengths
-            self._lengths = grown
         lengths = self._lengths
+        total = 0
         for doc, words in documents:
             counts: dict[str, int] = {}
             for word in words:
@@ -201,9 +201,14 @@ class KeywordIndex:
                     postings[word] = {doc: count}
                 else:
                     posting[doc] = count
-            words_of[doc] = counts
+            words_of[doc] = tuple(counts)
+            if doc >= lengths.size:
+                grown = np.zeros(max(doc + 1, 2 * lengths.size, 64), dtype=np.float32)
+                grown[: lengths.size] = lengths
+                lengths = self._lengths = grown
             lengths[doc] = len(words)
-            self._total_length += len(words)
+            total += len(words)
+        self._total_length += total
         self._arrays.clear()
         self._by_gram = None
 
