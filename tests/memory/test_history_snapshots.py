@@ -4,6 +4,7 @@ in batches that leave the database consistent after each one."""
 from collections.abc import Iterator
 from contextlib import closing
 from datetime import UTC, datetime
+from functools import partial
 from pathlib import Path
 import sqlite3
 from typing import Any
@@ -21,7 +22,9 @@ from custom_components.azure_openai_memory.memory.history import (
     HistorySnapshot,
     HistoryStore,
     ListedSnapshot,
+    _purge_batch,
 )
+from custom_components.azure_openai_memory.memory.history_models import to_us
 
 NOW = datetime(2025, 10, 25, 11, 0, tzinfo=UTC).timestamp()
 DAY = 86400.0
@@ -146,6 +149,33 @@ def test_a_purge_in_batches_deletes_everything_and_unlinks_across_them(
         assert rows(path, "SELECT COUNT(*) FROM snapshot_events") == [(0,)]
     finally:
         store.close()
+
+
+def test_a_purge_batch_commits_after_one_step_when_a_write_waits(
+    store: HistoryStore, path: Path
+) -> None:
+    """A write that arrives while a batch runs waits for the step under way, not for the
+    batch: the batch commits after it, consistent, and the purge goes on in the next."""
+    chain: list[AgentHistoryEvent] = []
+    for n in range(40):
+        parent = chain[-1].event_id if chain else None
+        chain.append(make(CUTOFF - (40 - n) * 60, parent_event_id=parent))
+    store.record_events(chain)
+    store.create_snapshot(snapshot(NOW, (chain[2], chain[30])))
+
+    waiting = store._submit(partial(_purge_batch, to_us(CUTOFF), 1000, 5, lambda: True))
+    assert waiting[0] == 5  # one step of five events
+    assert waiting[3] is False  # and more to come
+    assert rows(path, "PRAGMA foreign_key_check") == []
+    assert rows(
+        path, "SELECT COUNT(*) FROM agent_history_events WHERE parent_event_id IS NULL"
+    ) == [(1,)]  # the oldest kept event lost its parent with the step
+    assert rows(path, "SELECT COUNT(*) FROM snapshot_events") == [(1,)]
+
+    capped = store._submit(partial(_purge_batch, to_us(CUTOFF), 7, 5, lambda: False))
+    assert capped[0] == 7  # steps of five and two: at most the batch's events
+    assert store.purge_before(CUTOFF) == HistoryPurge(events=28, snapshots=1)
+    assert store.query_events(HistoryQuery()) == ([], 0)
 
 
 def test_a_purge_refreshes_the_planner_statistics(store: HistoryStore, path: Path) -> None:

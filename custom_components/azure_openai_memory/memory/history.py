@@ -26,8 +26,10 @@ How it is stored, and why:
   window of events (1 s by default). The other writes (`record_events`, snapshots, purges,
   settings) are jobs on the same thread, run after the queue is committed, so a parent
   queued earlier is always written before its child.
-* A purge deletes in batches (one transaction each, sized to take PURGE_STEP seconds, at
-  most PURGE_BATCH events), so what a turn queued meanwhile is committed between two; the
+* A purge deletes in batches (one transaction each, of at most PURGE_BATCH events), so
+  what a turn queued meanwhile is committed between two. A batch deletes in steps sized
+  to take PURGE_STEP / 4 seconds and commits once PURGE_STEP has passed, or as soon as a
+  write waits for the writer: a write waits for one step, not for a batch. The
   snapshots go with the retention too. The side tables and counters of the deleted events
   are taken out a batch at a time (history_schema.take_out_of_index), not row by row.
   PRAGMA optimize runs at open and after a purge, with a bounded analysis_limit: the
@@ -149,11 +151,18 @@ DEFAULT_MAX_QUEUE = 10_000
 BUSY_TIMEOUT = 1.0
 # Events a purge deletes per transaction at most; queued events are committed between two.
 PURGE_BATCH = 5000
-# Seconds one purge batch aims to take (its size follows the pace of the one before); the
-# first batch's size, and the fewest events a batch deletes however slow the disk.
+# Seconds one purge batch takes at most (then it commits), and that a step of the other
+# long jobs on the writer aims to take (their size follows the pace of the one before);
+# the first such step's size, and the fewest events one handles however slow the disk.
 PURGE_STEP = 0.02
 _FIRST_PURGE_BATCH = 500
 _SMALLEST_PURGE_BATCH = 100
+# A purge batch deletes in steps aiming at this many seconds (sized at the pace of the
+# step before): the most a write that arrives during a batch waits for it, the commit
+# aside. The first step's size, and the fewest events a step deletes.
+PURGE_STEP_PART = PURGE_STEP / 4
+_FIRST_PURGE_STEP = 50
+_SMALLEST_PURGE_STEP = 10
 # Events of an upgraded database indexed per transaction at most, while the writer is idle
 # (each batch sized like a purge batch, to take about PURGE_STEP seconds).
 INDEX_BATCH = 5000
@@ -755,25 +764,23 @@ class HistoryStore:
         with the retention, as its events do.
 
         In batches of at most `purge_batch` events, each its own transaction and its own job
-        on the writer thread, so what was queued meanwhile is committed between two batches;
-        each batch is sized to take about PURGE_STEP seconds, so a large purge never holds the
-        write lock for long. Then PRAGMA optimize (a purge is what changes the tables' sizes
-        most); the writer then hands the freed pages back in the background (reclaim_space).
+        on the writer thread, so what was queued meanwhile is committed between two batches.
+        A batch ends after PURGE_STEP seconds, or after the step under way (PURGE_STEP_PART
+        seconds) once another job waits: a large purge never holds the write lock for long,
+        and a write arriving meanwhile waits for one step. Then PRAGMA optimize (a purge is
+        what changes the tables' sizes most); the writer then hands the freed pages back in
+        the background (reclaim_space).
         """
         cutoff = to_us(timestamp)
         events = snapshots = 0
-        size = min(_FIRST_PURGE_BATCH, self._purge_batch)
-        smallest = min(_SMALLEST_PURGE_BATCH, size)
+        step = min(_FIRST_PURGE_STEP, self._purge_batch)
         while True:
-            started = time.monotonic()
-            deleted, emptied = self._submit(partial(_purge_batch, cutoff, size))
+            batch = partial(_purge_batch, cutoff, self._purge_batch, step, self._jobs_waiting)
+            deleted, emptied, step, finished = self._submit(batch)
             events += deleted
             snapshots += emptied
-            if deleted < size:
+            if finished:
                 break
-            # The next batch sized to take PURGE_STEP seconds at the pace of this one: a
-            # slow disk gets smaller batches, so a write never waits much longer than that.
-            size = _paced(size, started, smallest, self._purge_batch)
         snapshots += self._submit(partial(_purge_snapshots_before, cutoff))
         self.reclaim_space()
         return HistoryPurge(events=events, snapshots=snapshots)
@@ -1097,6 +1104,11 @@ class HistoryStore:
             self._cond.notify_all()
         return future.result()
 
+    def _jobs_waiting(self) -> bool:
+        """Whether another job waits for the writer (asked by a long job between steps)."""
+        with self._cond:
+            return bool(self._jobs)
+
     def _drop_oldest(self, count: int) -> None:
         """Make room in a full queue (called with _cond held)."""
         for _ in range(count):
@@ -1326,57 +1338,88 @@ _PURGE_TABLES = (
 _PURGED = "SELECT event_id FROM temp.purged_events"
 
 
-def _purge_batch(cutoff: int, limit: int, conn: sqlite3.Connection) -> tuple[int, int]:
-    """Delete up to `limit` of the oldest events before `cutoff`, in one transaction;
-    (events deleted, snapshots left without events and deleted with them).
+def _purge_batch(
+    cutoff: int,
+    limit: int,
+    step: int,
+    waiting: Callable[[], bool],
+    conn: sqlite3.Connection,
+) -> tuple[int, int, int, bool]:
+    """Delete up to `limit` of the oldest events before `cutoff`, in one transaction of
+    steps of about PURGE_STEP_PART seconds (the first of `step` events): it commits once
+    PURGE_STEP has passed or `waiting()` says a job waits. (Events deleted, snapshots left
+    without events and deleted with them, the next step's size, whether none is left.)
 
     The foreign keys' actions (children lose their parent, snapshots lose the link) are
     applied here in bulk, with the foreign keys off: SQLite would otherwise scan
     snapshot_events once per deleted event (it has no index on event_id). Every child
-    outside the batch is unlinked, so the database is consistent after each batch.
+    outside a step is unlinked, so the database is consistent after each.
     """
+    started = time.monotonic()
+    events = snapshots = 0
+    finished = False
     conn.execute("PRAGMA foreign_keys = OFF")
     try:
         with write_transaction(conn):
             for statement in _PURGE_TABLES:
                 conn.execute(statement)
-            conn.execute("DELETE FROM temp.purged_events")
-            conn.execute("DELETE FROM temp.purged_snapshots")
-            conn.execute(
-                "INSERT INTO temp.purged_events (row, event_id) "
-                "SELECT rowid, event_id FROM agent_history_events WHERE timestamp < ? "
-                "ORDER BY timestamp LIMIT ?",
-                (cutoff, limit),
-            )
-            conn.execute(
-                "INSERT OR IGNORE INTO temp.purged_snapshots "
-                f"SELECT snapshot_id FROM snapshot_events WHERE event_id IN ({_PURGED})"
-            )
-            conn.execute(f"DELETE FROM snapshot_events WHERE event_id IN ({_PURGED})")
-            conn.execute(
-                "UPDATE agent_history_events SET parent_event_id = NULL "
-                f"WHERE parent_event_id IN ({_PURGED}) AND event_id NOT IN ({_PURGED})"
-            )
-            take_out_of_index(
-                conn,
-                "FROM temp.purged_events p CROSS JOIN agent_history_events e ON e.rowid = p.row "
-                "WHERE true",
-                (),
-            )
-            events: int = conn.execute(
-                "DELETE FROM agent_history_events "
-                "WHERE rowid IN (SELECT row FROM temp.purged_events)"
-            ).rowcount
-            snapshots: int = conn.execute(
-                "DELETE FROM history_snapshots "
-                "WHERE snapshot_id IN (SELECT snapshot_id FROM temp.purged_snapshots) "
-                "AND NOT EXISTS (SELECT 1 FROM snapshot_events e "
-                "WHERE e.snapshot_id = history_snapshots.snapshot_id)"
-            ).rowcount
-            conn.execute("DELETE FROM temp.purged_events")
-            conn.execute("DELETE FROM temp.purged_snapshots")
+            while True:
+                size = min(step, limit - events)
+                step_started = time.monotonic()
+                deleted, emptied = _purge_step(cutoff, size, conn)
+                events += deleted
+                snapshots += emptied
+                if deleted < size:
+                    finished = True
+                    break
+                step = _paced(step, step_started, _SMALLEST_PURGE_STEP, limit, PURGE_STEP_PART)
+                if (
+                    events >= limit
+                    or time.monotonic() - started >= PURGE_STEP - PURGE_STEP_PART
+                    or waiting()
+                ):
+                    break
     finally:
         conn.execute("PRAGMA foreign_keys = ON")
+    return events, snapshots, step, finished
+
+
+def _purge_step(cutoff: int, limit: int, conn: sqlite3.Connection) -> tuple[int, int]:
+    """Inside the caller's transaction: delete up to `limit` of the oldest events before
+    `cutoff`, unlinking what outlives them; (events, snapshots) deleted."""
+    conn.execute("DELETE FROM temp.purged_events")
+    conn.execute("DELETE FROM temp.purged_snapshots")
+    conn.execute(
+        "INSERT INTO temp.purged_events (row, event_id) "
+        "SELECT rowid, event_id FROM agent_history_events WHERE timestamp < ? "
+        "ORDER BY timestamp LIMIT ?",
+        (cutoff, limit),
+    )
+    conn.execute(
+        "INSERT OR IGNORE INTO temp.purged_snapshots "
+        f"SELECT snapshot_id FROM snapshot_events WHERE event_id IN ({_PURGED})"
+    )
+    conn.execute(f"DELETE FROM snapshot_events WHERE event_id IN ({_PURGED})")
+    conn.execute(
+        "UPDATE agent_history_events SET parent_event_id = NULL "
+        f"WHERE parent_event_id IN ({_PURGED}) AND event_id NOT IN ({_PURGED})"
+    )
+    take_out_of_index(
+        conn,
+        "FROM temp.purged_events p CROSS JOIN agent_history_events e ON e.rowid = p.row WHERE true",
+        (),
+    )
+    events: int = conn.execute(
+        "DELETE FROM agent_history_events WHERE rowid IN (SELECT row FROM temp.purged_events)"
+    ).rowcount
+    snapshots: int = conn.execute(
+        "DELETE FROM history_snapshots "
+        "WHERE snapshot_id IN (SELECT snapshot_id FROM temp.purged_snapshots) "
+        "AND NOT EXISTS (SELECT 1 FROM snapshot_events e "
+        "WHERE e.snapshot_id = history_snapshots.snapshot_id)"
+    ).rowcount
+    conn.execute("DELETE FROM temp.purged_events")
+    conn.execute("DELETE FROM temp.purged_snapshots")
     return events, snapshots
 
 
@@ -1391,12 +1434,14 @@ def _purge_snapshots_before(cutoff: int, conn: sqlite3.Connection) -> int:
     return deleted
 
 
-def _paced(size: int, started: float, smallest: int, largest: int) -> int:
+def _paced(
+    size: int, started: float, smallest: int, largest: int, seconds: float = PURGE_STEP
+) -> int:
     """The size of the next step of a long job on the writer (purge, indexing, giving pages
-    back) that takes PURGE_STEP seconds at the pace of the step that began at `started`
+    back) that takes `seconds` at the pace of the step that began at `started`
     (time.monotonic): a slow disk gets smaller steps, so a write never waits long."""
     pace = size / max(time.monotonic() - started, 1e-3)
-    return max(smallest, min(largest, int(pace * PURGE_STEP)))
+    return max(smallest, min(largest, int(pace * seconds)))
 
 
 def _reclaim(pages: int, conn: sqlite3.Connection) -> int:
