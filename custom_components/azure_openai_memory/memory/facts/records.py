@@ -221,18 +221,26 @@ class FactRecords:
         count = len(memories)
         self._grow(count)
         self._free = list(range(len(self._ids) - 1, count - 1, -1))
-        row_of, ids = self._row, self._ids
-        by_type, by_type_tag, by_tag_set = self._by_type, self._by_type_tag, self._by_tag_set
+        active, row_of, ids = self._active, self._row, self._ids
+        # Grouped by type and tags first: a home's memories share a few hundred tag sets,
+        # so each index is filled a group at a time.
+        groups: dict[tuple[MemoryType, tuple[str, ...]], list[str]] = {}
         for row, memory in enumerate(memories):
-            memory_id, kind, tags = memory.id, memory.type, memory.tags
-            self._active[memory_id] = memory
-            _add_to(by_type, kind, memory_id)
-            for tag in tags:
-                _add_to(by_type_tag, (kind, tag), memory_id)
-            if tags:
-                _add_to(by_tag_set, (kind, frozenset(tags)), memory_id)
+            memory_id = memory.id
+            active[memory_id] = memory
             row_of[memory_id] = row
             ids[row] = memory_id
+            key = (memory.type, memory.tags)
+            if (group := groups.get(key)) is None:
+                groups[key] = [memory_id]
+            else:
+                group.append(memory_id)
+        for (kind, tags), members in groups.items():
+            self._by_type.setdefault(kind, set()).update(members)
+            for tag in tags:
+                self._by_type_tag.setdefault((kind, tag), set()).update(members)
+            if tags:
+                self._by_tag_set.setdefault((kind, frozenset(tags)), set()).update(members)
         if memories:
             self._unindexed = [(m.id, m.content, m.tags) for m in memories]
             self._keyword_index = self._content_index = None
