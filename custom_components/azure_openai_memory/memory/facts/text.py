@@ -108,11 +108,10 @@ def tag_terms(tag: str) -> tuple[str, ...]:
     return tuple(terms(tag.rsplit(":", 1)[-1].replace("_", " ")))
 
 
-# The n-grams of a term with a digit: one shared empty set (a home's numbers are many).
+# The n-grams of a term with a digit: none, and nothing cached (a home's numbers are many).
 _NO_GRAMS: frozenset[str] = frozenset()
 
 
-@functools.lru_cache(maxsize=65_536)
 def _grams(term: str) -> frozenset[str]:
     """A stem's character n-grams, padded so that its start and end count: ' roo', 'oom '.
 
@@ -120,6 +119,11 @@ def _grams(term: str) -> frozenset[str]:
     """
     if any(char.isdigit() for char in term):
         return _NO_GRAMS
+    return _word_grams(term)
+
+
+@functools.lru_cache(maxsize=65_536)
+def _word_grams(term: str) -> frozenset[str]:
     padded = f" {term} "
     return frozenset(
         padded[i : i + FUZZY_GRAM] for i in range(max(1, len(padded) - FUZZY_GRAM + 1))
