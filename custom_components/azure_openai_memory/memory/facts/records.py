@@ -235,12 +235,22 @@ class FactRecords:
                 groups[key] = [memory_id]
             else:
                 group.append(memory_id)
+        by_type, by_type_tag, by_tag_set = self._by_type, self._by_type_tag, self._by_tag_set
         for (kind, tags), members in groups.items():
-            self._by_type.setdefault(kind, set()).update(members)
+            if (known := by_type.get(kind)) is None:
+                by_type[kind] = set(members)
+            else:
+                known.update(members)
             for tag in tags:
-                self._by_type_tag.setdefault((kind, tag), set()).update(members)
+                if (known := by_type_tag.get(tag_key := (kind, tag))) is None:
+                    by_type_tag[tag_key] = set(members)
+                else:
+                    known.update(members)
             if tags:
-                self._by_tag_set.setdefault((kind, frozenset(tags)), set()).update(members)
+                if (known := by_tag_set.get(key_set := (kind, frozenset(tags)))) is None:
+                    by_tag_set[key_set] = set(members)
+                else:
+                    known.update(members)
         if memories:
             self._unindexed = [(m.id, m.content, m.tags) for m in memories]
             self._keyword_index = self._content_index = None
