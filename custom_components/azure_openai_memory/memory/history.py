@@ -128,7 +128,9 @@ __all__ = [
     "MAX_QUERY_LIMIT",
     "MAX_QUERY_OFFSET",
     "PURGE_BATCH",
+    "PURGE_FIRST_STEP",
     "PURGE_STEP",
+    "PURGE_STEP_PART",
     "RECLAIM_PAGES",
     "SCHEMA_VERSION",
     "AgentHistoryEvent",
@@ -161,7 +163,7 @@ _SMALLEST_PURGE_BATCH = 100
 # step before): the most a write that arrives during a batch waits for it, the commit
 # aside. The first step's size, and the fewest events a step deletes.
 PURGE_STEP_PART = PURGE_STEP / 4
-_FIRST_PURGE_STEP = 50
+PURGE_FIRST_STEP = 50
 _SMALLEST_PURGE_STEP = 10
 # Events of an upgraded database indexed per transaction at most, while the writer is idle
 # (each batch sized like a purge batch, to take about PURGE_STEP seconds).
@@ -542,6 +544,8 @@ class HistoryStore:
         self._dropping = False
         # Touched by the writer thread only (read anywhere; a bool is read atomically).
         self._failing = False
+        # Jobs the writer took together that wait behind the one it runs (writer thread only).
+        self._jobs_behind = 0
         self._readers: list[sqlite3.Connection] = []
         self._readers_lock = threading.Lock()
         self._open = False
@@ -773,7 +777,7 @@ class HistoryStore:
         """
         cutoff = to_us(timestamp)
         events = snapshots = 0
-        step = min(_FIRST_PURGE_STEP, self._purge_batch)
+        step = min(PURGE_FIRST_STEP, self._purge_batch)
         while True:
             batch = partial(_purge_batch, cutoff, self._purge_batch, step, self._jobs_waiting)
             deleted, emptied, step, finished = self._submit(batch)
@@ -1105,7 +1109,10 @@ class HistoryStore:
         return future.result()
 
     def _jobs_waiting(self) -> bool:
-        """Whether another job waits for the writer (asked by a long job between steps)."""
+        """Whether another job waits for the writer, taken with the one running or queued
+        since (asked by a long job between its steps, on the writer thread)."""
+        if self._jobs_behind:
+            return True
         with self._cond:
             return bool(self._jobs)
 
@@ -1146,7 +1153,8 @@ class HistoryStore:
                     self._in_flight = len(batch)
                 if batch:
                     self._write_batch(conn, batch)
-                for work, future in jobs:
+                for behind, (work, future) in zip(range(len(jobs) - 1, -1, -1), jobs, strict=True):
+                    self._jobs_behind = behind
                     self._run_job(conn, work, future)
                 if stopping:
                     break
