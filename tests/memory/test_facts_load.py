@@ -14,6 +14,7 @@ from custom_components.azure_openai_memory.memory.facts import (
     SaveAction,
     encode_vector,
 )
+from custom_components.azure_openai_memory.memory.facts.text import KeywordIndex
 from custom_components.azure_openai_memory.memory.facts.vectors import encode_vectors
 from tests.azure_stub.embeddings import hashed_embedding
 
@@ -125,3 +126,38 @@ def test_vectors_encoded_together_as_one_by_one(dims: int) -> None:
     matrix = np.random.default_rng(dims).standard_normal((2100, dims)).astype(np.float32)
     rows = np.array([5, 0, 2099, *range(10, 2090)], dtype=np.int64)
     assert encode_vectors(matrix, rows) == [encode_vector(matrix[row]) for row in rows]
+
+
+def test_keyword_index_after_changes_scores_as_one_built_afresh() -> None:
+    """Terms held by one document once, then by several, then by one again (the compact
+    and the full form of a posting), and documents added, replaced and removed: the
+    scores are those of an index built from what is left."""
+    rng = np.random.default_rng(17)
+    vocabulary = ["kitchen", "kitchens", "light", "warm", "anna", "ben", "19", "7:30"]
+    index = KeywordIndex()
+    index.add(0, ["warm", "warm"])  # one document, twice
+    index.add(1, ["anna"])
+    index.add(2, ["anna"])
+    index.remove(0)
+    index.remove(2)
+    documents: dict[int, list[str]] = {1: ["anna"]}
+    for step in range(400):
+        doc = int(rng.integers(0, 40))
+        if doc in documents and rng.random() < 0.5:
+            index.remove(doc)
+            del documents[doc]
+            continue
+        words = [str(w) for w in rng.choice(vocabulary, size=int(rng.integers(1, 5)))]
+        words.append(f"only{step}")  # a term of this document alone
+        index.add(doc, words)
+        documents[doc] = words
+    fresh = KeywordIndex()
+    for doc, words in documents.items():
+        fresh.add(doc, words)
+    assert len(index) == len(fresh) == len(documents)
+    for query in (["kitchen"], ["warm", "anna"], ["19"], ["light", "ben", "7:30"], ["only399"]):
+        got, got_hits = index.scores(query, 40)
+        want, want_hits = fresh.scores(query, 40)
+        np.testing.assert_allclose(got, want, rtol=1e-6)
+        assert got_hits.tolist() == want_hits.tolist()
+    assert index.scores(["kitchen"], 40)[0].any()
