@@ -49,6 +49,13 @@ How it is stored, and why:
 * WAL lets readers run beside the writer: reads take a connection from a small pool (from any
   executor thread) and flush the queue first, so they see what was enqueued before them;
   while writes are failing they answer from what is stored instead of waiting on the lock.
+* The log is copied into the database (checkpointed) by a thread of its own, beside the
+  writer, after about as much writing as SQLite would checkpoint after (CHECKPOINT_WRITES
+  transactions or CHECKPOINT_CHANGES rows) and at most every CHECKPOINT_INTERVAL seconds:
+  left to the writer, that copy and its flush to disk fell on whichever write crossed
+  1,000 log pages, which then waited for it (hundreds of milliseconds on a busy disk, and
+  often during a purge). The writer checkpoints itself only when that thread falls far
+  behind.
 * A failing write (locked by another process, disk full) keeps the events queued, up to
   `max_queue` (the oldest go first, counted), calls `on_failure` once per failure streak, and
   is retried every batch window.
@@ -121,6 +128,9 @@ _NEEDLES_PER_QUERY = 400
 # The public names; the models and the schema live in their own modules.
 __all__ = [
     "BUSY_TIMEOUT",
+    "CHECKPOINT_CHANGES",
+    "CHECKPOINT_INTERVAL",
+    "CHECKPOINT_WRITES",
     "DEFAULT_BATCH_WINDOW",
     "DEFAULT_MAX_QUEUE",
     "INDEX_BATCH",
@@ -165,6 +175,14 @@ _SMALLEST_PURGE_BATCH = 100
 PURGE_STEP_PART = PURGE_STEP / 4
 PURGE_FIRST_STEP = 50
 _SMALLEST_PURGE_STEP = 10
+# The checkpointer copies the log into the database after this many of the writer's
+# transactions or changed rows, whichever comes first (about SQLite's own 1,000 pages),
+# and rests this many seconds after each copy; log pages past which the writer
+# checkpoints itself after a commit.
+CHECKPOINT_WRITES = 64
+CHECKPOINT_CHANGES = 2000
+CHECKPOINT_INTERVAL = 1.0
+_WRITER_CHECKPOINT_PAGES = 10_000
 # Events of an upgraded database indexed per transaction at most, while the writer is idle
 # (each batch sized like a purge batch, to take about PURGE_STEP seconds).
 INDEX_BATCH = 5000
@@ -520,12 +538,21 @@ class HistoryStore:
         clock: Callable[[], float] = time.time,
         purge_batch: int = PURGE_BATCH,
         index_batch: int = INDEX_BATCH,
+        checkpoint_interval: float = CHECKPOINT_INTERVAL,
     ) -> None:
         self._path = Path(path)
         self._batch_window = max(0.0, batch_window)
         self._max_queue = max(1, max_queue)
         self._purge_batch = max(1, purge_batch)
         self._index_batch = max(1, index_batch)
+        self._checkpoint_interval = max(0.0, checkpoint_interval)
+        self._checkpointer: threading.Thread | None = None
+        # Set by the writer when enough was written; stopping ends the checkpointer.
+        self._checkpoint_due = threading.Event()
+        self._checkpoint_stopping = threading.Event()
+        # What the writer wrote since it last woke the checkpointer (writer thread only).
+        self._writes_unchecked = 0
+        self._changes_checked = 0
         self._index_size = min(_FIRST_PURGE_BATCH, self._index_batch)  # writer thread only
         self._on_failure = on_failure
         self._clock = clock
@@ -610,6 +637,11 @@ class HistoryStore:
                 raise
             moved = self._move_aside()
             conn, version = self._connect_writer()
+        try:
+            checkpoint_conn = self._connect()
+        except BaseException:
+            conn.close()
+            raise
         if moved is not None:  # the caller reports it (the path is returned)
             _LOGGER.debug("History database was corrupt; moved to %s, a new one started", moved)
         self._schema_version = version
@@ -627,6 +659,14 @@ class HistoryStore:
                 target=self._run, args=(conn,), name="azure_openai_memory history", daemon=True
             )
             self._thread.start()
+        self._checkpoint_stopping.clear()
+        self._checkpointer = threading.Thread(
+            target=self._checkpoint_loop,
+            args=(checkpoint_conn,),
+            name="azure_openai_memory history checkpoint",
+            daemon=True,
+        )
+        self._checkpointer.start()
         return moved
 
     def close(self) -> None:
@@ -638,6 +678,11 @@ class HistoryStore:
             self._stopping = True
             self._cond.notify_all()
         thread.join()
+        if self._checkpointer is not None:
+            self._checkpoint_stopping.set()
+            self._checkpoint_due.set()
+            self._checkpointer.join()
+            self._checkpointer = None
         with self._cond:
             self._thread = None
             self._open = False
@@ -665,6 +710,7 @@ class HistoryStore:
         conn = self._connect()
         try:
             version = prepare_writer(conn)
+            conn.execute(f"PRAGMA wal_autocheckpoint = {_WRITER_CHECKPOINT_PAGES}")
         except BaseException:
             conn.close()
             raise
@@ -1160,6 +1206,7 @@ class HistoryStore:
                     break
                 if not jobs:
                     self._idle_step(conn)
+                self._note_written(conn)
         finally:
             self._shut_down(conn)
 
@@ -1292,6 +1339,39 @@ class HistoryStore:
                 self._on_failure(err)
             except Exception:
                 _LOGGER.exception("History failure callback failed")
+
+    def _checkpoint_loop(self, conn: sqlite3.Connection) -> None:
+        """Copy the log into the database after writes, beside the writer (PASSIVE: it
+        waits for no reader or writer), then rest CHECKPOINT_INTERVAL seconds."""
+        try:
+            while True:
+                self._checkpoint_due.wait()
+                if self._checkpoint_stopping.is_set():
+                    return
+                self._checkpoint_due.clear()
+                try:
+                    conn.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchall()
+                except sqlite3.Error as err:
+                    # The writer reports what fails on the disk; the next write brings
+                    # the next attempt.
+                    _LOGGER.debug("History checkpoint failed: %s", err)
+                if self._checkpoint_stopping.wait(self._checkpoint_interval):
+                    return
+        finally:
+            conn.close()
+
+    def _note_written(self, conn: sqlite3.Connection) -> None:
+        """Wake the checkpointer once CHECKPOINT_WRITES transactions or CHECKPOINT_CHANGES
+        rows were written since it was last woken."""
+        self._writes_unchecked += 1
+        changes = conn.total_changes
+        if (
+            self._writes_unchecked >= CHECKPOINT_WRITES
+            or changes - self._changes_checked >= CHECKPOINT_CHANGES
+        ):
+            self._writes_unchecked = 0
+            self._changes_checked = changes
+            self._checkpoint_due.set()
 
     def _succeeded(self) -> None:
         if self._failing:
