@@ -51,7 +51,7 @@ How it is stored, and why:
   while writes are failing they answer from what is stored instead of waiting on the lock.
 * The log is copied into the database (checkpointed) by a thread of its own, beside the
   writer, after about as much writing as SQLite would checkpoint after (CHECKPOINT_WRITES
-  transactions or CHECKPOINT_CHANGES rows) and at most every CHECKPOINT_INTERVAL seconds:
+  transactions or CHECKPOINT_CHANGES rows), resting CHECKPOINT_INTERVAL seconds between two:
   left to the writer, that copy and its flush to disk fell on whichever write crossed
   1,000 log pages, which then waited for it (hundreds of milliseconds on a busy disk, and
   often during a purge). The writer checkpoints itself only when that thread falls far
@@ -177,11 +177,13 @@ PURGE_FIRST_STEP = 50
 _SMALLEST_PURGE_STEP = 10
 # The checkpointer copies the log into the database after this many of the writer's
 # transactions or changed rows, whichever comes first (about SQLite's own 1,000 pages),
-# and rests this many seconds after each copy; log pages past which the writer
+# and rests this many seconds after each copy: during a purge the log is then copied in
+# small pieces, each flushed quickly (on the year of state, with 1 s between copies the
+# longest wait of a write during a purge doubled); log pages past which the writer
 # checkpoints itself after a commit.
 CHECKPOINT_WRITES = 64
 CHECKPOINT_CHANGES = 2000
-CHECKPOINT_INTERVAL = 1.0
+CHECKPOINT_INTERVAL = 0.05
 _WRITER_CHECKPOINT_PAGES = 10_000
 # Events of an upgraded database indexed per transaction at most, while the writer is idle
 # (each batch sized like a purge batch, to take about PURGE_STEP seconds).
@@ -1341,8 +1343,8 @@ class HistoryStore:
                 _LOGGER.exception("History failure callback failed")
 
     def _checkpoint_loop(self, conn: sqlite3.Connection) -> None:
-        """Copy the log into the database after writes, beside the writer (PASSIVE: it
-        waits for no reader or writer), then rest CHECKPOINT_INTERVAL seconds."""
+        """Copy the log into the database when the writer says enough was written, beside
+        it (PASSIVE: it waits for no reader or writer), then rest CHECKPOINT_INTERVAL."""
         try:
             while True:
                 self._checkpoint_due.wait()
