@@ -6,6 +6,7 @@ entry holding an AI task subentry still loads.
 
 from datetime import timedelta
 import inspect
+import json
 import logging
 from typing import Any
 
@@ -246,6 +247,32 @@ async def test_a_task_gets_the_memories_relevant_to_it_as_data(
 
 
 @needs_ai_task
+async def test_a_task_never_gets_a_person_s_private_memories(
+    hass: HomeAssistant, azure: AzureStub, task_entry: MockConfigEntry
+) -> None:
+    """A task speaks for nobody: the household's memories reach it, Anna's private one
+    never does (its answer goes wherever an automation sends it)."""
+    for content, scope in (
+        ("Anna takes 2.5 mg of melatonin at night", "person:person.anna"),
+        ("Anna waters the plants at night", "household"),
+    ):
+        await hass.services.async_call(
+            DOMAIN,
+            "memory_save",
+            {"content": content, "type": "context", "scope": scope},
+            blocking=True,
+        )
+    entity_id = _task_entity_id(hass, task_entry)
+    azure.queue(Reply(text="Plants at night."))
+    await _generate(hass, entity_id, "What does Anna do at night, melatonin included?")
+    (body,) = _chat_bodies(azure)
+    sent = json.dumps(body)
+    assert "Anna waters the plants at night" in sent
+    assert "melatonin at night" not in sent
+    assert "2.5 mg" not in sent
+
+
+@needs_ai_task
 async def test_unknown_deployment_is_an_error_and_a_repair_until_fixed(
     hass: HomeAssistant, azure: AzureStub
 ) -> None:
@@ -291,9 +318,9 @@ async def test_platform_follows_the_version(hass: HomeAssistant, azure: AzureStu
     entities = er.async_entries_for_config_entry(er.async_get(hass), entry.entry_id)
     domains = sorted({e.domain for e in entities})
     if HAS_AI_TASK:
-        assert domains == ["ai_task", "conversation", "sensor"]
+        assert domains == ["ai_task", "conversation", "sensor", "switch"]
     else:
-        assert domains == ["conversation", "sensor"]
+        assert domains == ["conversation", "sensor", "switch"]
     assert entry.state.value == "loaded"
     flows = await hass.config_entries.subentries.async_init(
         (entry.entry_id, SUBENTRY_AGENT), context={"source": "user"}

@@ -380,6 +380,8 @@ RECOMMENDED_FORM = {
         CONF_SUMMARY_GROUP_MODE: "device",
         CONF_SUMMARY_CONTEXT_TOKENS: 400,
     },
+    # No device mapped to a person yet: nothing to unmap is listed.
+    "people": {"map_devices": None, "map_person": None},
 }
 
 

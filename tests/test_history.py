@@ -112,8 +112,14 @@ async def test_llm_turn_leaves_its_chain(
         "device_id": "d1",
         "satellite_id": None,
         "user_id": None,
+        # Nobody known speaks: every event of the turn says so.
+        "person_id": None,
     }
-    assert decision == {"route": "llm", "reason": "local intents are off for this agent"}
+    assert decision == {
+        "route": "llm",
+        "reason": "local intents are off for this agent",
+        "person_id": None,
+    }
     assert tool["tool"] == "HassTurnOn"
     assert tool["arguments"] == {"name": "Kitchen"}
     assert tool["result"]["response_type"] == "action_done"
@@ -122,8 +128,15 @@ async def test_llm_turn_leaves_its_chain(
         "target": "light.kitchen",
         "name": "Kitchen",
         "type": "entity",
+        "person_id": None,
     }
-    assert answer == {"direction": "out", "text": "The kitchen light is on.", "late": False}
+    assert tool["person_id"] is None
+    assert answer == {
+        "direction": "out",
+        "text": "The kitchen light is on.",
+        "late": False,
+        "person_id": None,
+    }
     chain = await call(hass, "event_chain", event_id=events[3]["event_id"])
     assert [e["event_type"] for e in chain["events"]] == [
         "communication",
@@ -154,7 +167,7 @@ async def test_local_turn_and_failure_are_recorded(
         ("communication", "decision"),
     ]
     decision = (await session_events(hass, "local"))[1]["event_data"]
-    assert decision == {"route": "local", "reason": "a local intent matched"}
+    assert decision == {"route": "local", "reason": "a local intent matched", "person_id": None}
 
     azure.queue(Reply.failure(401, "401", "Access denied"))
     await converse(hass, loaded_entry, "Write me a poem", "failed")
@@ -165,7 +178,7 @@ async def test_local_turn_and_failure_are_recorded(
         ("error", "decision"),
     ]
     assert events[1]["event_data"]["reason"] == "no local intent matched"
-    assert events[2]["event_data"] == {"kind": "invalid_auth"}
+    assert events[2]["event_data"] == {"kind": "invalid_auth", "person_id": None}
     assert DEFAULT_KEY not in str(events)
 
 
@@ -497,7 +510,12 @@ async def test_late_answer_is_recorded_in_the_returned_session(
         ("decision", "communication"),
         ("communication", "decision"),
     ]
-    assert events[2]["event_data"] == {"direction": "out", "text": "Forty-two.", "late": True}
+    assert events[2]["event_data"] == {
+        "direction": "out",
+        "text": "Forty-two.",
+        "late": True,
+        "person_id": None,
+    }
 
 
 @pytest.mark.parametrize("agent_options", [LLM_ONLY])
@@ -529,7 +547,7 @@ async def test_llm_api_that_fails_leaves_an_error(
     await converse(hass, loaded_entry, "Anything", "c")
     events = await session_events(hass, "c")
     assert [e["event_type"] for e in events] == ["communication", "decision", "error"]
-    assert events[2]["event_data"] == {"kind": "llm_api"}
+    assert events[2]["event_data"] == {"kind": "llm_api", "person_id": None}
 
 
 @pytest.mark.parametrize("agent_options", [NO_TOOLS])

@@ -16,7 +16,7 @@ from custom_components.azure_openai_memory.memory.facts import FactSettings
 from .azure_stub import AzureStub, Reply, ToolCall
 from .conftest import NO_TOOLS, converse
 
-KNEE = {"type": "injury_history", "tags": ["body:knee"]}
+KNEE = {"type": "injury_history", "tags": ["body:knee"], "scope": "household"}
 
 
 @pytest.fixture
@@ -89,3 +89,29 @@ async def test_the_remember_tool_answers_the_same_shape(
     assert result["memory"]["content"] == "Chronic knee pain after runs over 15km"
     assert result["replaced"]["content"] == "Occasional knee soreness"
     assert result["evicted"] == []
+
+
+@pytest.mark.parametrize("agent_options", [NO_TOOLS])
+async def test_the_remember_tool_tells_what_the_cap_pushed_out(
+    hass: HomeAssistant, loaded_entry: MockConfigEntry, azure: AzureStub
+) -> None:
+    """A save that makes room hands the model what went (id and words), and the tool's
+    description tells the model to say so."""
+    hass.data[DATA_MEMORIES].async_update_settings(FactSettings(max_memories_per_type=1))
+    bins = await call(hass, "save", content="The bins go out on Tuesday", type="routine")
+    dog = {"content": "The dog is walked at seven", "type": "routine", "scope": "household"}
+    azure.queue(
+        Reply(tool_calls=[ToolCall("remember", dog)]),
+        Reply(text="Saved; I archived the note about the bins to make room."),
+    )
+    await converse(hass, loaded_entry, "Remember: the dog is walked at seven")
+    first, second = azure.calls("/chat/completions")
+    (remember,) = [t for t in first.body["tools"] if t["function"]["name"] == "remember"]
+    assert "when `evicted` is not empty, tell the user" in remember["function"]["description"]
+    result = json.loads(second.body["messages"][-1]["content"])
+    assert set(result) == {"action", "scope", "id", "memory", "replaced", "evicted"}
+    assert (result["action"], result["replaced"]) == ("created", None)
+    assert result["memory"]["content"] == "The dog is walked at seven"
+    assert result["evicted"] == [
+        {"id": bins["memory"]["id"], "content": "The bins go out on Tuesday"}
+    ]

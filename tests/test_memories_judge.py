@@ -228,7 +228,10 @@ async def test_the_remember_tool_tells_the_model_what_it_replaced(
     azure.queue(
         Reply(
             tool_calls=[
-                ToolCall("remember", {"content": OK_NOW, "type": "preference", "tags": TAGS})
+                ToolCall(
+                    "remember",
+                    {"content": OK_NOW, "type": "preference", "tags": TAGS, "scope": "household"},
+                )
             ]
         ),
         Reply(text='{"relation": "replaces"}'),

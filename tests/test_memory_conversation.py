@@ -53,6 +53,7 @@ GUEST_ROOM = {
     "content": "The guest room is Anna's",
     "type": "household",
     "tags": ["room:guest_room", "person:anna"],
+    "scope": "household",
 }
 
 
@@ -210,7 +211,7 @@ async def test_memories_reach_the_request_as_bounded_data(
 
 
 @pytest.mark.parametrize(
-    "agent_options", [{**NO_TOOLS, CONF_CONTEXT_LIMIT: 900, CONF_MAX_TOKENS: 100}]
+    "agent_options", [{**NO_TOOLS, CONF_CONTEXT_LIMIT: 1200, CONF_MAX_TOKENS: 100}]
 )
 async def test_memories_shrink_when_the_context_limit_is_near(
     hass: HomeAssistant, loaded_entry: MockConfigEntry, azure: AzureStub
@@ -226,7 +227,7 @@ async def test_memories_shrink_when_the_context_limit_is_near(
     block = data[data.index("<memories") :]
     assert 0 < count_tokens(block) < 400
     stats = await statistics(hass, loaded_entry)
-    assert stats["last_request_tokens"] <= 900 - 100
+    assert stats["last_request_tokens"] <= 1200 - 100
 
 
 @pytest.mark.parametrize("agent_options", [NO_TOOLS])
@@ -257,7 +258,7 @@ async def test_no_memories_no_data_message(
     await converse(hass, loaded_entry, "Tell me a joke", "c")
     body = chat_calls(azure)[0].body
     assert data_message(body) is None
-    assert tool_names(body) == ["recall", "remember"]
+    assert tool_names(body) == ["forget", "past_talk", "recall", "remember"]
     assert len(azure.calls("/embeddings")) == 0
 
 
@@ -312,7 +313,11 @@ async def test_a_refused_memory_goes_back_to_the_model(
     hass: HomeAssistant, loaded_entry: MockConfigEntry, azure: AzureStub
 ) -> None:
     azure.queue(
-        Reply(tool_calls=[ToolCall("remember", {"content": "", "type": "household"})]),
+        Reply(
+            tool_calls=[
+                ToolCall("remember", {"content": "", "type": "household", "scope": "household"})
+            ]
+        ),
         Reply(text="I could not save that."),
     )
     result = await converse(hass, loaded_entry, "Remember nothing", "c")

@@ -27,8 +27,18 @@ from .conftest import (
     stored_memories,
 )
 
-ANNA = {"content": "Anna's PIN is 4711", "type": "context", "tags": ["person:anna"]}
-BEN = {"content": "Ben likes coffee", "type": "preference", "tags": ["person:ben"]}
+ANNA = {
+    "content": "Anna's PIN is 4711",
+    "type": "context",
+    "tags": ["person:anna"],
+    "scope": "household",
+}
+BEN = {
+    "content": "Ben likes coffee",
+    "type": "preference",
+    "tags": ["person:ben"],
+    "scope": "household",
+}
 
 
 async def call(hass: HomeAssistant, service: str, **data: Any) -> dict[str, Any]:
@@ -171,7 +181,12 @@ async def test_erase_finds_the_recall_of_quoted_content(
     hass: HomeAssistant, loaded_entry: MockConfigEntry, azure: AzureStub
 ) -> None:
     """The recall result holds the memory escaped twice; its ids find it all the same."""
-    secret = {"content": 'Anna\'s PIN is "4711"', "type": "context", "tags": ["person:anna"]}
+    secret = {
+        "content": 'Anna\'s PIN is "4711"',
+        "type": "context",
+        "tags": ["person:anna"],
+        "scope": "household",
+    }
     azure.queue(
         Reply(tool_calls=[ToolCall("remember", secret)]),
         Reply(text="Noted."),

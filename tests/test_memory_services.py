@@ -127,6 +127,16 @@ async def test_seed_scenarios(
             "occurrences": 1,
             "tags": ["body:knee"],
             "pinned": False,
+            "scope": "household",
+            # Called without a user and outside any automation or script.
+            "provenance": {
+                "source": "service",
+                "conversation_id": None,
+                "history_event_id": None,
+                "said_by": None,
+                "channel": None,
+                "authority": "stated",
+            },
         },
         "replaced": None,
         "archived": None,
@@ -167,6 +177,7 @@ async def test_seed_scenarios(
         "reason": "Updated by newer observation about body:knee",
         "type": "injury_history",
         "tags": ["body:knee"],
+        "scope": "household",
     }
     active = await call(hass, "search", type="injury_history")
     assert [m["id"] for m in active["memories"]] == [newer["memory"]["id"]]

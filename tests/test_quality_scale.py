@@ -76,7 +76,7 @@ def test_manifest_claims_platinum_with_an_owner() -> None:
 
 def test_every_platform_sets_parallel_updates() -> None:
     """parallel-updates: each entity platform module says how many updates run at once."""
-    for platform in ("conversation", "sensor", "ai_task"):
+    for platform in ("conversation", "sensor", "switch", "ai_task"):
         source = (PACKAGE / f"{platform}.py").read_text()
         assert re.search(r"^PARALLEL_UPDATES = \d+$", source, re.MULTILINE), platform
 

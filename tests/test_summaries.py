@@ -82,10 +82,17 @@ def summariser(body: dict[str, Any]) -> Reply:
 
 
 async def talk(hass: HomeAssistant, text: str, session: str, device: str = DEVICE) -> None:
-    """A question and its answer, as the agent records them in the history."""
+    """A question and its answer, as the agent records them in the history (a device's,
+    no one known)."""
     for data in (
-        {"direction": "in", "text": text, "device_id": device, "satellite_id": None},
-        {"direction": "out", "text": f"Noted: {text}"},
+        {
+            "direction": "in",
+            "text": text,
+            "device_id": device,
+            "satellite_id": None,
+            "person_id": None,
+        },
+        {"direction": "out", "text": f"Noted: {text}", "person_id": None},
     ):
         await hass.services.async_call(
             DOMAIN,
@@ -424,7 +431,9 @@ async def test_summary_get_filters_and_orders(
         "created_at",
         "aggregated_from",
         "extractive",
+        "household",
     }
+    assert all(s["household"] for s in hall)  # a device's talk of no one known
     assert [s["group_id"] for s in await get(hass, limit=2)] == ["hall", "kitchen_display"]
     assert [s["period_start"] for s in await get(hass, start="2026-01-06", end="2026-01-06")] == [
         "2026-01-06"

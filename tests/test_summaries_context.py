@@ -5,10 +5,15 @@ import json
 from typing import Any
 
 from freezegun.api import FrozenDateTimeFactory
-from homeassistant.core import HomeAssistant
+from homeassistant.components import conversation
+from homeassistant.core import Context, HomeAssistant
 from homeassistant.util import dt as dt_util
 import pytest
-from pytest_homeassistant_custom_component.common import MockConfigEntry, async_fire_time_changed
+from pytest_homeassistant_custom_component.common import (
+    MockConfigEntry,
+    MockUser,
+    async_fire_time_changed,
+)
 
 from custom_components.azure_openai_memory.const import CONF_SUMMARY_CONTEXT_TOKENS, DOMAIN
 from custom_components.azure_openai_memory.context import DATA_NOTICE, build_past_context
@@ -20,7 +25,14 @@ from custom_components.azure_openai_memory.memory.summaries import (
 from custom_components.azure_openai_memory.memory.tokens import load_counter
 
 from .azure_stub import AzureStub, Reply
-from .conftest import NO_TOOLS, TEST_ENCODING, agent_memory, converse, count_tokens
+from .conftest import (
+    NO_TOOLS,
+    TEST_ENCODING,
+    agent_entity_id,
+    agent_memory,
+    converse,
+    count_tokens,
+)
 from .memory.test_summaries_coverage import FIRST, GROUP, LAST, live
 
 DEVICE = "kitchen_display"
@@ -233,9 +245,12 @@ async def test_summaries_stored_by_version_1_reach_the_turn(
     azure: AzureStub,
     config_entry: MockConfigEntry,
     freezer: FrozenDateTimeFactory,
+    hass_admin_user: MockUser,
 ) -> None:
     """A file written before each part's count was kept: read, saved in the new form with
-    every count as it was, and its past carried by the next turn."""
+    every count as it was, and its past carried by an administrator's next turn (written
+    before talk named its person, it is for administrators only: a satellite's turn of
+    nobody known carries none of it)."""
     book = SummaryBook()
     text = Written("Talked about the garden.", ["garden"], [], [], False)
     for n in range(14):
@@ -260,4 +275,16 @@ async def test_summaries_stored_by_version_1_reach_the_turn(
     assert sum(weekly["part_counts"].values()) == weekly["message_count"]
     azure.responder = model
     await converse(hass, config_entry, QUESTION, device_id=DEVICE)
+    body = azure.calls("/chat/completions")[-1].body
+    assert body is not None
+    assert 'source="summaries"' not in json.dumps(body["messages"])
+    await conversation.async_converse(
+        hass,
+        QUESTION,
+        None,
+        Context(user_id=hass_admin_user.id),
+        language="en",
+        agent_id=agent_entity_id(hass, config_entry),
+        device_id=DEVICE,
+    )
     assert [period(line) for line in past_in(azure)] == expected_on(START + timedelta(days=14))

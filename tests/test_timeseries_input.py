@@ -6,7 +6,7 @@ such; what no date can hold (1e300, the year 57786, 30 February, 24:00) is refus
 the field and the entry, and the series stays as it was.
 """
 
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Any
 
 from homeassistant.core import HomeAssistant
@@ -15,11 +15,8 @@ from homeassistant.setup import async_setup_component
 import pytest
 
 from custom_components.azure_openai_memory.const import DOMAIN
-from custom_components.azure_openai_memory.memory.timeseries import (
-    TimeSeries,
-    format_time,
-    range_in_text,
-)
+from custom_components.azure_openai_memory.memory.spoken_time import EARLIEST, spoken_range
+from custom_components.azure_openai_memory.memory.timeseries import TimeSeries, format_time
 
 KEY = "kudos_timeseries"
 T0 = 1761300000  # 2025-10-24T10:00:00Z
@@ -255,9 +252,11 @@ async def test_cleanup_with_more_days_than_the_calendar_keeps_everything(
 
 def test_ranges_a_question_names_never_break_the_answer() -> None:
     """What a conversation turn asks the series for: a zero range is none, a huge one is all."""
-    assert range_in_text("who gave kudos in the last 0 days?") is None
-    assert range_in_text("kudos in the last 99999999999999 weeks") == 99999999999999.0 * 604800
-    answer = TimeSeries(KEY).query(T0 - 99999999999999 * 604800, T0)
+    assert spoken_range("who gave kudos in the last 0 days?", T0, UTC) is None
+    everything = spoken_range("kudos in the last 99999999999999 weeks", T0, UTC)
+    assert everything is not None
+    assert (everything.start, everything.end) == (EARLIEST, T0)
+    answer = TimeSeries(KEY).query(everything.start, everything.end)
     assert answer["gaps"] == [{"start": "0001-01-01T00:00:00Z", "end": T0_TEXT}]
 
 

@@ -1,7 +1,8 @@
 """Azure OpenAI Memory: an Assist conversation agent on Azure OpenAI that remembers.
 
 Set-up and unload only. The home's stores (time series, history, memories, summaries)
-are set up once with the integration; each entry connects to its resource and loads its
+are set up once with the integration and offered to every agent as the "Household memory"
+LLM API (until the last entry unloads); each entry connects to its resource and loads its
 agents' windows.
 """
 
@@ -33,6 +34,8 @@ from .data import (
 )
 from .encodings import async_fetch_encodings
 from .history import async_apply_options as async_apply_history_options, async_setup_history
+from .household import async_register_household_api, async_unregister_household_api
+from .incognito import async_register_incognito_service
 from .llm.client import async_check_resource, async_create_client, async_release_client
 from .llm.errors import API_ERRORS, ErrorKind, classify_error
 from .memories import (
@@ -40,6 +43,7 @@ from .memories import (
     async_setup_memories,
     async_use_embeddings,
 )
+from .panel import async_register_panel
 from .summaries import async_attach_writer, async_setup_summaries
 from .timeseries import (
     async_apply_options as async_apply_series_options,
@@ -50,11 +54,12 @@ from .title import is_untouched_title, resource_title
 from .window import (
     async_load_windows,
     async_maintain,
+    async_register_window_commands,
     async_register_window_services,
     async_remove_windows,
 )
 
-PLATFORMS: list[Platform] = platforms(Platform.CONVERSATION, Platform.SENSOR)
+PLATFORMS: list[Platform] = platforms(Platform.CONVERSATION, Platform.SENSOR, Platform.SWITCH)
 CONFIG_SCHEMA = cv.config_entry_only_config_schema(DOMAIN)
 # Entries without an update listener (yet): not loaded, or still setting up.
 _NOT_RUNNING = (
@@ -72,6 +77,10 @@ async def async_setup(hass: HomeAssistant, config: ConfigType) -> bool:
     await async_setup_summaries(hass, history)
     await async_setup_memories(hass, history)
     async_register_window_services(hass, history)
+    async_register_household_api(hass)
+    async_register_window_commands(hass, history)
+    await async_register_panel(hass)
+    async_register_incognito_service(hass)
 
     @callback
     def _entry_changed(change: ConfigEntryChange, entry: ConfigEntry) -> None:
@@ -104,6 +113,8 @@ async def async_migrate_entry(hass: HomeAssistant, entry: ConfigEntry) -> bool:
 
 async def async_setup_entry(hass: HomeAssistant, entry: AzureOpenAIMemoryConfigEntry) -> bool:
     """Connect to the resource and set up the agents."""
+    # Back after the last entry's unload took it away; it needs no resource.
+    async_register_household_api(hass)
     await _async_apply_home_options(hass, entry)
     settings = settings_from_entry_data(entry.data)
     client = await async_create_client(hass, settings)
@@ -161,6 +172,7 @@ async def async_unload_entry(hass: HomeAssistant, entry: AzureOpenAIMemoryConfig
     """
     if not await hass.config_entries.async_unload_platforms(entry, PLATFORMS):
         return False
+    async_unregister_household_api(hass, entry)
     await entry.runtime_data.windows_store.async_close()
     await async_release_client(entry.runtime_data.client)
     return True

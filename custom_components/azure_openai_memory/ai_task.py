@@ -2,7 +2,8 @@
 
 Set up only on Home Assistant versions that have AI tasks (compat.HAS_AI_TASK). A task's
 instructions pass through the same context.py entry point as a conversation turn, so the
-stored data a task names reaches the model as delimited data, bounded in tokens.
+stored data a task names reaches the model as delimited data, bounded in tokens; of the
+memories, the household's only, as for a turn of nobody known.
 """
 
 from dataclasses import replace
@@ -36,6 +37,7 @@ from .llm.client import JsonFormat, RequestOptions, Usage, create_llm_client
 from .llm.structure import structured_output_schema
 from .memory.tokens import TokenCounter, load_counter
 from .memory.window import MESSAGE_OVERHEAD_TOKENS
+from .people import Speaker
 
 # Tasks of automations run side by side; each is one request.
 PARALLEL_UPDATES = 0
@@ -44,6 +46,8 @@ JSON_ONLY_INSTRUCTION = (
     "Answer with one JSON object, nothing else, following this JSON schema: {schema}"
 )
 _FORMAT_NAME = re.compile(r"[^a-zA-Z0-9_-]+")
+# Whom a task speaks for: nobody.
+NOBODY = Speaker()
 
 
 async def async_setup_entry(
@@ -150,6 +154,9 @@ class AzureOpenAIMemoryTask(AITaskEntity, AzureOpenAIMemoryBaseLLMEntity):
                 budget,
                 series=series,
                 memories_budget=for_memories,
+                # A task has no speaker: it carries the household's memories, never a
+                # person's private ones (its answer may go anywhere an automation sends it).
+                scopes=NOBODY.turn_scopes,
             )
             if context is not None:
                 messages.append({"role": "user", "content": context.message})

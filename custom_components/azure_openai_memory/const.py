@@ -179,6 +179,8 @@ CONF_RELEVANCE_SCORE_THRESHOLD: Final = "relevance_score_threshold"
 CONF_EMBEDDINGS_DEPLOYMENT: Final = "embeddings_deployment"
 CONF_MEMORY_CONTEXT: Final = "memory_context"
 CONF_MEMORY_TOKEN_BUDGET: Final = "memory_token_budget"
+# Voice satellites and other devices -> the person a request from them speaks for.
+CONF_DEVICE_PEOPLE: Final = "device_people"
 RECOMMENDED_ARCHIVE_RETENTION_DAYS: Final = 90
 RECOMMENDED_HIGH_CONFIDENCE_THRESHOLD: Final = 3
 # A home easily has more than 50 routines; 10,000 per type keep every search and save
@@ -201,4 +203,14 @@ MEMORY_CONTEXT_LIMIT: Final = 10
 # erasure of memories looks through.
 TOOL_REMEMBER: Final = "remember"
 TOOL_RECALL: Final = "recall"
+TOOL_FORGET: Final = "forget"
 MEMORY_SERVICE_PREFIX: Final = f"{DOMAIN}.memory_"
+
+# The tool that reads a stored time series over a range.
+TOOL_SERIES_LOOKUP: Final = "series_lookup"
+# The LLM API through which any agent (and Home Assistant's MCP server) reaches the
+# household memory. Our own agents have its tools without it, so it is never theirs to pick.
+HOUSEHOLD_API_ID: Final = DOMAIN
+HOUSEHOLD_API_NAME: Final = "Household memory"
+# Incognito, set for a while by the incognito service: at most a day at a time.
+MAX_INCOGNITO_MINUTES: Final = 24 * 60

@@ -1,8 +1,10 @@
 """The conversation agent: local intents first, then Azure OpenAI with the memory window.
 
 An answer that takes longer than the agent's early timeout is promised ("still working on
-it") and delivered later as a notification; it still enters the window. An answer that asks
-the user something keeps a voice satellite listening; the promise never does.
+it"); it still enters the window, and a notification says it is ready. Every user of the
+home reads persistent notifications, so it holds neither the question nor the answer, and
+an incognito turn posts none. An answer that asks the user something keeps a voice
+satellite listening; the promise never does.
 """
 
 import asyncio
@@ -23,7 +25,6 @@ from .compat import (
     async_provide_llm_data,
     conversation_source,
     in_assist_pipeline,
-    llm_api_ids,
 )
 from .const import (
     CONF_EARLY_TIMEOUT,
@@ -42,13 +43,16 @@ from .context import memories_budget
 from .data import DATA_HISTORY, AzureOpenAIMemoryConfigEntry
 from .entity import AzureOpenAIMemoryBaseLLMEntity, RequestFailed, tool_specs
 from .history.recorder import HistoryRecorder, TurnRecording
+from .household import agent_llm_apis
+from .incognito import async_refuse_remember, is_incognito
 from .llm.client import ILLMClient, RequestOptions, Usage, create_llm_client
-from .memories.tools import async_add_memory_tools
+from .memories.tools import MemoryTurn, async_add_memory_tools
 from .memory.window import AgentWindows
 from .request import Budget, PromptCount, RequestBuilder
 from .speech import asks_user, async_spoken, async_text
 from .stats import ROUTE_LLM, ROUTE_LOCAL
-from .summaries import speaker_group
+from .summaries import speaker_groups
+from .summaries.tools import async_add_past_talk
 from .turn import Turn, WindowWriter
 
 # Turns of different speakers run side by side; one speaker's are ordered by a lock.
@@ -83,7 +87,7 @@ class AzureOpenAIMemoryAgent(
     def __init__(self, entry: AzureOpenAIMemoryConfigEntry, subentry: ConfigSubentry) -> None:
         """One agent per subentry."""
         super().__init__(entry, subentry)
-        if llm_api_ids(subentry.data.get(CONF_LLM_HASS_API)):
+        if agent_llm_apis(subentry.data.get(CONF_LLM_HASS_API)):
             self._attr_supported_features = conversation.ConversationEntityFeature.CONTROL
 
     @property
@@ -122,7 +126,17 @@ class AzureOpenAIMemoryAgent(
         started = time.perf_counter()
         conversation_id = chat_log.conversation_id
         source = conversation_source(user_input)
-        recording = TurnRecording(self._recorder(), self.entity_id, conversation_id)
+        speaker = await self.async_speaker(
+            user_input.context.user_id if user_input.context else None, user_input.device_id
+        )
+        # Incognito: answered as always, but nothing of the turn is recorded or kept.
+        incognito = is_incognito(self.runtime, self.subentry.subentry_id)
+        recording = TurnRecording(
+            None if incognito else self._recorder(),
+            self.entity_id,
+            conversation_id,
+            speaker.person_id,
+        )
         recording.asked(
             user_input.text,
             user_input.language,
@@ -146,7 +160,15 @@ class AzureOpenAIMemoryAgent(
                 recording.decided(ROUTE_LOCAL, "a local intent matched")
                 recording.acted(response)
                 recording.answered(speech)
-                self._writer.add_local_turn(conversation_id, source, user_input.text, speech)
+                self._writer.add_local_turn(
+                    conversation_id,
+                    source,
+                    user_input.text,
+                    speech,
+                    speaker.person_id,
+                    # As it is now: the intent may have just turned incognito on or off.
+                    incognito=is_incognito(self.runtime, self.subentry.subentry_id),
+                )
                 self.runtime.stats.record_turn(ROUTE_LOCAL, _ms_since(started))
                 return conversation.ConversationResult(
                     response=response, conversation_id=chat_log.conversation_id
@@ -158,7 +180,7 @@ class AzureOpenAIMemoryAgent(
                 chat_log,
                 user_input,
                 DOMAIN,
-                options.get(CONF_LLM_HASS_API),
+                agent_llm_apis(options.get(CONF_LLM_HASS_API)),
                 options.get(CONF_PROMPT),
             )
         except conversation.ConverseError as err:
@@ -171,12 +193,32 @@ class AzureOpenAIMemoryAgent(
                 user_input,
                 self.windows.counter,
                 memories_budget(self.entry.options),
+                MemoryTurn(speaker, conversation_id, recording.question_event_id),
             )
+            async_add_past_talk(
+                self.hass,
+                chat_log,
+                user_input,
+                speaker_groups(self.hass, user_input, speaker.person_id)[0],
+                speaker,
+                self.windows.counter,
+                memories_budget(self.entry.options),
+            )
+            if incognito:
+                async_refuse_remember(chat_log)
 
         turn = Turn(
-            conversation_id, source, user_input.text, chat_log, chat_log.delta_listener, recording
+            conversation_id,
+            source,
+            user_input.text,
+            chat_log,
+            chat_log.delta_listener,
+            recording,
+            groups=speaker_groups(self.hass, user_input, speaker.person_id),
+            person_id=speaker.person_id,
+            incognito=incognito,
         )
-        turn.group = speaker_group(self.hass, user_input)
+        turn.speaker = speaker
         task = self.hass.async_create_background_task(
             self._async_run_turn(turn, user_input.agent_id),
             f"{DOMAIN} turn {conversation_id}",
@@ -194,7 +236,11 @@ class AzureOpenAIMemoryAgent(
                     f"{DOMAIN} late answer {conversation_id}",
                 )
                 return await async_spoken(
-                    self.hass, user_input, chat_log, "still_working", error=False
+                    self.hass,
+                    user_input,
+                    chat_log,
+                    "still_working_incognito" if turn.incognito else "still_working",
+                    error=False,
                 )
         try:
             await task
@@ -218,7 +264,9 @@ class AzureOpenAIMemoryAgent(
         """Talk to the model (with tool rounds) and record the turn only if it completes."""
         options, client = self._llm
         async with self._writer.lock(turn.conversation_id, turn.source):
-            self._writer.resume(turn.conversation_id, turn.source)
+            turn.window_id = self._writer.resume(
+                turn.conversation_id, turn.source, turn.person_id, incognito=turn.incognito
+            )
             usage = Usage()
             private = replace(
                 turn.chat_log, content=turn.chat_log.content.copy(), delta_listener=turn.forward
@@ -269,19 +317,31 @@ class AzureOpenAIMemoryAgent(
     async def _async_deliver_late(
         self, task: asyncio.Task[None], turn: Turn, language: str
     ) -> None:
-        """The answer came after the early reply: it is in the window; show it too.
+        """The answer came after the early reply: it is in the window; say it is ready
+        (an incognito turn leaves no trace outside its conversation: no notification).
 
         The early reply promised a notification, so a turn that fails later says so there.
         """
         try:
             await task
         except RequestFailed as err:
+            if turn.incognito:
+                return
             message = await async_text(self.hass, language, f"api_{err.kind.value}")
         else:
             self.runtime.stats.record_late_answer()
-            message = turn.answer or await async_text(self.hass, language, "no_answer")
+            if turn.incognito:
+                return
+            message = await async_text(self.hass, language, "late_answer_ready")
+        state = self.hass.states.get(self.entity_id) if self.entity_id else None
         title = await async_text(
-            self.hass, language, "late_answer_title", {"question": turn.user_text}
+            self.hass,
+            language,
+            "late_answer_title",
+            {
+                "agent": state.name if state is not None else self.subentry.title,
+                "time": f"{turn.asked_at:%H:%M}",
+            },
         )
         persistent_notification.async_create(
             self.hass,

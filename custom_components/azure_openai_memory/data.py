@@ -7,7 +7,7 @@ typed keys below, and used by every entry and by services that name no entry.
 """
 
 import asyncio
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -27,6 +27,7 @@ from .storage import DebouncedStore
 
 if TYPE_CHECKING:
     from .history.recorder import HistoryRecorder
+    from .incognito import Incognito
     from .memories.store import Memories
     from .summaries.keeper import SummaryKeeper
     from .timeseries.store import TimeseriesStore
@@ -35,6 +36,8 @@ DATA_TIMESERIES: HassKey["TimeseriesStore"] = HassKey(f"{DOMAIN}_timeseries")
 DATA_HISTORY: HassKey["HistoryRecorder"] = HassKey(f"{DOMAIN}_history")
 DATA_MEMORIES: HassKey["Memories"] = HassKey(f"{DOMAIN}_memories")
 DATA_SUMMARIES: HassKey["SummaryKeeper"] = HassKey(f"{DOMAIN}_summaries")
+# Takes the household memory's LLM API back out of Home Assistant (see household.py).
+DATA_HOUSEHOLD_API: HassKey[Callable[[], None]] = HassKey(f"{DOMAIN}_household_api")
 # Token encodings already warned about in this Home Assistant run.
 DATA_ENCODING_WARNED: HassKey[set[str]] = HassKey(f"{DOMAIN}_encoding_warned")
 
@@ -59,6 +62,8 @@ class Runtime:
     token_cache_dir: Path | None = None
     encoding_task: asyncio.Task[None] | None = None
     health: ResourceHealth = field(default_factory=ResourceHealth)
+    # Each agent's (subentry id's) incognito switch; kept in memory only.
+    incognito: dict[str, "Incognito"] = field(default_factory=dict)
 
 
 type AzureOpenAIMemoryConfigEntry = ConfigEntry[Runtime]

@@ -30,6 +30,7 @@ from .llm.client import (
 from .llm.errors import ErrorKind, classify_error
 from .llm.tools import tool_spec
 from .memory.window import MessageEntry
+from .people import Speaker, async_speaker, device_people
 from .turn import pending_from_content
 
 # Max number of back and forth with the LLM to generate a response
@@ -90,6 +91,11 @@ class AzureOpenAIMemoryBaseLLMEntity(Entity):
     def context_limit(self) -> int:
         """Tokens one request may carry."""
         return context_limit(self.subentry.data)
+
+    async def async_speaker(self, user_id: str | None, device_id: str | None) -> Speaker:
+        """Who a request is for: its user's person, else the person its device is mapped
+        to in the entry's options, else nobody."""
+        return await async_speaker(self.hass, user_id, device_id, device_people(self.entry.options))
 
     def request_options(self) -> RequestOptions:
         """What every request of this entity sends."""

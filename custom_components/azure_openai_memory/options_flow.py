@@ -1,4 +1,5 @@
-"""The options flow: memory settings in collapsible sections, durations as durations."""
+"""The options flow: memory settings in collapsible sections, durations as durations, and
+which person each voice satellite or device speaks for."""
 
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -10,12 +11,23 @@ from homeassistant.config_entries import (
     ConfigFlowResult,
     OptionsFlow,
 )
+from homeassistant.const import ATTR_FRIENDLY_NAME
+from homeassistant.core import HomeAssistant
 from homeassistant.data_entry_flow import section
 from homeassistant.exceptions import HomeAssistantError
+from homeassistant.helpers import device_registry as dr
 from homeassistant.helpers.selector import (
     BooleanSelector,
+    DeviceSelector,
+    DeviceSelectorConfig,
     DurationSelector,
     DurationSelectorConfig,
+    EntitySelector,
+    EntitySelectorConfig,
+    SelectOptionDict,
+    SelectSelector,
+    SelectSelectorConfig,
+    SelectSelectorMode,
     TextSelector,
     TimeSelector,
 )
@@ -25,6 +37,7 @@ from .const import (
     CONF_ARCHIVE_RETENTION_DAYS,
     CONF_CONTINUATION_MINUTES,
     CONF_CONVERSATION_IDLE_MINUTES,
+    CONF_DEVICE_PEOPLE,
     CONF_EMBEDDINGS_DEPLOYMENT,
     CONF_HIGH_CONFIDENCE_THRESHOLD,
     CONF_HISTORY_RECORDING,
@@ -54,12 +67,19 @@ from .flow_common import (
 )
 from .llm.embeddings import async_check_embeddings
 from .llm.errors import API_ERRORS, ErrorKind, classify_error
+from .people import PERSON_DOMAIN, device_people
 
 SECTION_CONVERSATIONS = "conversations"
 SECTION_TIMESERIES = "timeseries"
 SECTION_MEMORIES = "memories"
 SECTION_HISTORY = "history"
 SECTION_SUMMARIES = "summaries"
+SECTION_PEOPLE = "people"
+# The people section's fields: these devices speak for this person (none: for nobody);
+# the mapped devices ticked in the list speak for nobody again.
+FIELD_MAP_DEVICES = "map_devices"
+FIELD_MAP_PERSON = "map_person"
+FIELD_UNMAP_DEVICES = "unmap_devices"
 
 # The home's settings among the options form's fields: each kind's store keeps them, the
 # form shows them and returns those the user changed (see _async_apply_home_options).
@@ -104,7 +124,55 @@ def _duration_selector(field: MinutesField) -> DurationSelector:
     )
 
 
-def _options_schema() -> vol.Schema:
+def _people_schema(mapped: list[SelectOptionDict]) -> vol.Schema:
+    """Map devices to a person; unmap mapped ones (listed "device → person").
+
+    One row per device, any number of them, in a form both supported versions show:
+    each save maps the chosen devices to one person, and lists every mapping to unmap.
+    """
+    fields: dict[Any, Any] = {
+        vol.Optional(FIELD_MAP_DEVICES): DeviceSelector(DeviceSelectorConfig(multiple=True)),
+        vol.Optional(FIELD_MAP_PERSON): EntitySelector(EntitySelectorConfig(domain=PERSON_DOMAIN)),
+    }
+    if mapped:
+        fields[vol.Optional(FIELD_UNMAP_DEVICES)] = SelectSelector(
+            SelectSelectorConfig(options=mapped, multiple=True, mode=SelectSelectorMode.LIST)
+        )
+    return vol.Schema(fields)
+
+
+def _mapped_rows(hass: HomeAssistant, mapping: Mapping[str, str]) -> list[SelectOptionDict]:
+    """Each mapped device as the form lists it: "Kitchen satellite → Anna"."""
+    devices = dr.async_get(hass)
+    rows = []
+    for device_id, person_id in mapping.items():
+        device = devices.async_get(device_id)
+        device_name = (device.name_by_user or device.name) if device is not None else None
+        state = hass.states.get(person_id)
+        person_name = state.attributes.get(ATTR_FRIENDLY_NAME) if state is not None else None
+        label = f"{device_name or device_id} → {person_name or person_id}"
+        rows.append(SelectOptionDict(value=device_id, label=label))
+    return sorted(rows, key=lambda row: row["label"])
+
+
+def remapped(mapping: Mapping[str, str], people: Mapping[str, Any]) -> dict[str, str]:
+    """The mapping after the people section's changes: unmapped devices go, the chosen
+    devices speak for the chosen person (none chosen: for nobody, so they go too)."""
+    result = {
+        device: person
+        for device, person in mapping.items()
+        if device not in (people.get(FIELD_UNMAP_DEVICES) or ())
+    }
+    person = people.get(FIELD_MAP_PERSON)
+    for device in people.get(FIELD_MAP_DEVICES) or ():
+        if person:
+            result[str(device)] = str(person)
+        else:
+            result.pop(str(device), None)
+    return result
+
+
+def _options_schema(mapped: list[SelectOptionDict]) -> vol.Schema:
     """The options form, in sections.
 
     Built anew for each form: Home Assistant 2025.4 writes suggested values into the
@@ -174,6 +242,7 @@ def _options_schema() -> vol.Schema:
                 ),
                 {"collapsed": True},
             ),
+            vol.Required(SECTION_PEOPLE): section(_people_schema(mapped), {"collapsed": True}),
         }
     )
 
@@ -271,10 +340,15 @@ class MemoryOptionsFlow(OptionsFlow):
     async def async_step_init(self, user_input: dict[str, Any] | None = None) -> ConfigFlowResult:
         """One form in sections; a change of the entry's part reloads the entry."""
         home, history_answers = await self._async_home_settings()
-        schema = _options_schema()
+        mapping = device_people(self.config_entry.options)
+        schema = _options_schema(_mapped_rows(self.hass, mapping))
         errors: dict[str, str] = {}
         if user_input is not None:
-            submitted = _stored_values(user_input, errors)
+            people = user_input.get(SECTION_PEOPLE) or {}
+            submitted = _stored_values(
+                {name: part for name, part in user_input.items() if name != SECTION_PEOPLE},
+                errors,
+            )
             # The installation's settings come back only where they differ from the stores.
             options = {
                 key: value
@@ -293,6 +367,8 @@ class MemoryOptionsFlow(OptionsFlow):
                     options[CONF_EMBEDDINGS_DEPLOYMENT] = str(
                         options[CONF_EMBEDDINGS_DEPLOYMENT]
                     ).strip()
+                if devices := remapped(mapping, people):
+                    options[CONF_DEVICE_PEOPLE] = devices
                 return self.async_create_entry(data=options)
         # A setting of the home still waiting in the options is the user's latest choice.
         shown = _form_values(

@@ -12,12 +12,15 @@ An administrator sees everything; anyone else sees the household's and their own
 
 from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import Any
 
 from homeassistant.const import ATTR_FRIENDLY_NAME
 from homeassistant.core import Context, HomeAssistant, State, callback
 
-HOUSEHOLD = "household"
-PERSON_SCOPE_PREFIX = "person:"
+from .const import CONF_DEVICE_PEOPLE
+from .memory.facts import HOUSEHOLD_SCOPE, PERSON_SCOPE_PREFIX
+
+HOUSEHOLD = HOUSEHOLD_SCOPE
 # The channel of a request that came without a device: the app, a dashboard, a service call.
 APP_CHANNEL = "app"
 PERSON_DOMAIN = "person"
@@ -26,6 +29,14 @@ PERSON_DOMAIN = "person"
 def person_scope(person_id: str) -> str:
     """The private scope of a person entity ("person.anna" -> "person:person.anna")."""
     return f"{PERSON_SCOPE_PREFIX}{person_id}"
+
+
+def scope_person(scope: str) -> str | None:
+    """The person whose private scope this is ("person:person.anna" -> "person.anna");
+    None for the household's."""
+    if scope.startswith(PERSON_SCOPE_PREFIX):
+        return scope.removeprefix(PERSON_SCOPE_PREFIX)
+    return None
 
 
 @dataclass(frozen=True, slots=True)
@@ -48,6 +59,12 @@ class Speaker:
     def scope(self) -> str | None:
         """The speaker's private scope, or None when nobody is known."""
         return person_scope(self.person_id) if self.person_id else None
+
+    @property
+    def turn_scopes(self) -> frozenset[str]:
+        """What a conversation turn of this speaker may see: the household's memories and
+        their own, never another person's, an administrator's turn included."""
+        return frozenset(s for s in (HOUSEHOLD, self.scope) if s is not None)
 
     @property
     def sees_everything(self) -> bool:
@@ -117,6 +134,19 @@ async def async_speaker(
             channel,
         )
     return Speaker(channel=channel)
+
+
+def device_people(options: Mapping[str, Any]) -> dict[str, str]:
+    """An entry's "voice satellites and devices -> person" option: device id -> person
+    entity id (an unmapped device speaks for nobody)."""
+    mapped = options.get(CONF_DEVICE_PEOPLE) or {}
+    if not isinstance(mapped, Mapping):
+        return {}
+    return {
+        str(device): str(person)
+        for device, person in mapped.items()
+        if isinstance(device, str) and isinstance(person, str) and person
+    }
 
 
 async def async_caller(hass: HomeAssistant, context: Context) -> Speaker:

@@ -37,6 +37,7 @@ from .const import (
 from .context import MAX_CONTEXT_TOKENS, async_past_context, async_turn_data, memories_budget
 from .llm.client import Delta
 from .memory.window import MESSAGE_OVERHEAD_TOKENS, AgentWindows
+from .summaries.keeper import summary_readable
 from .turn import TAG_INPUT, Turn, pending
 
 _WEEKDAYS = ("Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday", "Sunday")
@@ -144,7 +145,7 @@ class RequestBuilder:
     ) -> Request:
         """The request: prompt, stored data, as much history as the context limit allows."""
         hass, windows, budget = self._hass, self._windows, self.budget
-        conversation_id = turn.conversation_id
+        conversation_id = turn.window_id or turn.conversation_id
         user = pending("user", turn.user_text, frozenset({TAG_INPUT}))
         turn.pending.append(user)
 
@@ -181,10 +182,17 @@ class RequestBuilder:
                 data_budget,
                 series=budget.series,
                 memories_budget=budget.memories,
+                scopes=turn.speaker.turn_scopes,
+                speaker=turn.speaker.name if turn.speaker.person_id else None,
             )
-            context = await async_past_context(
-                hass, context, turn.group, windows.counter, data_budget, budget.past
-            )
+            past = budget.past
+            readable = summary_readable(turn.speaker)
+            for group in turn.groups:
+                before = context.tokens if context is not None else 0
+                context = await async_past_context(
+                    hass, context, group, windows.counter, data_budget, past, readable
+                )
+                past -= (context.tokens if context is not None else 0) - before
         other = last
         if context is not None:
             other += context.tokens + MESSAGE_OVERHEAD_TOKENS

@@ -9,7 +9,13 @@ from dataclasses import dataclass
 from typing import Any
 
 from homeassistant.config_entries import ConfigEntryState
-from homeassistant.core import HomeAssistant, ServiceCall, ServiceResponse, SupportsResponse
+from homeassistant.core import (
+    Context,
+    HomeAssistant,
+    ServiceCall,
+    ServiceResponse,
+    SupportsResponse,
+)
 from homeassistant.exceptions import ServiceValidationError, Unauthorized
 import voluptuous as vol
 
@@ -61,6 +67,21 @@ def admin_only(hass: HomeAssistant, handler: Handler) -> Handler:
         return await handler(call)
 
     return checked
+
+
+class Refused(Unauthorized):
+    """A request for someone else's data (another person's memories, talk, summaries or
+    figures): refused with a translated message that says what the caller may use
+    instead (Home Assistant's own Unauthorized says only its class name), never answered
+    with less than was asked for."""
+
+    def __init__(self, context: Context, key: str, **placeholders: str) -> None:
+        super().__init__(context=context)
+        self.translation_domain = DOMAIN
+        self.translation_key = key
+        self.translation_placeholders = _echoed(placeholders)
+        self.generate_message = True
+        self.args = (key,)
 
 
 def refusing(handler: Handler) -> Handler:

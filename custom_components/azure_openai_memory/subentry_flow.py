@@ -43,6 +43,7 @@ from .const import (
     CONF_TOP_P,
     DEFAULT_AGENT_NAME,
     DEFAULT_AI_TASK_NAME,
+    HOUSEHOLD_API_ID,
     PROMPT_CACHE_KEY_CHOICES,
     REASONING_EFFORTS,
     RECOMMENDED_AGENT,
@@ -57,6 +58,7 @@ from .flow_common import (
     select,
     whole,
 )
+from .household import agent_llm_apis
 from .llm.errors import ErrorKind
 
 
@@ -97,9 +99,11 @@ class LLMSubentryFlowHandler(ConfigSubentryFlow):
         schema[vol.Required(CONF_DEPLOYMENT)] = str
         schema[vol.Required(CONF_API_MODE)] = select(API_MODES, CONF_API_MODE)
         if self._is_agent:
+            # The household memory's tools come with every agent: not a choice here.
             apis = [
                 SelectOptionDict(label=api.name, value=api.id)
                 for api in llm.async_get_apis(self.hass)
+                if api.id != HOUSEHOLD_API_ID
             ]
             schema[vol.Optional(CONF_PROMPT)] = TemplateSelector()
             schema[vol.Optional(CONF_LLM_HASS_API)] = SelectSelector(
@@ -158,7 +162,9 @@ class LLMSubentryFlowHandler(ConfigSubentryFlow):
                 )
         suggested = dict(user_input or current)
         if self._is_agent:
-            suggested[CONF_LLM_HASS_API] = llm_api_suggested(suggested.get(CONF_LLM_HASS_API))
+            suggested[CONF_LLM_HASS_API] = llm_api_suggested(
+                agent_llm_apis(suggested.get(CONF_LLM_HASS_API))
+            )
         return self.async_show_form(
             step_id=step_id,
             data_schema=self.add_suggested_values_to_schema(self._schema(), suggested),

@@ -10,6 +10,7 @@ same; the retry adds no second one).
 import asyncio
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from datetime import datetime
 import json
 from typing import Any
 import weakref
@@ -23,6 +24,7 @@ from .const import DOMAIN, LOGGER
 from .history.recorder import TurnRecording
 from .memory.summaries import HOME_GROUP
 from .memory.window import AgentWindows, MessageEntry, ToolCallEntry
+from .people import Speaker
 from .stats import ROUTE_LOCAL
 
 TAG_INPUT = "input"
@@ -80,8 +82,19 @@ class Turn:
     spoken: bool = False
     pending: list[MessageEntry] = field(default_factory=list)
     answer: str = ""
-    # Where the talk happens (summaries' group): its past comes with the turn.
-    group: str = HOME_GROUP
+    # The summaries' groups whose past comes with the turn, the speaker's own first: never
+    # another person's.
+    groups: tuple[str, ...] = (HOME_GROUP,)
+    # Whose talk the turn is (None: nobody known), and whether it is kept past the talk.
+    person_id: str | None = None
+    incognito: bool = False
+    # Who speaks (resolved once per turn): whose memories the turn may see and save.
+    speaker: Speaker = field(default_factory=Speaker)
+    # When it was asked, in the home's time zone.
+    asked_at: datetime = field(default_factory=dt_util.now)
+    # The window the turn reads and writes (WindowWriter.resume): the conversation's own,
+    # or one kept apart when the conversation is another person's.
+    window_id: str = ""
 
     def forward(self, _log: conversation.ChatLog, delta: dict[str, Any]) -> None:
         """The private log's delta listener; notes when words have reached the listener."""
@@ -126,32 +139,52 @@ class WindowWriter:
             lock = self._locks[key] = asyncio.Lock()
         return lock
 
-    def resume(self, conversation_id: str, source: str | None) -> None:
-        """Continue the speaker's window under this id; after a pause, note the time."""
+    def resume(
+        self,
+        conversation_id: str,
+        source: str | None,
+        person_id: str | None,
+        *,
+        incognito: bool = False,
+    ) -> str:
+        """Continue the speaker's window under this id; after a pause, note the time. The
+        window's id: the conversation's, or one kept apart when the conversation is
+        another person's. An incognito turn's window keeps what it adds in memory only."""
         windows = self._windows
-        windows.continue_conversation(conversation_id, source)
-        note = windows.note_resumption(conversation_id, dt_util.get_default_time_zone())
+        window_id = windows.window_for(conversation_id, person_id)
+        windows.continue_conversation(window_id, source, person_id)
+        if incognito and windows.get_stats(window_id) is not None:
+            windows.go_incognito(window_id)
+        note = windows.note_resumption(window_id, dt_util.get_default_time_zone())
         if note is not None:
-            LOGGER.debug("Conversation %s resumed: %s", conversation_id, note.content)
+            LOGGER.debug("Conversation %s resumed: %s", window_id, note.content)
             self._save()
+        return window_id
 
     def commit(self, turn: Turn) -> None:
         """Record a completed turn in the window, in order, and save later."""
         windows = self._windows
+        # Another person's turn may have begun the window since this one read it.
+        window_id = turn.window_id = windows.window_for(
+            turn.window_id or turn.conversation_id, turn.person_id
+        )
+        if turn.incognito:
+            windows.go_incognito(window_id)
         for message in turn.pending:
             windows.add_message(
-                turn.conversation_id,
+                window_id,
                 message.role,
                 message.content,
                 message.tags,
                 tool_calls=message.tool_calls,
                 tool_call_id=message.tool_call_id,
             )
+        windows.set_person(window_id, turn.person_id)
         self._save()
-        stats = windows.get_stats(turn.conversation_id) or {}
+        stats = windows.get_stats(window_id) or {}
         LOGGER.debug(
             "Window: conv=%s, msgs=%s, tokens=%s/%s (%s%%)",
-            turn.conversation_id,
+            window_id,
             stats.get("message_count"),
             stats.get("current_tokens"),
             stats.get("max_tokens"),
@@ -159,30 +192,51 @@ class WindowWriter:
         )
 
     def add_local_turn(
-        self, conversation_id: str, source: str | None, text: str, speech: str
+        self,
+        conversation_id: str,
+        source: str | None,
+        text: str,
+        speech: str,
+        person_id: str | None = None,
+        *,
+        incognito: bool = False,
     ) -> None:
         """A turn Home Assistant answered itself; after any earlier turn of its speaker."""
+        local = _LocalTurn(conversation_id, source, text, speech, person_id, incognito)
         lock = self._locks.get(source or conversation_id)
         if lock is None:
-            self._add_local_turn(conversation_id, source, text, speech)
+            self._add_local_turn(local)
         else:
             # An earlier turn of this speaker is still running: this one comes after.
             self._hass.async_create_task(
-                self._async_add_local_turn_after(lock, conversation_id, source, text, speech),
+                self._async_add_local_turn_after(lock, local),
                 f"{DOMAIN} local turn {conversation_id}",
             )
 
-    async def _async_add_local_turn_after(
-        self, lock: asyncio.Lock, conversation_id: str, source: str | None, text: str, speech: str
-    ) -> None:
+    async def _async_add_local_turn_after(self, lock: asyncio.Lock, local: "_LocalTurn") -> None:
         async with lock:
-            self._add_local_turn(conversation_id, source, text, speech)
+            self._add_local_turn(local)
 
-    def _add_local_turn(
-        self, conversation_id: str, source: str | None, text: str, speech: str
-    ) -> None:
+    def _add_local_turn(self, local: "_LocalTurn") -> None:
         windows = self._windows
-        self.resume(conversation_id, source)
-        windows.add_message(conversation_id, "user", text, {TAG_INPUT, ROUTE_LOCAL})
-        windows.add_message(conversation_id, "assistant", speech, {TAG_OUTPUT, ROUTE_LOCAL})
+        window_id = self.resume(
+            local.conversation_id, local.source, local.person_id, incognito=local.incognito
+        )
+        if local.incognito:
+            windows.go_incognito(window_id)
+        windows.add_message(window_id, "user", local.text, {TAG_INPUT, ROUTE_LOCAL})
+        windows.add_message(window_id, "assistant", local.speech, {TAG_OUTPUT, ROUTE_LOCAL})
+        windows.set_person(window_id, local.person_id)
         self._save()
+
+
+@dataclass(frozen=True, slots=True)
+class _LocalTurn:
+    """A turn Home Assistant answered itself, as it enters the window."""
+
+    conversation_id: str
+    source: str | None
+    text: str
+    speech: str
+    person_id: str | None
+    incognito: bool

@@ -2,14 +2,16 @@
 
 The windows belong to one entry (its agents), are kept in one Store file per entry that
 survives reloads and restarts, expire when idle, and are read and reset by the
-conversation_stats and conversation_reset services.
+conversation_stats and conversation_reset services and by the Memory panel's commands.
 """
 
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from homeassistant.config_entries import ConfigEntry, ConfigSubentry
 from homeassistant.core import (
+    Context,
     HomeAssistant,
     ServiceCall,
     ServiceResponse,
@@ -33,10 +35,27 @@ from .const import (
 )
 from .data import Runtime, agent_names
 from .history.recorder import HistoryRecorder, record_service_call
+from .memory.errors import InputError
+from .memory.timeseries import format_time
 from .memory.tokens import load_counter
-from .memory.window import WINDOWS_VERSION, AgentWindows, WindowSettings, migrate_windows
-from .services import ServiceSpec, async_register, loaded_entry
+from .memory.window import (
+    WINDOWS_VERSION,
+    AgentWindows,
+    MessageEntry,
+    WindowSettings,
+    migrate_windows,
+)
+from .people import Speaker, async_caller
+from .services import Refused, ServiceSpec, async_register, loaded_entry
 from .storage import DebouncedStore
+from .websocket import (
+    PAGE_SCHEMA,
+    CommandSpec,
+    async_register_commands,
+    ensure,
+    page_of,
+    record_change,
+)
 
 ATTR_CONFIG_ENTRY = "config_entry_id"
 ATTR_CONVERSATION_ID = "conversation_id"
@@ -118,6 +137,9 @@ async def async_remove_windows(hass: HomeAssistant, entry_id: str) -> None:
 def async_maintain(runtime: Runtime) -> None:
     """Expire idle conversations and warn (once per change) about the windows' health."""
     expired = sum(agent.expire_idle() for agent in runtime.windows.values())
+    # An incognito conversation idle for the continuation time is over: what it added goes.
+    for agent in runtime.windows.values():
+        agent.end_incognito(agent.settings.continuation_seconds)
     if expired:
         LOGGER.debug("Expired %d idle conversations", expired)
         runtime.windows_store.async_schedule_save()
@@ -127,18 +149,48 @@ def async_maintain(runtime: Runtime) -> None:
     runtime.reported_health = health
 
 
+def _whose(windows: AgentWindows, caller: Speaker) -> Callable[[str], bool]:
+    """Whether a conversation's figures are the caller's to see: every one for those who
+    see everything, else their own person's."""
+    if caller.sees_everything:
+        return lambda _cid: True
+    return lambda cid: caller.person_id is not None and windows.person_of(cid) == caller.person_id
+
+
+def _ensure_whose(
+    windows: AgentWindows, caller: Speaker, context: Context, conversation_id: str
+) -> None:
+    """Refuse a conversation of this agent that is someone else's (an unknown one passes:
+    the caller is told it is unknown, or shown nothing)."""
+    if windows.get_stats(conversation_id) is not None and not _whose(windows, caller)(
+        conversation_id
+    ):
+        raise Refused(context, "conversation_not_yours", conversation_id=conversation_id)
+
+
 async def _async_conversation_stats(hass: HomeAssistant, call: ServiceCall) -> ServiceResponse:
+    """Each agent's conversations with their figures and person; a caller who is not an
+    administrator gets their own person's only, and is refused another's by id. The
+    entry's totals are the ones its sensors show everyone."""
     entry = loaded_entry(hass, call.data[ATTR_CONFIG_ENTRY])
     runtime = entry.runtime_data
     conversation_id = call.data.get(ATTR_CONVERSATION_ID)
+    caller = await async_caller(hass, call.context)
+    names = agent_names(hass, entry)
+    if conversation_id:
+        for sid in names:
+            _ensure_whose(runtime.windows[sid], caller, call.context, conversation_id)
     agents: dict[str, Any] = {}
-    for sid, name in agent_names(hass, entry).items():
+    for sid, name in names.items():
         windows = runtime.windows[sid]
         ids = [conversation_id] if conversation_id else windows.get_all_conversations()
+        shown = _whose(windows, caller)
         agents[name] = {
             "memory": windows.totals(),
             "conversations": {
-                cid: stats for cid in ids if (stats := windows.get_stats(cid)) is not None
+                cid: stats
+                for cid in ids
+                if shown(cid) and (stats := windows.get_stats(cid)) is not None
             },
         }
     return {"statistics": runtime.stats.as_dict(), "agents": agents}
@@ -178,5 +230,132 @@ def async_register_window_services(hass: HomeAssistant, history: HistoryRecorder
                 SupportsResponse.OPTIONAL,
                 admin=True,
             ),
+        ),
+    )
+
+
+# -- the Memory panel's commands ---------------------------------------------------------
+
+
+CONVERSATIONS_LIST_SCHEMA = dict(PAGE_SCHEMA)
+CONVERSATION_ID_SCHEMA: dict[Any, Any] = {
+    vol.Required("entry_id"): str,
+    vol.Required("subentry_id"): str,
+    vol.Required("conversation_id"): str,
+}
+CONVERSATION_READ_SCHEMA: dict[Any, Any] = {**CONVERSATION_ID_SCHEMA, **PAGE_SCHEMA}
+CONVERSATION_RESET_SCHEMA: dict[Any, Any] = {
+    vol.Required("entry_id"): str,
+    vol.Required("subentry_id"): str,
+    vol.Optional("conversation_id"): str,
+}
+
+
+def _message_view(message: MessageEntry) -> dict[str, Any]:
+    return {
+        "role": message.role,
+        "content": message.content,
+        "timestamp": format_time(message.timestamp),
+        "token_count": message.token_count,
+        "tags": sorted(message.tags),
+        "tool_calls": [{"name": c.name, "arguments": c.arguments} for c in message.tool_calls],
+        "tool_call_id": message.tool_call_id,
+    }
+
+
+def _agent_windows(hass: HomeAssistant, fields: dict[str, Any]) -> tuple[Runtime, AgentWindows]:
+    entry = loaded_entry(hass, fields["entry_id"])
+    windows = entry.runtime_data.windows.get(fields["subentry_id"])
+    if windows is None:
+        raise InputError("unknown_agent", agent=fields["subentry_id"])
+    return entry.runtime_data, windows
+
+
+class ConversationCommands:
+    """The live windows of every loaded entry's agents, as the panel shows them: to each
+    caller the conversations conversation_stats shows them (an administrator every one,
+    anyone else their own person's), so pages and totals count only those; reading
+    another's is refused, and reset is an administrator's, as conversation_reset."""
+
+    def __init__(self, hass: HomeAssistant, history: HistoryRecorder) -> None:
+        self.hass = hass
+        self.history = history
+
+    async def list(self, speaker: Speaker, fields: dict[str, Any], _: Context) -> Any:
+        """Each agent with its figures and a page of the caller's conversations, latest
+        first. The agent's totals are the ones its sensors show everyone."""
+        offset, limit = page_of(fields)
+        agents = []
+        for entry in self.hass.config_entries.async_loaded_entries(DOMAIN):
+            names = agent_names(self.hass, entry)
+            for sid, name in names.items():
+                windows = entry.runtime_data.windows[sid]
+                shown = _whose(windows, speaker)
+                latest = [c for c in reversed(windows.get_all_conversations()) if shown(c)]
+                rows = []
+                for cid in latest[offset : offset + limit]:
+                    window = windows.windows[cid]
+                    rows.append(
+                        {
+                            "conversation_id": cid,
+                            **window.stats(),
+                            "last_activity": format_time(window.last_activity),
+                        }
+                    )
+                agents.append(
+                    {
+                        "entry_id": entry.entry_id,
+                        "subentry_id": sid,
+                        "agent_id": name,
+                        "title": entry.subentries[sid].title,
+                        "max_tokens": windows.settings.max_tokens,
+                        "totals": windows.totals(),
+                        "conversations": rows,
+                        "total": len(latest),
+                    }
+                )
+        return {"agents": agents}
+
+    async def read(self, speaker: Speaker, fields: dict[str, Any], context: Context) -> Any:
+        """A page of one conversation's messages, oldest first, and its figures."""
+        offset, limit = page_of(fields)
+        _runtime, windows = _agent_windows(self.hass, fields)
+        _ensure_whose(windows, speaker, context, fields["conversation_id"])
+        window = windows.windows.get(fields["conversation_id"])
+        if window is None:
+            raise InputError("unknown_conversation", conversation_id=fields["conversation_id"])
+        messages = window.messages()
+        return {
+            "conversation_id": window.conversation_id,
+            **window.stats(),
+            "last_activity": format_time(window.last_activity),
+            "messages": [_message_view(m) for m in messages[offset : offset + limit]],
+            "total": len(messages),
+        }
+
+    async def reset(self, speaker: Speaker, fields: dict[str, Any], context: Context) -> Any:
+        """Forget one conversation of an agent, or all of them, as conversation_reset does
+        (administrators only)."""
+        ensure(speaker.sees_everything)
+        runtime, windows = _agent_windows(self.hass, fields)
+        removed = windows.reset(fields.get("conversation_id"))
+        if removed:
+            runtime.windows_store.async_schedule_save()
+        record_change(
+            self.history, SERVICE_CONVERSATION_RESET, context, {**fields, "reset": removed}
+        )
+        return {"reset": removed}
+
+
+@callback
+def async_register_window_commands(hass: HomeAssistant, history: HistoryRecorder) -> None:
+    """conversations/list, /read, /reset."""
+    commands = ConversationCommands(hass, history)
+    async_register_commands(
+        hass,
+        (
+            CommandSpec("conversations/list", commands.list, CONVERSATIONS_LIST_SCHEMA),
+            CommandSpec("conversations/read", commands.read, CONVERSATION_READ_SCHEMA),
+            CommandSpec("conversations/reset", commands.reset, CONVERSATION_RESET_SCHEMA),
         ),
     )

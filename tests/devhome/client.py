@@ -112,3 +112,45 @@ class HomeAssistantClient:
 def spoken(answer: dict[str, Any]) -> str:
     """What an answer of /api/conversation/process says."""
     return str(answer["response"]["speech"]["plain"]["speech"])
+
+
+def add_person(client: HomeAssistantClient, name: str, username: str, password: str) -> str:
+    """A user who is not an administrator, who logs in with a password, and the person
+    linked to them (as Settings → People makes them); the person's entity id."""
+    (user,) = client.ws({"type": "config/auth/create", "name": name, "group_ids": ["system-users"]})
+    client.ws(
+        {
+            "type": "config/auth_provider/homeassistant/create",
+            "user_id": user["user"]["id"],
+            "username": username,
+            "password": password,
+        }
+    )
+    (person,) = client.ws({"type": "person/create", "name": name, "user_id": user["user"]["id"]})
+    return f"person.{person['id']}"
+
+
+def log_in(base_url: str, username: str, password: str) -> dict[str, str]:
+    """A user's login as the frontend makes it: the login flow, then the token endpoint;
+    the access and refresh tokens."""
+    client = HomeAssistantClient(base_url)
+    client_id = base_url.rstrip("/") + "/"
+    flow = client.post(
+        "/auth/login_flow",
+        {"client_id": client_id, "handler": ["homeassistant", None], "redirect_uri": client_id},
+        auth=False,
+    )
+    done = client.post(
+        f"/auth/login_flow/{flow['flow_id']}",
+        {"client_id": client_id, "username": username, "password": password},
+        auth=False,
+    )
+    if done.get("type") != "create_entry":
+        raise HomeAssistantError(f"{username!r} cannot log in: {done.get('errors')}")
+    tokens = client.post(
+        "/auth/token",
+        {"grant_type": "authorization_code", "code": done["result"], "client_id": client_id},
+        auth=False,
+        form=True,
+    )
+    return {"access_token": tokens["access_token"], "refresh_token": tokens["refresh_token"]}

@@ -2,11 +2,15 @@
 
 python -m tests.devhome.screenshots [--url ...] [--config config] [--out docs]
 Chromium is driven over the DevTools protocol (aiohttp WebSocket); no browser download.
+The Memory panel's tabs are taken in the light and the dark theme, with a few memories, a
+series with a gap and today's summary added to the instance first (again on a second run:
+the same memories are seen once more, the series' entries are the same).
 """
 
 import argparse
 import asyncio
 import base64
+from collections.abc import AsyncIterator
 import contextlib
 import io
 import itertools
@@ -22,7 +26,8 @@ import urllib.request
 
 import aiohttp
 
-from .home import read_token
+from .client import HomeAssistantClient
+from .home import DOMAIN, read_token
 
 # How often a wait polls the page for the condition it waits on.
 POLL_INTERVAL = 0.2
@@ -175,38 +180,73 @@ def button(label: str) -> str:
     )
 
 
-def take(base_url: str, token: str, out: Path, browser: str) -> None:
-    """Start a headless Chromium of its own, take the pictures, stop it."""
-    with tempfile.TemporaryDirectory() as profile:
-        chrome = subprocess.Popen(
-            [
-                browser,
-                "--headless=new",
-                "--no-sandbox",
-                "--disable-gpu",
-                "--hide-scrollbars",
-                # Any free port; Chromium names it in the profile's DevToolsActivePort.
-                "--remote-debugging-port=0",
-                f"--window-size={WIDTH},{HEIGHT}",
-                f"--user-data-dir={profile}",
-                "about:blank",
-            ],
+@contextlib.asynccontextmanager
+async def browser_page(
+    browser: str, width: int = WIDTH, height: int = HEIGHT
+) -> AsyncIterator[Page]:
+    """A headless Chromium of its own (a fresh profile), one tab of it; stopped after.
+
+    Chromium's helper processes may still write to the profile for a moment after it has
+    stopped: what they leave in the temporary folder is not worth failing for.
+    """
+    with tempfile.TemporaryDirectory(ignore_cleanup_errors=True) as profile:
+        chrome = await asyncio.create_subprocess_exec(
+            browser,
+            "--headless=new",
+            "--no-sandbox",
+            "--disable-gpu",
+            "--hide-scrollbars",
+            # Any free port; Chromium names it in the profile's DevToolsActivePort.
+            "--remote-debugging-port=0",
+            f"--window-size={width},{height}",
+            f"--user-data-dir={profile}",
+            "about:blank",
             stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL,
         )
         try:
-            asyncio.run(_session(_page_socket(Path(profile)), base_url, token, out))
+            page_ws = await asyncio.to_thread(_page_socket, Path(profile))
+            async with (
+                aiohttp.ClientSession() as session,
+                session.ws_connect(page_ws, max_msg_size=0) as socket,
+            ):
+                page = Page(socket)
+                await page.send("Page.enable")
+                await page.send(
+                    "Emulation.setDeviceMetricsOverride",
+                    width=width,
+                    height=height,
+                    deviceScaleFactor=1,
+                    mobile=False,
+                )
+                yield page
         finally:
             chrome.terminate()
-            chrome.wait(timeout=30)
+            await asyncio.wait_for(chrome.wait(), 30)
 
 
-async def _session(page_ws: str, base_url: str, token: str, out: Path) -> None:
-    async with (
-        aiohttp.ClientSession() as session,
-        session.ws_connect(page_ws, max_msg_size=0) as socket,
-    ):
-        page = Page(socket)
+async def sign_in(page: Page, base_url: str, access_token: str, refresh_token: str = "") -> None:
+    """The frontend keeps its tokens in localStorage: a token stands in for a login."""
+    await page.open(base_url + "/auth/authorize")
+    tokens = {
+        "access_token": access_token,
+        "token_type": "Bearer",
+        "expires_in": 1800,
+        "hassUrl": base_url,
+        "clientId": base_url + "/",
+        "expires": int(time.time() * 1000) + 10 * 365 * 86400 * 1000,
+        "refresh_token": refresh_token,
+    }
+    await page.evaluate(f"localStorage.setItem('hassTokens', {json.dumps(json.dumps(tokens))})")
+
+
+def take(base_url: str, token: str, out: Path, browser: str) -> None:
+    """Start a headless Chromium of its own, take the pictures, stop it."""
+    asyncio.run(_session(browser, base_url, token, out))
+
+
+async def _session(browser: str, base_url: str, token: str, out: Path) -> None:
+    async with browser_page(browser) as page:
         try:
             await _shoot(page, base_url, token, out)
         except RuntimeError:
@@ -239,26 +279,8 @@ def _devtools_port(profile: Path) -> int:
 
 
 async def _shoot(page: Page, base_url: str, token: str, out: Path) -> None:
-    await page.send("Page.enable")
-    await page.send(
-        "Emulation.setDeviceMetricsOverride",
-        width=WIDTH,
-        height=HEIGHT,
-        deviceScaleFactor=1,
-        mobile=False,
-    )
-    # The frontend keeps its tokens in localStorage; a long-lived token stands in for a login.
-    await page.open(base_url + "/auth/authorize")
-    tokens = {
-        "access_token": token,
-        "token_type": "Bearer",
-        "expires_in": 1800,
-        "hassUrl": base_url,
-        "clientId": base_url + "/",
-        "expires": int(time.time() * 1000) + 10 * 365 * 86400 * 1000,
-        "refresh_token": "",
-    }
-    await page.evaluate(f"localStorage.setItem('hassTokens', {json.dumps(json.dumps(tokens))})")
+    # A long-lived token stands in for a login.
+    await sign_in(page, base_url, token)
 
     # 1. The config flow's first form.
     await page.open(base_url + "/config/integrations/dashboard/add?domain=azure_openai_memory")
@@ -298,6 +320,68 @@ async def _shoot(page: Page, base_url: str, token: str, out: Path) -> None:
         await page.key("Enter", "Enter", 13, "\r")
         await page.wait_until(answered(turn))
     await page.save(out / "assist.png")
+
+    # 4. The Memory panel.
+    await asyncio.to_thread(add_panel_demo, HomeAssistantClient(base_url, token))
+    await _shoot_panel(page, base_url, out)
+
+
+PANEL_TABS = {
+    "memories": "n.tagName === 'LI' && n.classList.contains('memory')",
+    "conversations": "n.tagName === 'LI' && n.classList.contains('conversation')",
+    "history": "n.tagName === 'LI' && n.classList.contains('event')",
+    "summaries": "n.tagName === 'BUTTON' && n.classList.contains('chip')",
+    "series": "n.tagName === 'svg' && n.classList.contains('coverage')",
+}
+PANEL_MEMORIES = (
+    ("Anna drinks oolong tea every morning", "preference", ["person:anna"], False),
+    ("A spare EpiPen is kept in the kitchen drawer", "household", ["topic:allergy"], True),
+    ("The bins go out on Tuesday evening", "routine", ["topic:bins"], False),
+    ("Ben likes the living room at 21 degrees", "preference", ["person:ben"], False),
+    ("The heater is off while windows are open", "household", ["device:heater"], False),
+)
+PANEL_SERIES = "outdoor_humidity_timeseries"
+
+
+def add_panel_demo(client: HomeAssistantClient) -> None:
+    """What the panel's pictures show: memories, a series with a gap, today's summary."""
+    for content, kind, tags, pinned in PANEL_MEMORIES:
+        client.service(
+            DOMAIN,
+            "memory_save",
+            {"content": content, "type": kind, "tags": tags, "pinned": pinned},
+        )
+    now = int(time.time()) // 3600 * 3600
+    for first, last in ((now - 96 * 3600, now - 60 * 3600), (now - 36 * 3600, now - 3600)):
+        client.service(
+            DOMAIN,
+            "timeseries_merge",
+            {
+                "key": PANEL_SERIES,
+                "entries": [
+                    {"id": str(t), "timestamp": t, "humidity": 60 + (t // 3600) % 7}
+                    for t in range(first, last, 3600)
+                ],
+                "window_start": first,
+                "window_end": last,
+            },
+        )
+    client.ws({"type": f"{DOMAIN}/summaries/run"})
+
+
+async def _shoot_panel(page: Page, base_url: str, out: Path) -> None:
+    """Each tab of the Memory panel, light and dark."""
+    for theme in ("light", "dark"):
+        await page.send(
+            "Emulation.setEmulatedMedia",
+            features=[{"name": "prefers-color-scheme", "value": theme}],
+        )
+        for tab, first_row in PANEL_TABS.items():
+            await page.open(f"{base_url}/azure-openai-memory#{tab}")
+            await page.wait_for(first_row)
+            await page.settle()
+            await page.save(out / f"panel-{tab}-{theme}.png")
+    await page.send("Emulation.setEmulatedMedia", features=[])
 
 
 def main() -> int:

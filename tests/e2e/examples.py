@@ -98,9 +98,9 @@ def _purged(answer: dict[str, Any], _: Context) -> None:
 
 def _stats(answer: dict[str, Any], context: Context) -> None:
     agent = answer["agents"][context["agent_id"]]
-    # What the model saw of the conversation (the question included) but the clock note,
-    # which is not kept, and its answer.
-    assert agent["conversations"]["e2e-services"]["message_count"] == context["seen"] - 1 + 1
+    # What the model saw of the conversation (the question included) but the clock note and
+    # the turn's data message (who speaks), which are not kept, and its answer.
+    assert agent["conversations"]["e2e-services"]["message_count"] == context["seen"] - 2 + 1
 
 
 def _reset(answer: dict[str, Any], _: Context) -> None:
@@ -128,6 +128,18 @@ def _found(answer: dict[str, Any], context: Context) -> None:
     # No embeddings deployment in the development entry: words alone rank.
     assert answer["ranker"] == "keyword"
     assert [m["id"] for m in answer["memories"]] == [context["memory_save"]["memory"]["id"]]
+
+
+def _exported(answer: dict[str, Any], context: Context) -> None:
+    assert answer["format"] == "azure_openai_memory.memories"
+    assert [m["id"] for m in answer["memories"]] == [context["memory_save"]["memory"]["id"]]
+
+
+def _import_checked(answer: dict[str, Any], context: Context) -> None:
+    # The export's memory is here already: a dry run would change nothing.
+    assert answer["dry_run"] is True
+    assert answer["added"] == []
+    assert answer["unchanged"] == [context["memory_save"]["memory"]["id"]]
 
 
 def _patterns(answer: dict[str, Any], _: Context) -> None:
@@ -175,6 +187,11 @@ def _groups(answer: dict[str, Any], context: Context) -> None:
     (group,) = answer["groups"]
     assert group["group_id"] == context["summary_get"]["summaries"][0]["group_id"]
     assert group["counts"]["daily"] == 1
+
+
+def _incognito(answer: dict[str, Any], context: Context) -> None:
+    assert answer["agent"] == context["agent_id"]
+    assert answer["until"] is not None
 
 
 # Every service of the integration, in the order an automation could call them; each
@@ -260,6 +277,10 @@ SERVICE_EXAMPLES: dict[str, ServiceExample] = {
     ),
     "memory_search": ServiceExample(lambda _: {"query": "Whose is the guest room?"}, _found),
     "memory_patterns": ServiceExample(lambda _: {}, _patterns),
+    "memory_export": ServiceExample(lambda _: {}, _exported),
+    "memory_import": ServiceExample(
+        lambda c: {"export": c["memory_export"], "dry_run": True}, _import_checked
+    ),
     "memory_forget": ServiceExample(
         lambda c: {"memory_id": c["memory_save"]["memory"]["id"]}, _forgotten
     ),
@@ -267,6 +288,8 @@ SERVICE_EXAMPLES: dict[str, ServiceExample] = {
     "summary_aggregate": ServiceExample(_today, _aggregated),
     "summary_get": ServiceExample(lambda _: {"period_type": "daily"}, _summaries),
     "summary_groups": ServiceExample(lambda _: {}, _groups),
+    # Last: the agent's turns are incognito for a minute after it.
+    "incognito": ServiceExample(lambda c: {"entity_id": c["agent_id"], "minutes": 1}, _incognito),
 }
 
 

@@ -43,19 +43,19 @@ def allow_local_sockets() -> None:
     pytest_socket.socket_allow_hosts(["127.0.0.1"])
 
 
-def write_dev_config(config: Path, port: int) -> None:
-    """scripts/develop's configuration on another port, without the frontend's start-up cost."""
+def write_dev_config(config: Path, port: int, *, frontend: bool = False) -> None:
+    """scripts/develop's configuration on another port; without the frontend's start-up cost
+    unless a test opens pages."""
     config.mkdir(parents=True, exist_ok=True)
     (config / "custom_components").mkdir(exist_ok=True)
     link = config / "custom_components" / "azure_openai_memory"
     if not link.exists():
         link.symlink_to(REPO / "custom_components" / "azure_openai_memory")
     dev_config = (REPO / "config" / "configuration.yaml").read_text()
-    (config / "configuration.yaml").write_text(
-        dev_config.replace("server_port: 8123", f"server_port: {port}").replace(
-            "frontend:\n", "api:\nonboarding:\n"
-        )
-    )
+    dev_config = dev_config.replace("server_port: 8123", f"server_port: {port}")
+    if not frontend:
+        dev_config = dev_config.replace("frontend:\n", "api:\nonboarding:\n")
+    (config / "configuration.yaml").write_text(dev_config)
 
 
 class HassProcess:
@@ -148,10 +148,10 @@ class StandIn:
 
 
 @contextlib.contextmanager
-def running_hass(config: Path) -> Iterator[HassProcess]:
+def running_hass(config: Path, *, frontend: bool = False) -> Iterator[HassProcess]:
     """hass on scripts/develop's configuration; stopped (or left killed) at the end."""
     port = free_port()
-    write_dev_config(config, port)
+    write_dev_config(config, port, frontend=frontend)
     hass = HassProcess(config, port)
     hass.start()
     try:

@@ -186,13 +186,13 @@ def test_develop_then_chat_then_ctrl_c_then_again(runs: list[Develop], tmp_path:
     client = HomeAssistantClient(f"http://127.0.0.1:{port}", read_token(config))
     assert client.get("/api/states/light.kitchen_light")["state"] == "on"
     assert chat(env, "what did I just ask?") == (
-        "You said: what did I just ask? (I see 4 messages of context)\n"
+        "You said: what did I just ask? (I see 5 messages of context)\n"
     )
     # Interactive: two lines, then an empty one ends it.
     talked = chat(env, stdin="Please switch off the kitchen light\nwhat was that?\n\n")
     assert talked.splitlines()[1:] == [
         "you> Turned off the light",
-        "you> You said: what was that? (I see 8 messages of context)",
+        "you> You said: what was that? (I see 9 messages of context)",
         "you> ",
     ]
     assert client.get("/api/states/light.kitchen_light")["state"] == "off"
@@ -224,7 +224,7 @@ def test_develop_then_chat_then_ctrl_c_then_again(runs: list[Develop], tmp_path:
     assert [t["client_name"] for t in tokens].count(TOKEN_CLIENT_NAME) == 1
     assert [u["username"] for u in users if not u["system_generated"]] == ["dev"]
     # The conversation goes on after the restart.
-    assert chat(env, "and now?") == "You said: and now? (I see 10 messages of context)\n"
+    assert chat(env, "and now?") == "You said: and now? (I see 11 messages of context)\n"
     assert second.ctrl_c()[-1] == "Stopped."
     deadline = time.monotonic() + 30
     while second.leftovers():

@@ -104,7 +104,7 @@ def test_local_route_turns_on_the_kitchen_light(home: Home) -> None:
 
     # The model then sees the local turn as context.
     answer = home.client.converse("what did I just ask?", home.dev.agent_id, "e2e-local")
-    assert spoken(answer) == "You said: what did I just ask? (I see 4 messages of context)"
+    assert spoken(answer) == "You said: what did I just ask? (I see 5 messages of context)"
 
 
 def test_second_agent_through_the_subentry_flow_and_the_llm_route(home: Home) -> None:
@@ -126,7 +126,7 @@ def test_second_agent_through_the_subentry_flow_and_the_llm_route(home: Home) ->
     home.client.post("/api/services/light/turn_on", {"entity_id": "light.kitchen_light"})
     before = home.llm_requests()
     answer = client.converse("Please turn off the Kitchen light", model_only, "e2e-llm")
-    assert spoken(answer) == "Done: Kitchen light. (I see 4 messages of context)"
+    assert spoken(answer) == "Done: Kitchen light. (I see 5 messages of context)"
     assert home.state("light.kitchen_light") == "off"
     first, second = home.stand_in.calls("/chat/completions")[before:]
     assert first.body is not None
@@ -137,7 +137,7 @@ def test_second_agent_through_the_subentry_flow_and_the_llm_route(home: Home) ->
 
     # Two questions in a row: the second carries the first and its tool call.
     answer = client.converse("what did I just ask?", model_only, "e2e-llm")
-    assert spoken(answer) == "You said: what did I just ask? (I see 6 messages of context)"
+    assert spoken(answer) == "You said: what did I just ask? (I see 7 messages of context)"
 
 
 def test_options_flow_changes_and_keeps_the_memory_options(home: Home) -> None:

@@ -323,6 +323,34 @@ def test_hybrid_ranking_uses_vectors_and_says_so() -> None:
     assert other.ranker == "keyword"
 
 
+def test_a_closer_meaning_can_be_asked_for() -> None:
+    """A memory found by its meaning alone is left out when the caller asks for a closer
+    one (as forgetting does); one sharing the question's words is found all the same."""
+    store = FactStore()
+    texts = {
+        "warm": "Anna prefers the bedroom at 19 degrees at night",
+        "coffee": "Anna takes her coffee black",
+    }
+    saved = {
+        name: store.save(text, "preference", [], now=NOW).memory for name, text in texts.items()
+    }
+    for name, memory in saved.items():
+        assert store.set_vector(memory.id, hashed_embedding(texts[name]))
+    vector = np.asarray(hashed_embedding("the bedroom at night"))
+    similarity = float(np.dot(vector, hashed_embedding(texts["warm"])))
+    assert 0.2 < similarity < 0.9
+    found = store.search("thermostat setting", query_vector=vector, now=NOW)
+    assert saved["warm"].id in [m.id for m, _ in found.memories]
+    closer = store.search(
+        "thermostat setting", query_vector=vector, now=NOW, min_similarity=similarity + 0.01
+    )
+    assert closer.memories == []
+    by_words = store.search(
+        "coffee", query_vector=vector, now=NOW, min_similarity=similarity + 0.01
+    )
+    assert [m.id for m, _ in by_words.memories] == [saved["coffee"].id]
+
+
 def test_recency_and_confidence_break_ties() -> None:
     store = FactStore()
     old = store.save(
@@ -441,6 +469,9 @@ def test_forget_by_id_and_by_tag_archives() -> None:
     assert [a.id for a in by_tag.archived] == [two.memory.id]
     assert [m.id for m in store] == [three.memory.id]
     assert {a.id for a in store.archived()} == {one.memory.id, two.memory.id}
+    # Whoever forgets may say why; the archive keeps it.
+    (said,) = store.forget(three.memory.id, now=NOW, reason="Forgotten by voice").archived
+    assert said.reason == "Forgotten by voice"
 
 
 def test_erase_by_tag_deletes_archived_too() -> None:

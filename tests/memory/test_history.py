@@ -61,6 +61,9 @@ INDEX_TABLES = {
     "history_bulk_insert",
 }
 INDEX_TRIGGERS = {"history_event_added", "history_event_removed", "history_event_changed"}
+# Schema version 3: each event's reader class, its index and the trigger that follows it.
+OWNER_INDEX = "idx_history_owner"
+OWNER_TRIGGERS = {"history_event_owned", "history_event_owner"}
 
 
 def make(
@@ -933,9 +936,9 @@ def test_schema_objects_and_settings(store: HistoryStore, path: Path) -> None:
             objects.setdefault(kind, set()).add(name)
         assert objects == {
             "table": SEED_TABLES | {"history_settings"} | INDEX_TABLES,
-            "index": SEED_INDEXES,
+            "index": SEED_INDEXES | {OWNER_INDEX},
             "view": SEED_VIEWS,
-            "trigger": INDEX_TRIGGERS,
+            "trigger": INDEX_TRIGGERS | OWNER_TRIGGERS,
         }
         columns = [row[1] for row in conn.execute("PRAGMA table_info(agent_history_events)")]
         assert columns == [
@@ -950,15 +953,16 @@ def test_schema_objects_and_settings(store: HistoryStore, path: Path) -> None:
             "tags",
             "metadata",
             "created_at",
+            "owner",
         ]
         snapshot_columns = [row[1] for row in conn.execute("PRAGMA table_info(history_snapshots)")]
         assert "git_commit" in snapshot_columns
-        assert conn.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION == 2
+        assert conn.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION == 3
         assert conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
     # The writer's connection: foreign keys on, NORMAL sync under WAL.
     assert store._submit(lambda conn: conn.execute("PRAGMA foreign_keys").fetchone()[0]) == 1
     assert store._submit(lambda conn: conn.execute("PRAGMA synchronous").fetchone()[0]) == 1
-    assert store.schema_version == 2
+    assert store.schema_version == 3
     assert store.path == path
     assert store.size_bytes() > 0
 

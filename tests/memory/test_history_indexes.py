@@ -115,6 +115,12 @@ def raw(path: Path) -> closing[sqlite3.Connection]:
     return closing(sqlite3.connect(path, isolation_level=None))
 
 
+# Version 1's insert: no reader class.
+INSERT_V1 = (
+    INSERT_EVENT[: INSERT_EVENT.index(", owner)")] + ") VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+)
+
+
 def version_1_database(path: Path, events: list[AgentHistoryEvent]) -> None:
     """A database as version 1 left it (its schema, its rows), holding `events`."""
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -122,7 +128,7 @@ def version_1_database(path: Path, events: list[AgentHistoryEvent]) -> None:
         conn.execute("PRAGMA journal_mode = WAL")
         assert migrate_schema(conn, MIGRATIONS[:1]) == 1
         conn.execute("BEGIN")
-        conn.executemany(INSERT_EVENT, [encode_event(event) for event in events])
+        conn.executemany(INSERT_V1, [encode_event(event) for event in events])
         conn.execute("COMMIT")
 
 
@@ -309,7 +315,7 @@ def test_upgrade_keeps_every_event_and_answers_as_before(tmp_path: Path) -> None
     store = HistoryStore(path, index_batch=97)
     store.open()
     try:
-        assert store.schema_version == SCHEMA_VERSION == 2
+        assert store.schema_version == SCHEMA_VERSION == 3
         assert store._wait_for_index(30)
         with raw(path) as conn:
             assert conn.execute("SELECT COUNT(*) FROM agent_history_events").fetchone() == (1500,)
@@ -338,7 +344,7 @@ def test_writes_between_indexing_batches_are_counted_once(tmp_path: Path) -> Non
     fresh = iter(household(200, seed=9))
     rng = random.Random(3)
     with raw(path) as conn:
-        assert migrate_schema(conn, MIGRATIONS) == 2
+        assert migrate_schema(conn, MIGRATIONS) == 3
         batches = 0
         while not index_batch(conn, 40):
             batches += 1
@@ -373,7 +379,7 @@ def test_a_version_set_back_by_hand_upgrades_again(tmp_path: Path) -> None:
     store = HistoryStore(path, index_batch=50)
     store.open()
     try:
-        assert store.schema_version == 2
+        assert store.schema_version == 3
         assert store._wait_for_index(30)
         assert_counters_match_events(path)
         assert_answers(store, events)

@@ -284,3 +284,98 @@ def test_group_ids_are_slugs(bad: object) -> None:
     with pytest.raises(SummaryError) as err:
         validate_group(bad)  # type: ignore[arg-type]
     assert err.value.key == "invalid_group"
+
+
+def test_a_group_given_to_another_keeps_every_summary_and_link() -> None:
+    """A user's group becomes their person's: every summary under its new id, the links
+    between them (folded from, folded into, the era's founder) following."""
+    book = SummaryBook()
+    assert monthly_for(book, date(2026, 1, 5), ["garden planning", "tomato seeds"]) is True
+    before = {(s.period_type, s.period_start): s.as_dict() for s in book}
+    context = [(s.period_type, s.period_start) for s in book.context("kitchen")]
+    profile = book.profile("kitchen").as_dict()
+
+    assert book.move_group("kitchen", "person_ben") == len(before)
+    assert book.groups() == ["person_ben"]
+    after = {(s.period_type, s.period_start): s for s in book}
+    assert after.keys() == before.keys()
+    for key, summary in after.items():
+        assert summary.summary_id == summary_id("person_ben", *key)
+        old = before[key]
+        for kept in ("summary", "topics", "highlights", "message_count", "created_at"):
+            assert getattr(summary, kept) == old[kept]
+        assert all(book.get(part) is not None for part in summary.aggregated_from)
+        if old["aggregated_into"] is None:
+            assert summary.aggregated_into is None
+        else:
+            assert summary.aggregated_into is not None
+            assert book.get(summary.aggregated_into) is not None
+        assert sum(summary.part_counts.values()) == sum(old["part_counts"].values())
+    assert [(s.period_type, s.period_start) for s in book.context("person_ben")] == context
+    moved = book.profile("person_ben").as_dict()
+    assert moved["topic_evolution"] == profile["topic_evolution"]
+    era = moved["current_era"]
+    assert era is not None
+    assert book.get(era["founded_by"]) is not None
+    assert SummaryBook.from_dict(book.as_dict()).as_dict() == book.as_dict()
+
+
+def test_a_day_both_groups_summarised_is_merged_nothing_lost() -> None:
+    book = SummaryBook()
+    day = date(2026, 2, 2)
+    garden = Written("Asked about the garden.", ["garden"], ["seeds"], ["Ben"], False)
+    bins = Written("Asked about the bins.", ["bins"], ["tuesday"], ["Ben"], False)
+    book.write_daily("u1", day, garden, 4, "agent", NOW.isoformat())
+    book.write_daily("person_ben", day, bins, 2, "agent", NOW.isoformat())
+    book.move_group("u1", "person_ben")
+    assert book.groups() == ["person_ben"]
+    (daily,) = book.of("person_ben", PeriodType.DAILY)
+    assert daily.summary == "Asked about the bins. Asked about the garden."
+    assert (daily.topics, daily.highlights, daily.active_users) == (
+        ["bins", "garden"],
+        ["tuesday", "seeds"],
+        ["Ben"],
+    )
+    assert daily.message_count == 6
+
+
+def test_household_only_while_every_part_is() -> None:
+    """A week is everyone's to read only when every day folded into it is; what was stored
+    before the flag existed is not (it mixed everyone's talk)."""
+    book = SummaryBook()
+    said = Written("Talked about the bins.", ["bins"], [], [], False)
+    monday = date(2026, 2, 2)
+    book.write_daily("kitchen", monday, said, 2, "a", "x", household=True)
+    book.write_daily("kitchen", monday + timedelta(days=1), said, 2, "a", "x", household=True)
+    book.write_daily("hall", monday, said, 2, "a", "x", household=True)
+    book.write_daily("hall", monday + timedelta(days=1), said, 2, "a", "x")
+    today = monday + timedelta(days=20)
+    (kitchen_week,) = book.plan("kitchen", PeriodType.DAILY, today)
+    (hall_week,) = book.plan("hall", PeriodType.DAILY, today)
+    assert book.fold(kitchen_week, said, "a", "x").household
+    assert not book.fold(hall_week, said, "a", "x").household
+    assert book.profile("kitchen").household
+    assert not book.profile("hall").household
+    stored = book.as_dict()
+    for item in stored["summaries"]:
+        del item["household"]
+    for profile in stored["profiles"].values():
+        del profile["household"]
+    before = SummaryBook.from_dict(stored)
+    assert not any(s.household for s in before)
+    assert not before.profile("kitchen").household
+
+
+def test_the_past_of_what_a_reader_may_see() -> None:
+    """A week the reader may not see counts as gone: the days folded into it that they may
+    see are carried instead, so none of their days is lost."""
+    book = SummaryBook()
+    said = Written("Talked about the bins.", ["bins"], [], [], False)
+    monday = date(2026, 2, 2)
+    book.write_daily("hall", monday, said, 2, "a", "x", household=True)
+    book.write_daily("hall", monday + timedelta(days=1), said, 2, "a", "x")
+    (job,) = book.plan("hall", PeriodType.DAILY, monday + timedelta(days=20))
+    week = book.fold(job, said, "a", "x")
+    assert [s.summary_id for s in book.context("hall")] == [week.summary_id]
+    shown = [s.period_start for s in book.context("hall", lambda s: s.household)]
+    assert shown == [monday.isoformat()]

@@ -21,7 +21,6 @@ from custom_components.azure_openai_memory.memory.timeseries import (
     migrate_series,
     parse_last,
     parse_time,
-    range_in_text,
     validate_key,
 )
 
@@ -290,17 +289,13 @@ def test_custom_fields_and_round_trip() -> None:
     }
 
 
-def test_matching_keys_and_range_in_text() -> None:
+def test_matching_keys() -> None:
     keys = ["kudos_givers_timeseries", "activities_timeseries", "comments_timeseries"]
     assert matching_keys(keys, "Who gave me kudos in the last 2 days?") == [
         "kudos_givers_timeseries"
     ]
     assert matching_keys(keys, "How many activity did I log?") == ["activities_timeseries"]
     assert matching_keys(keys, "What's the weather?") == []
-    assert range_in_text("Who gave me kudos in the last 2 days?") == 2 * 86400
-    assert range_in_text("kudos in the past week") == 604800
-    assert range_in_text("last 24 hours please") == 86400
-    assert range_in_text("turn on the light") is None
 
 
 def test_cap_is_the_series_own_else_the_installation_default() -> None:

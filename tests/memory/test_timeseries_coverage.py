@@ -10,10 +10,14 @@ import json
 import random
 from typing import Any
 
+import pytest
+
 from custom_components.azure_openai_memory.memory.timeseries import (
     MAX_COVERAGE_INTERVALS,
     MIN_GAP_SECONDS,
     TimeSeries,
+    TimeseriesError,
+    coverage_of,
     format_time,
 )
 
@@ -206,3 +210,30 @@ def test_cleanup_past_the_bridged_stretch_makes_coverage_exact_again() -> None:
     assert series.bridged is None
     late = series.query(bridged_end, YEAR0 + 1_200 * HOUR)
     assert late["coverage_approximate"] is False
+
+
+def test_a_page_of_entries_and_their_counts_over_time() -> None:
+    """The panel's view of a series: a page, newest first, and a chart of counts."""
+    series = TimeSeries("garden_timeseries")
+    entries = [{"id": str(n), "timestamp": f"2025-10-01T{n:02d}:00:00Z"} for n in range(10)]
+    prepared = series.prepare(entries, "id", "timestamp", UTC, "2025-10-02T00:00:00Z")
+    series.merge(prepared, "2025-10-02T00:00:00Z", None)
+    start = datetime(2025, 10, 1, tzinfo=UTC).timestamp()
+    end = start + 10 * 3600
+    page, total = series.entries_page(start, end, 2, 3)
+    assert total == 10
+    assert [e["id"] for e in page] == ["7", "6", "5"]
+    assert [e["id"] for e in series.entries_page(start, end, 9, 5)[0]] == ["0"]
+    assert series.entries_page(start, end, 10, 5) == ([], 10)
+    assert series.counts(start, end, 5) == [2, 2, 2, 2, 2]
+    assert series.counts(start, start + 3600, 1) == [2]  # the end is included
+    with pytest.raises(TimeseriesError):
+        series.counts(end, start, 2)
+
+
+def test_coverage_of_is_what_a_query_reports() -> None:
+    covered = [[0.0, 100.0], [200.0, 300.0]]
+    assert coverage_of(covered, True, 0, 300) == ("partial", [(100.0, 200.0)])
+    assert coverage_of(covered, True, 0, 100) == ("full", [])
+    assert coverage_of(covered, False, 0, 100) == ("none", [])
+    assert coverage_of(covered, True, 120, 180) == ("none", [(120, 180)])

@@ -229,6 +229,48 @@ def test_continuation_from_same_source(counter: TokenCounter, clock: Clock) -> N
     assert held(memory, "c4") == []
 
 
+def test_a_conversation_is_its_person_s(counter: TokenCounter, clock: Clock) -> None:
+    """Someone else's turn under a person's conversation id gets a window kept apart; the
+    conversation's window and its person stay as they were."""
+    memory = make(counter, clock)
+    memory.add_message("talk", "user", "my dentist is on Friday")
+    memory.set_person("talk", "person.anna")
+    assert memory.window_for("talk", "person.anna") == "talk"
+    assert memory.window_for("talk", "person.ben") == "talk@person.ben"
+    assert memory.window_for("talk", None) == "talk@nobody"
+    assert memory.window_for("new", "person.ben") == "new"
+    memory.set_person("talk", "person.ben")
+    assert memory.person_of("talk") == "person.anna"
+    # A window of nobody known becomes the first known speaker's.
+    memory.add_message("kitchen", "user", "timer for ten minutes")
+    assert memory.window_for("kitchen", "person.ben") == "kitchen"
+    memory.set_person("kitchen", "person.ben")
+    assert memory.person_of("kitchen") == "person.ben"
+    memory.add_message("talk@person.ben", "user", "what did I say?")
+    memory.add_message("talk@nobody", "user", "and now?")
+    assert memory.reset("talk") == 3
+    assert memory.get_all_conversations() == ["kitchen"]
+
+
+def test_continuation_is_per_person(counter: TokenCounter, clock: Clock) -> None:
+    """At a shared device each person continues their own window, never another's."""
+    memory = make(counter, clock, continuation_seconds=1800)
+    memory.continue_conversation("a1", "device:tablet", "person.anna")
+    memory.add_message("a1", "user", "my dentist is on Friday")
+    memory.set_person("a1", "person.anna")
+    clock.now += 60
+    memory.continue_conversation("b1", "device:tablet", "person.ben")
+    assert held(memory, "b1") == []
+    memory.add_message("b1", "user", "will it rain?")
+    memory.set_person("b1", "person.ben")
+    clock.now += 60
+    memory.continue_conversation("a2", "device:tablet", "person.anna")
+    assert [m.content for m in held(memory, "a2")] == ["my dentist is on Friday"]
+    # Nobody known at the tablet neither continues a person's window.
+    memory.continue_conversation("n1", "device:tablet")
+    assert held(memory, "n1") == []
+
+
 def test_persistence_round_trip(counter: TokenCounter, clock: Clock) -> None:
     memory = make(counter, clock, max_tokens=200)
     memory.add_message("c", "system", "sys")

@@ -6,15 +6,25 @@ that says it is data, with every source between <data> tags and every entry as J
 which `<` is escaped, so no entry can close its tag or pass for an instruction.
 """
 
+from collections.abc import Iterable
+
 from homeassistant.core import HomeAssistant
 
 from ..const import MEMORY_CONTEXT_LIMIT
 from ..data import DATA_MEMORIES
 from ..memory.tokens import TokenCounter
 from .base import DATA_NOTICE, MAX_CONTEXT_TOKENS, TurnContext
-from .memories import MEMORIES_NOTE, joined_message, memories_block, memories_budget, memories_part
+from .memories import (
+    MEMORIES_NOTE,
+    joined_message,
+    memories_block,
+    memories_budget,
+    memories_part,
+    memories_shown,
+)
 from .past import async_past_context, build_past_context
 from .series import async_turn_context, build_turn_context
+from .speaker import speaker_block
 
 __all__ = [
     "DATA_NOTICE",
@@ -28,6 +38,7 @@ __all__ = [
     "build_turn_context",
     "memories_block",
     "memories_budget",
+    "memories_shown",
 ]
 
 
@@ -39,8 +50,11 @@ async def async_turn_data(
     *,
     series: bool,
     memories_budget: int,
+    scopes: Iterable[str] | None = None,
+    speaker: str | None = None,
 ) -> TurnContext | None:
-    """The turn's data message: relevant memories (within their budget), then stored series.
+    """The turn's data message: who speaks (their name, with memories on), the relevant
+    memories of these scopes (None: all; within their budget), then stored series.
 
     The memories come first and take at most memories_budget of the budget; the series
     get what is left. The whole message is counted once more and fits budget.
@@ -48,15 +62,20 @@ async def async_turn_data(
     block: str | None = None
     used = 0
     memories = hass.data.get(DATA_MEMORIES)
+    about = speaker_block(speaker) if speaker is not None and memories_budget > 0 else None
     if memories_budget > 0 and memories is not None and len(memories.facts) and budget > 0:
-        found = await memories.async_search(text, limit=MEMORY_CONTEXT_LIMIT)
+        found = await memories.async_search(text, limit=MEMORY_CONTEXT_LIMIT, scopes=scopes)
         if found.memories:
             block, used = await hass.async_add_executor_job(
-                memories_part, found.memories, counter, memories_budget, budget
+                memories_part, found.memories, counter, memories_budget, budget, about
             )
+    if about is not None:
+        used += await hass.async_add_executor_job(counter.count, about) + 2
     series_context = None
     if series and budget - used > 0:
         series_context = await async_turn_context(
             hass, text, counter, min(MAX_CONTEXT_TOKENS, budget - used)
         )
-    return await hass.async_add_executor_job(joined_message, block, series_context, counter, budget)
+    return await hass.async_add_executor_job(
+        joined_message, block, series_context, counter, budget, about
+    )

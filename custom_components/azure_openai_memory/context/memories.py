@@ -9,7 +9,7 @@ from ..const import (
     RECOMMENDED_MEMORY_CONTEXT,
     RECOMMENDED_MEMORY_TOKEN_BUDGET,
 )
-from ..memory.facts import Memory
+from ..memory.facts import HOUSEHOLD_SCOPE, Authority, Memory
 from ..memory.timeseries import format_time
 from ..memory.tokens import TokenCounter
 from .base import DATA_NOTICE, FOOTER_TOKENS, TurnContext, json_line
@@ -22,15 +22,20 @@ _MEMORIESCLOSE = "</memories>"
 
 
 def _memory_line(memory: Memory) -> str:
-    return json_line(
-        {
-            "content": memory.content,
-            "type": memory.type.value,
-            "tags": list(memory.tags),
-            "confidence": memory.confidence.value,
-            "updated": format_time(memory.updated_at)[:10],
-        }
-    )
+    """A memory as the model reads it; the speaker's own are marked private, and what was
+    concluded rather than said is marked inferred."""
+    line: dict[str, Any] = {
+        "content": memory.content,
+        "type": memory.type.value,
+        "tags": list(memory.tags),
+        "confidence": memory.confidence.value,
+        "updated": format_time(memory.updated_at)[:10],
+    }
+    if memory.scope != HOUSEHOLD_SCOPE:
+        line["private"] = True
+    if memory.provenance is not None and memory.provenance.authority is Authority.INFERRED:
+        line["inferred"] = True
+    return json_line(line)
 
 
 def _memories_render(lines: list[str], total: int) -> str:
@@ -47,8 +52,16 @@ def memories_block(
     Each memory is one JSON line in which `<` is escaped: a memory cannot close the
     block nor pass for an instruction.
     """
+    return memories_shown(found, counter, budget)[0]
+
+
+def memories_shown(
+    found: list[tuple[Memory, float]], counter: TokenCounter, budget: int
+) -> tuple[str | None, int]:
+    """The memories block, and how many of the first memories it shows (the rest did not
+    fit); blocking."""
     if not found:
-        return None
+        return None, 0
     used = counter.count(_memories_render([], len(found))) + FOOTER_TOKENS
     lines: list[str] = []
     for memory, _score in found:
@@ -61,34 +74,50 @@ def memories_block(
     block = _memories_render(lines, len(found))
     while counter.count(block) > budget:
         if not lines:
-            return None
+            return None, 0
         lines.pop()
         block = _memories_render(lines, len(found))
-    return block if lines else None
+    return (block, len(lines)) if lines else (None, 0)
 
 
 def memories_part(
-    found: list[tuple[Memory, float]], counter: TokenCounter, own: int, budget: int
+    found: list[tuple[Memory, float]],
+    counter: TokenCounter,
+    own: int,
+    budget: int,
+    speaker: str | None = None,
 ) -> tuple[str | None, int]:
-    """The memories block within its own budget and beside the notice, and its cost; blocking."""
-    block = memories_block(found, counter, min(own, budget - counter.count(DATA_NOTICE) - 2))
+    """The memories block within its own budget and beside the notice (and the speaker's
+    block), and its cost; blocking."""
+    used = counter.count(DATA_NOTICE) + 2
+    if speaker is not None:
+        used += counter.count(speaker) + 2
+    block = memories_block(found, counter, min(own, budget - used))
     return block, (counter.count(block) + 2 if block is not None else 0)
 
 
 def joined_message(
-    memories: str | None, series: TurnContext | None, counter: TokenCounter, budget: int
+    memories: str | None,
+    series: TurnContext | None,
+    counter: TokenCounter,
+    budget: int,
+    speaker: str | None = None,
 ) -> TurnContext | None:
-    """One data message: the notice, the memories, the series; blocking (counts tokens)."""
-    if memories is None:
+    """One data message: the notice, who speaks, the memories, the series; blocking
+    (counts tokens). What does not fit goes: the series first, then the memories."""
+    if memories is None and speaker is None:
         return series
-    sources = ("memories", *(series.sources if series else ()))
-    parts = [DATA_NOTICE, memories]
+    mine = [(name, part) for name, part in (("speaker", speaker), ("memories", memories)) if part]
+    sources = (*(name for name, _part in mine), *(series.sources if series else ()))
+    parts = [DATA_NOTICE, *(part for _name, part in mine)]
     if series is not None:
         parts.append(series.message.removeprefix(DATA_NOTICE).lstrip("\n"))
     message = "\n\n".join(parts)
     tokens = counter.count(message)
     if tokens > budget and series is not None:
-        return joined_message(memories, None, counter, budget)
+        return joined_message(memories, None, counter, budget, speaker)
+    if tokens > budget and memories is not None and speaker is not None:
+        return joined_message(None, None, counter, budget, speaker)
     if tokens > budget:
         return None
     return TurnContext(message, tokens, sources)

@@ -1,7 +1,7 @@
 """The speaker's group's past: summaries of earlier days, weeks and months, as data."""
 
 from collections import Counter
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 from homeassistant.core import HomeAssistant
@@ -152,11 +152,13 @@ async def async_past_context(
     counter: TokenCounter,
     budget: int,
     past_budget: int,
+    shown: Callable[[GroupSummary], bool],
 ) -> TurnContext | None:
-    """The data message with what the speaker's group talked about, every day of it."""
+    """The data message with what the speaker's group talked about, every day of it that
+    the speaker may read (shown)."""
     if past_budget <= 0 or (keeper := hass.data.get(DATA_SUMMARIES)) is None:
         return context
-    cover = keeper.store.book.context(group)
+    cover = keeper.store.book.context(group, shown)
     if not cover:
         return context
     return await hass.async_add_executor_job(

@@ -7,7 +7,8 @@ from homeassistant.core import HomeAssistant
 from homeassistant.util import dt as dt_util
 
 from ..data import DATA_TIMESERIES
-from ..memory.timeseries import TimeSeries, matching_keys, range_in_text
+from ..memory.spoken_time import spoken_range
+from ..memory.timeseries import TimeSeries, matching_keys
 from ..memory.tokens import TokenCounter
 from .base import CLOSE, DATA_NOTICE, FOOTER_TOKENS, MAX_CONTEXT_TOKENS, TurnContext, json_line
 
@@ -106,15 +107,18 @@ def build_turn_context(
 async def async_turn_context(
     hass: HomeAssistant, text: str, counter: TokenCounter, budget: int = MAX_CONTEXT_TOKENS
 ) -> TurnContext | None:
-    """Stored series a request names (a range and a series' words), as a data message."""
-    if budget <= 0 or (seconds := range_in_text(text)) is None:
+    """Stored series a request names (a spoken range and a series' words), as a data message.
+
+    The range is read in the home's time zone: "yesterday" is the home's yesterday.
+    """
+    if budget <= 0 or (store := hass.data.get(DATA_TIMESERIES)) is None:
         return None
-    if (store := hass.data.get(DATA_TIMESERIES)) is None:
+    asked = spoken_range(text, dt_util.utcnow().timestamp(), dt_util.get_default_time_zone())
+    if asked is None:
         return None
     keys = matching_keys(store.known_keys(), text)
     if not keys:
         return None
-    end = dt_util.utcnow().timestamp()
     async with AsyncExitStack() as stack:
         # Held while the executor reads the series, so no merge changes them meanwhile.
         series: list[TimeSeries] = []
@@ -123,6 +127,6 @@ async def async_turn_context(
             if (one := await store.async_get(key)) is not None:
                 series.append(one)
         context = await hass.async_add_executor_job(
-            build_turn_context, series, end - seconds, end, counter, budget
+            build_turn_context, series, asked.start, asked.end, counter, budget
         )
     return context

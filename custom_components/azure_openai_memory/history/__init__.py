@@ -17,6 +17,7 @@ from ..const import CONF_HISTORY_RETENTION_DAYS, DOMAIN, LOGGER
 from ..data import DATA_HISTORY
 from .recorder import HistoryRecorder
 from .services import async_register_history_services
+from .websocket import async_register_history_commands
 
 PURGE_INTERVAL = timedelta(days=1)
 
@@ -36,6 +37,7 @@ async def async_setup_history(hass: HomeAssistant) -> HistoryRecorder:
     async_track_time_interval(hass, _async_purge, PURGE_INTERVAL, cancel_on_shutdown=True)
     hass.async_create_background_task(_async_purge(), f"{DOMAIN} history purge")
     async_register_history_services(hass, history)
+    async_register_history_commands(hass, history)
     return history
 
 

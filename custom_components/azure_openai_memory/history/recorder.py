@@ -12,7 +12,7 @@ from pathlib import Path
 import sqlite3
 from typing import Any, Final
 
-from homeassistant.core import HomeAssistant, ServiceCall, callback
+from homeassistant.core import Context, HomeAssistant, ServiceCall, callback
 from homeassistant.exceptions import HomeAssistantError
 from homeassistant.helpers import intent, issue_registry as ir
 import orjson
@@ -21,16 +21,20 @@ from ..const import (
     DOMAIN,
     MEMORY_SERVICE_PREFIX,
     RECOMMENDED_HISTORY_RETENTION_DAYS,
+    TOOL_FORGET,
     TOOL_RECALL,
     TOOL_REMEMBER,
 )
 from ..memory.history import (
+    PERSON_KEY,
     AgentHistoryEvent,
     HistoryError,
     HistoryEventType,
     HistoryPurge,
     HistoryStore,
+    Visibility,
 )
+from ..people import Speaker, person_of_user, scope_person
 
 _LOGGER = logging.getLogger(__name__)
 
@@ -191,6 +195,29 @@ class HistoryRecorder:
         return event
 
     @callback
+    def record_call(
+        self,
+        service: str,
+        context: Context,
+        data: dict[str, Any],
+        *,
+        tags: Iterable[str],
+        scopes: Iterable[str] = (),
+    ) -> None:
+        """A call that changed state (a service's, or the Memory panel's): who is the
+        service, the session is the call, whose talk it is as call_person says."""
+        names, person = call_person(self.hass, context, scopes)
+        if names:
+            data = {**data, PERSON_KEY: person}
+        self.record(
+            f"{DOMAIN}.{service}",
+            HistoryEventType.STATE_CHANGE,
+            data,
+            session_id=context.id,
+            tags=tags,
+        )
+
+    @callback
     def async_announce(self, event: AgentHistoryEvent) -> None:
         """Fire the bus event automations trigger on: type and ids, never the data."""
         self.hass.bus.async_fire(
@@ -263,14 +290,14 @@ class HistoryRecorder:
         return purged.events
 
     async def async_erase_memories(self, ids: list[str]) -> int:
-        """Delete the remember and recall tool calls and memory_* service events that
-        carried erased memories, by their ids; how many events went."""
+        """Delete the remember, recall and forget tool calls and memory_* service events
+        that carried erased memories, by their ids; how many events went."""
         if not ids:
             return 0
         return await self.async_run(
             self.store.delete_memory_events,
             ids,
-            (TOOL_REMEMBER, TOOL_RECALL),
+            (TOOL_REMEMBER, TOOL_RECALL, TOOL_FORGET),
             MEMORY_SERVICE_PREFIX,
         )
 
@@ -289,16 +316,23 @@ def tool_events(
     tool_name: str,
     arguments: dict[str, Any],
     result: Any,
+    person_id: str | None = None,
 ) -> AgentHistoryEvent | None:
-    """A ToolUse event, then an Action event per device the tool acted on."""
+    """A ToolUse event, then an Action event per device the tool acted on; both part of
+    the talk of person_id (None: nobody known)."""
     used = recorder.record(
         agent_id,
         HistoryEventType.TOOL_USE,
-        {"tool": tool_name, "arguments": _bounded(arguments), "result": _bounded(result)},
+        {
+            "tool": tool_name,
+            "arguments": _bounded(arguments),
+            "result": _bounded(result),
+            PERSON_KEY: person_id,
+        },
         session_id=session_id,
         parent=parent,
     )
-    action_events(recorder, agent_id, session_id, used, tool_name, result)
+    action_events(recorder, agent_id, session_id, used, tool_name, result, person_id)
     return used
 
 
@@ -309,6 +343,7 @@ def action_events(
     parent: AgentHistoryEvent | None,
     intent: str,
     result: Any,
+    person_id: str | None = None,
 ) -> None:
     """One Action event per target an intent reports as done (its `data.success`)."""
     data = result.get("data") if isinstance(result, dict) else None
@@ -323,6 +358,7 @@ def action_events(
                 "target": target.get("id"),
                 "name": target.get("name"),
                 "type": target.get("type"),
+                PERSON_KEY: person_id,
             },
             session_id=session_id,
             parent=parent,
@@ -332,14 +368,23 @@ def action_events(
 class TurnRecording:
     """The events of one turn, chained: question → decision → tools → actions → answer.
 
-    With recording off (recorder None) every method does nothing, so the agent's code reads
-    the same either way.
+    Every event names the person whose talk it is part of (PERSON_KEY; None when nobody is
+    known): a reader who is not an administrator sees only their own. With recording off
+    (recorder None) every method does nothing, so the agent's code reads the same either
+    way.
     """
 
-    def __init__(self, recorder: HistoryRecorder | None, agent_id: str, session_id: str) -> None:
+    def __init__(
+        self,
+        recorder: HistoryRecorder | None,
+        agent_id: str,
+        session_id: str,
+        person_id: str | None = None,
+    ) -> None:
         self._recorder = recorder
         self._agent_id = agent_id
         self._session_id = session_id
+        self._person_id = person_id
         self._question: AgentHistoryEvent | None = None
         self._decision: AgentHistoryEvent | None = None
 
@@ -355,7 +400,7 @@ class TurnRecording:
         return self._recorder.record(
             self._agent_id,
             event_type,
-            data,
+            {**data, PERSON_KEY: self._person_id},
             session_id=self._session_id,
             parent=parent,
             tags=tags,
@@ -401,6 +446,7 @@ class TurnRecording:
                 tool_name,
                 arguments,
                 result,
+                self._person_id,
             )
 
     def acted(self, response: intent.IntentResponse) -> None:
@@ -413,6 +459,7 @@ class TurnRecording:
                 self._decision,
                 response.intent.intent_type if response.intent else "",
                 response.as_dict(),
+                self._person_id,
             )
 
     def failed(self, kind: str) -> None:
@@ -428,13 +475,47 @@ class TurnRecording:
             ("agent",),
         )
 
+    @property
+    def question_event_id(self) -> str | None:
+        """The event of the user's words, once recorded: where a remembered fact was said."""
+        return self._question.event_id if self._question is not None else None
 
-def record_service_call(recorder: HistoryRecorder, call: ServiceCall, data: dict[str, Any]) -> None:
-    """A service call that changed state, in the history (who: the service; session: the call)."""
-    recorder.record(
-        f"{DOMAIN}.{call.service}",
-        HistoryEventType.STATE_CHANGE,
-        data,
-        session_id=call.context.id,
-        tags=("service",),
-    )
+
+# Whose sessions are talk: our agents, which are conversation entities.
+TALK_AGENT_PREFIX: Final = "conversation."
+
+
+def visibility_of(caller: Speaker) -> Visibility | None:
+    """What a caller may read of the history: everything (None) for administrators and
+    calls without a user; else their own person's talk and the household's events."""
+    if caller.sees_everything:
+        return None
+    return Visibility(caller.person_id, TALK_AGENT_PREFIX)
+
+
+def call_person(
+    hass: HomeAssistant, context: Context, scopes: Iterable[str] = ()
+) -> tuple[bool, str | None]:
+    """Whose talk a call's event is: (whether it names a person, which; None: nobody known).
+
+    A call made by a user is that user's person's (None for a user without one): what it
+    carries may be their words. A call without a user (an automation, a script) is the
+    household's, unless it concerns private memories (`scopes`: the scopes of the memories
+    it names): then it is that person's, and with several people's, nobody's (read by
+    administrators only), so no one reads another's private memory through the history.
+    """
+    if (user_id := context.user_id) is not None:
+        person = person_of_user(hass, user_id)
+        return True, person.entity_id if person is not None else None
+    owners = {owner for scope in scopes if (owner := scope_person(scope)) is not None}
+    if not owners:
+        return False, None
+    return True, owners.pop() if len(owners) == 1 else None
+
+
+def record_service_call(
+    recorder: HistoryRecorder, call: ServiceCall, data: dict[str, Any], scopes: Iterable[str] = ()
+) -> None:
+    """A service call that changed state, in the history (`scopes`: of the memories it
+    names; see call_person)."""
+    recorder.record_call(call.service, call.context, data, tags=("service",), scopes=scopes)

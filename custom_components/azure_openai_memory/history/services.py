@@ -2,23 +2,41 @@
 
 Bad input is found by memory.history (and parse_time) and raised as their errors, which the
 shared registration (services.async_register) translates.
+
+A caller who is not an administrator reads their own person's talk and the household's
+events only (visibility_of): the store's queries select just those, so pages and totals
+count what they may see; asking by id for another's event or snapshot is refused.
 """
 
 from collections.abc import Callable, Coroutine
 from typing import Any
 from uuid import uuid4
 
-from homeassistant.core import HomeAssistant, ServiceCall, ServiceResponse, SupportsResponse
+from homeassistant.core import (
+    Context,
+    HomeAssistant,
+    ServiceCall,
+    ServiceResponse,
+    SupportsResponse,
+)
 from homeassistant.helpers import config_validation as cv
 from homeassistant.util import dt as dt_util
 import voluptuous as vol
 
 from ..const import DOMAIN
 from ..data import agent_names
-from ..memory.history import AgentHistoryEvent, HistoryError, HistoryQuery, HistorySnapshot
+from ..memory.history import (
+    PERSON_KEY,
+    AgentHistoryEvent,
+    HistoryError,
+    HistoryQuery,
+    HistorySnapshot,
+    NotVisible,
+)
 from ..memory.timeseries import TimeseriesError, format_time, parse_time
-from ..services import Handler, ServiceSpec, async_register
-from .recorder import HistoryRecorder
+from ..people import SYSTEM, Speaker, async_caller
+from ..services import Handler, Refused, ServiceSpec, async_register
+from .recorder import HistoryRecorder, visibility_of
 
 SERVICE_HISTORY_RECORD = "history_record"
 SERVICE_HISTORY_QUERY = "history_query"
@@ -95,14 +113,22 @@ def _history_time(data: dict[str, Any], name: str) -> float | None:
     return moment
 
 
-def _agent_state(hass: HomeAssistant, agent_id: str) -> dict[str, Any] | None:
-    """One of our agents, by entity id: its options and its windows' statistics."""
+def _agent_state(
+    hass: HomeAssistant, agent_id: str, caller: Speaker = SYSTEM
+) -> dict[str, Any] | None:
+    """One of our agents, by entity id: its options and its windows' statistics (of the
+    conversations the caller may see)."""
     for entry in hass.config_entries.async_loaded_entries(DOMAIN):
         for sid, name in agent_names(hass, entry).items():
             if name != agent_id:
                 continue
             windows = entry.runtime_data.windows[sid]
-            recent = windows.get_all_conversations()[-SNAPSHOT_CONVERSATIONS:]
+            recent = [
+                cid
+                for cid in windows.get_all_conversations()
+                if caller.sees_everything
+                or (caller.person_id is not None and windows.person_of(cid) == caller.person_id)
+            ][-SNAPSHOT_CONVERSATIONS:]
             return {
                 # The prompt can be long and says nothing of the agent's state: left out.
                 "options": {k: v for k, v in entry.subentries[sid].data.items() if k != "prompt"},
@@ -114,11 +140,25 @@ def _agent_state(hass: HomeAssistant, agent_id: str) -> dict[str, Any] | None:
 
 
 async def _async_history_record(recorder: HistoryRecorder, call: ServiceCall) -> ServiceResponse:
+    """Record an event; one recorded by a user who is not an administrator is their own
+    person's (and may follow only an event they may see)."""
     data = call.data
+    event_data = data["event_data"]
+    caller = await async_caller(recorder.hass, call.context)
+    if (visibility := visibility_of(caller)) is not None:
+        if isinstance(event_data, dict):
+            named = event_data.get(PERSON_KEY, caller.person_id)
+            if named != caller.person_id:
+                raise Refused(call.context, "history_person_not_yours", person_id=str(named))
+            event_data = {**event_data, PERSON_KEY: caller.person_id}
+        if (parent := data.get("parent_event_id")) is not None:
+            seen = await recorder.async_run(recorder.store.is_visible, parent, visibility)
+            if seen is False:
+                raise Refused(call.context, "history_event_not_yours", event_id=parent)
     event = AgentHistoryEvent.new(
         data["agent_id"],
         data["event_type"],
-        data["event_data"],
+        event_data,
         session_id=data.get("session_id"),
         parent_event_id=data.get("parent_event_id"),
         tags=tuple(data["tags"]),
@@ -132,6 +172,7 @@ async def _async_history_record(recorder: HistoryRecorder, call: ServiceCall) ->
 
 async def _async_history_query(recorder: HistoryRecorder, call: ServiceCall) -> ServiceResponse:
     data = dict(call.data)
+    caller = await async_caller(recorder.hass, call.context)
     query = HistoryQuery(
         agent_id=data.get("agent_id"),
         session_id=data.get("session_id"),
@@ -142,6 +183,7 @@ async def _async_history_query(recorder: HistoryRecorder, call: ServiceCall) -> 
         limit=data["limit"],
         offset=data["offset"],
         ascending=data["ascending"],
+        visibility=visibility_of(caller),
     )
     events, total = await recorder.async_run(recorder.store.query_events, query)
     return {"events": [event.as_dict() for event in events], "total": total}
@@ -150,33 +192,58 @@ async def _async_history_query(recorder: HistoryRecorder, call: ServiceCall) -> 
 async def _async_history_statistics(
     recorder: HistoryRecorder, call: ServiceCall
 ) -> ServiceResponse:
-    stats = await recorder.async_run(recorder.store.get_statistics, call.data.get("agent_id"))
+    """Counts of what the caller may see (for an administrator: of everything)."""
+    caller = await async_caller(recorder.hass, call.context)
+    stats = await recorder.async_run(
+        recorder.store.get_statistics, call.data.get("agent_id"), visibility_of(caller)
+    )
     return stats.as_dict()
 
 
-async def _async_read_snapshot(recorder: HistoryRecorder, snapshot_id: str) -> ServiceResponse:
+async def _async_read_snapshot(
+    recorder: HistoryRecorder, call: ServiceCall, caller: Speaker, snapshot_id: str
+) -> ServiceResponse:
     try:
-        stored = await recorder.async_run(recorder.store.get_snapshot, snapshot_id)
+        stored = await recorder.async_run(
+            recorder.store.get_snapshot, snapshot_id, visibility_of(caller)
+        )
     except HistoryError as err:
         if err.key != "invalid_event_id":
             raise
         raise HistoryError("invalid_snapshot_id", value=snapshot_id) from err
+    except NotVisible as err:
+        raise Refused(call.context, "history_snapshot_not_yours", snapshot_id=snapshot_id) from err
     if stored is None:
         raise HistoryError("unknown_snapshot", snapshot_id=snapshot_id)
-    return {"snapshot": stored.as_dict()}
+    shown = stored.as_dict()
+    state = shown.get("agent_state")
+    if not caller.sees_everything and isinstance(state, dict):
+        # Taken by someone who sees everything: the figures of others' conversations stay out.
+        conversations = state.get("conversations")
+        if isinstance(conversations, dict):
+            state["conversations"] = {
+                cid: stats
+                for cid, stats in conversations.items()
+                if isinstance(stats, dict)
+                and caller.person_id is not None
+                and stats.get(PERSON_KEY) == caller.person_id
+            }
+    return {"snapshot": shown}
 
 
 async def _async_history_snapshot(
     hass: HomeAssistant, recorder: HistoryRecorder, call: ServiceCall
 ) -> ServiceResponse:
+    """Read a snapshot, or take one of what the caller may see."""
     data = call.data
     store = recorder.store
+    caller = await async_caller(hass, call.context)
     if snapshot_id := data.get("snapshot_id"):
-        return await _async_read_snapshot(recorder, snapshot_id)
+        return await _async_read_snapshot(recorder, call, caller, snapshot_id)
     agent_id = data.get("agent_id")
     if not agent_id:
         raise HistoryError("snapshot_needs_agent")
-    query = HistoryQuery(agent_id=agent_id, limit=data["limit"])
+    query = HistoryQuery(agent_id=agent_id, limit=data["limit"], visibility=visibility_of(caller))
     events, _total = await recorder.async_run(store.query_events, query)
     snapshot = HistorySnapshot(
         snapshot_id=str(uuid4()),
@@ -186,7 +253,7 @@ async def _async_history_snapshot(
         ref=data.get("ref"),
         description=data.get("description"),
         metadata=data.get("metadata"),
-        agent_state=_agent_state(hass, agent_id),
+        agent_state=_agent_state(hass, agent_id, caller),
     )
     await recorder.async_run(store.create_snapshot, snapshot)
     return {"snapshot": snapshot.as_dict()}
@@ -196,16 +263,34 @@ async def _async_history_snapshots(recorder: HistoryRecorder, call: ServiceCall)
     """The snapshots kept, newest first, without their events (history_snapshot with a
     snapshot_id reads one whole)."""
     data = call.data
+    caller = await async_caller(recorder.hass, call.context)
     listed, total = await recorder.async_run(
-        recorder.store.query_snapshots, data.get("agent_id"), data["limit"], data["offset"]
+        recorder.store.query_snapshots,
+        data.get("agent_id"),
+        data["limit"],
+        data["offset"],
+        visibility_of(caller),
     )
     return {"snapshots": [snapshot.as_dict() for snapshot in listed], "total": total}
+
+
+async def async_visible_chain(
+    recorder: HistoryRecorder, caller: Speaker, context: Context, event_id: str
+) -> list[AgentHistoryEvent]:
+    """An event's chain as the caller may see it; another person's event is refused."""
+    try:
+        return await recorder.async_run(
+            recorder.store.get_event_chain, event_id, visibility_of(caller)
+        )
+    except NotVisible as err:
+        raise Refused(context, "history_event_not_yours", event_id=event_id) from err
 
 
 async def _async_history_event_chain(
     recorder: HistoryRecorder, call: ServiceCall
 ) -> ServiceResponse:
-    chain = await recorder.async_run(recorder.store.get_event_chain, call.data["event_id"])
+    caller = await async_caller(recorder.hass, call.context)
+    chain = await async_visible_chain(recorder, caller, call.context, call.data["event_id"])
     return {"events": [event.as_dict() for event in chain]}
 
 

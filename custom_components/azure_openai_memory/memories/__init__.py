@@ -32,6 +32,7 @@ from ..llm.supersede import SupersedeJudge
 from ..memory.facts import FactSettings
 from .services import async_register_memory_services
 from .store import Memories
+from .websocket import async_register_memory_commands
 
 ARCHIVE_CLEANUP_INTERVAL = timedelta(days=1)
 
@@ -43,6 +44,7 @@ async def async_setup_memories(hass: HomeAssistant, history: HistoryRecorder) ->
     # Also now: a home restarted within every day would never reach the daily clean-up.
     memories.cleanup_archived()
     async_register_memory_services(hass, memories, history)
+    async_register_memory_commands(hass, memories, history)
 
     async def _async_close(_event: Event) -> None:
         await memories.async_close()

@@ -1,8 +1,17 @@
 """What saving and searching memories answer: one shape for the services and the tools."""
 
+from collections.abc import Iterable
 from typing import Any
 
-from ..memory.facts import ArchivedMemory, FactError, Memory, SearchResult
+from ..memory.facts import (
+    HOUSEHOLD_SCOPE,
+    MIN_SIMILARITY,
+    ArchivedMemory,
+    FactError,
+    Memory,
+    Provenance,
+    SearchResult,
+)
 from ..memory.timeseries import format_time
 from ..services import translated
 from .store import Memories
@@ -27,6 +36,7 @@ def archived_response(archived: ArchivedMemory) -> dict[str, Any]:
         "reason": archived.reason,
         "type": archived.memory.type.value,
         "tags": list(archived.memory.tags),
+        "scope": archived.memory.scope,
     }
 
 
@@ -36,7 +46,13 @@ def gone_response(archived: ArchivedMemory) -> dict[str, str]:
 
 
 async def async_save(
-    memories: Memories, data: dict[str, Any], source: str | None = None
+    memories: Memories,
+    data: dict[str, Any],
+    source: str | None = None,
+    *,
+    scope: str = HOUSEHOLD_SCOPE,
+    provenance: Provenance | None = None,
+    visible: frozenset[str] | None = None,
 ) -> dict[str, Any]:
     """memory_save, and the agent's remember tool (source: conversation).
 
@@ -44,6 +60,8 @@ async def async_save(
     (to the archive) and what the type's cap `evicted`, each with id and content, so the
     one who saved can say "I replaced …" or "I made room by archiving …". `archived` is
     the replaced record in full, as memory_save answered before `replaced` existed.
+    What the cap evicted is told only of the scopes the saver may see (`visible`, None:
+    all): a cap is the installation's, another person's memory is not theirs to hear of.
     """
     try:
         result = await memories.async_save(
@@ -54,20 +72,30 @@ async def async_save(
             source=source or data.get("source", "manual"),
             source_reference=data.get("source_reference"),
             pinned=data.get("pinned"),
+            scope=scope,
+            provenance=provenance,
         )
     except FactError as err:
         raise translated(err) from err
+    evicted = [one for one in result.evicted if visible is None or one.memory.scope in visible]
     return {
         "action": result.action.value,
         "memory": memory_response(result.memory),
         "replaced": gone_response(result.archived) if result.archived else None,
         "archived": archived_response(result.archived) if result.archived else None,
-        "evicted": [{**archived_response(one), **gone_response(one)} for one in result.evicted],
+        "evicted": [{**archived_response(one), **gone_response(one)} for one in evicted],
     }
 
 
-async def async_search(memories: Memories, data: dict[str, Any]) -> SearchResult:
-    """What memory_search and the agent's recall tool find; translated errors."""
+async def async_search(
+    memories: Memories,
+    data: dict[str, Any],
+    scopes: Iterable[str] | None = None,
+    *,
+    min_similarity: float = MIN_SIMILARITY,
+) -> SearchResult:
+    """What memory_search and the agent's recall and forget tools find, of these scopes
+    (None: all); translated errors."""
     try:
         return await memories.async_search(
             data.get("query"),
@@ -75,14 +103,18 @@ async def async_search(memories: Memories, data: dict[str, Any]) -> SearchResult
             tags=data.get("tags") or None,
             limit=int(data.get("limit", 10)),
             include_archived=bool(data.get("include_archived", False)),
+            scopes=scopes,
+            min_similarity=min_similarity,
         )
     except FactError as err:
         raise translated(err) from err
 
 
-async def async_search_answer(memories: Memories, data: dict[str, Any]) -> dict[str, Any]:
-    """memory_search's response."""
-    result = await async_search(memories, data)
+async def async_search_answer(
+    memories: Memories, data: dict[str, Any], scopes: Iterable[str] | None = None
+) -> dict[str, Any]:
+    """memory_search's response: each memory with its scope and provenance."""
+    result = await async_search(memories, data, scopes)
     return {
         "memories": [{**memory_response(m), "score": score} for m, score in result.memories],
         "ranker": result.ranker,

@@ -24,11 +24,18 @@ from ..llm.embeddings import BATCH_SIZE, RETRY_AFTER, Embedder
 from ..llm.supersede import SupersedeJudge
 from ..memory.facts import (
     FACTS_VERSION,
+    HOUSEHOLD_SCOPE,
+    MIN_SIMILARITY,
     ArchivedMemory,
+    ExportRecords,
+    FactError,
     FactSettings,
     FactStore,
     ForgetResult,
+    ImportResult,
+    Memory,
     MemorySource,
+    Provenance,
     SaveResult,
     SearchResult,
     Vector,
@@ -39,6 +46,7 @@ from ..memory.facts import (
     parse_type,
     validate_content,
     validate_limit,
+    validate_scope,
     validate_tags,
 )
 from ..storage import DebouncedStore
@@ -352,6 +360,8 @@ class Memories:
         source: Any = MemorySource.MANUAL,
         source_reference: str | None = None,
         pinned: bool | None = None,
+        scope: str = HOUSEHOLD_SCOPE,
+        provenance: Provenance | None = None,
     ) -> SaveResult:
         """Validate, embed (one request), ask the model about a memory of the same subject
         (one request, when there is such a memory and a model), deduplicate and save;
@@ -359,6 +369,7 @@ class Memories:
         content = validate_content(content)
         kind = parse_type(memory_type)
         tags = validate_tags(tags)
+        scope = validate_scope(scope)
         if confidence is not None:
             parse_confidence(confidence)
         parse_source(source)
@@ -370,7 +381,9 @@ class Memories:
         vector = vectors[0] if vectors else None
         verdict = None
         if (judge := self.judge) is not None and (
-            candidate := self.facts.update_candidate(content, kind, tags, vector=vector)
+            candidate := self.facts.update_candidate(
+                content, kind, tags, vector=vector, scope=scope
+            )
         ) is not None:
             relation = await judge.async_judge(kind.value, tags, candidate.content, content)
             if relation is not None:
@@ -385,6 +398,8 @@ class Memories:
             vector=vector,
             pinned=pinned,
             verdict=verdict,
+            scope=scope,
+            provenance=provenance,
         )
         self.async_changed()
         self._async_report_cap(result.evicted)
@@ -406,8 +421,12 @@ class Memories:
         tags: Iterable[Any] | None = None,
         limit: int = 10,
         include_archived: bool = False,
+        scopes: Iterable[str] | None = None,
+        min_similarity: float = MIN_SIMILARITY,
     ) -> SearchResult:
-        """Rank by meaning when the deployment answers, else by words."""
+        """Rank by meaning when the deployment answers, else by words; only memories of
+        these scopes (None: every scope), matching by words or by meaning from
+        min_similarity on."""
         validate_limit(limit)
         if memory_type is not None:
             parse_type(memory_type)
@@ -426,15 +445,69 @@ class Memories:
             tags=tags,
             limit=limit,
             include_archived=include_archived,
+            scopes=scopes,
+            min_similarity=min_similarity,
         )
 
     def forget(
-        self, memory_id: str | None = None, tag: str | None = None, *, erase: bool = False
+        self,
+        memory_id: str | None = None,
+        tag: str | None = None,
+        *,
+        erase: bool = False,
+        scopes: Iterable[str] | None = None,
+        reason: str | None = None,
     ) -> ForgetResult:
-        """Archive (or erase) and save soon."""
-        result = self.facts.forget(memory_id, tag, erase=erase)
+        """Archive (or erase) memories of these scopes (None: any), and save soon."""
+        result = self.facts.forget(memory_id, tag, erase=erase, scopes=scopes, reason=reason)
         if result.archived or result.erased:
             self.async_changed()
+        return result
+
+    def import_records(self, records: ExportRecords, *, dry_run: bool = False) -> ImportResult:
+        """Add what an export holds that the store lacks; save soon and embed what came."""
+        result = self.facts.import_records(records, dry_run=dry_run)
+        if not dry_run and result.added:
+            self.async_changed()
+            self._async_report_cap(result.evicted)
+            self._async_embed_missing()
+        return result
+
+    async def async_edit(
+        self, memory_id: str, content: Any, tags: Iterable[Any] | None = None
+    ) -> SaveResult | None:
+        """A person's correction: embedded (one request), never judged by a model; the
+        old words go to the archive as edited. None when nothing changed; FactError on
+        bad input."""
+        checked = validate_content(content)
+        if tags is not None:
+            validate_tags(tags)
+        if self.facts.get(memory_id) is None:
+            raise FactError("memory_unknown", memory_id=memory_id)
+        await self._async_words_indexed()
+        identity, vectors = await self._async_vectors([checked])
+        usable = vectors is not None and self._vectors_comparable(identity)
+        result = self.facts.edit(
+            memory_id, checked, tags, vector=vectors[0] if usable and vectors else None
+        )
+        if result is not None:
+            self.async_changed()
+            if not usable:
+                self._async_embed_missing()
+        return result
+
+    def set_pinned(self, memory_id: str, pinned: bool) -> Memory:
+        """Pin or unpin, and save soon."""
+        memory = self.facts.set_pinned(memory_id, pinned)
+        self.async_changed()
+        return memory
+
+    def restore(self, memory_id: str) -> SaveResult:
+        """An archived memory back in use; embedded again in the background."""
+        result = self.facts.restore(memory_id)
+        self.async_changed()
+        self._async_report_cap(result.evicted)
+        self._async_embed_missing()
         return result
 
     def cleanup_archived(self, retention_days: float | None = None) -> list[str]:

@@ -83,6 +83,7 @@ from .history_models import (
     MAX_EVENT_DATA_BYTES,
     MAX_QUERY_LIMIT,
     MAX_QUERY_OFFSET,
+    PERSON_KEY,
     US_PER_SECOND,
     AgentHistoryEvent,
     HistoryError,
@@ -92,6 +93,8 @@ from .history_models import (
     HistorySnapshot,
     HistoryStatistics,
     ListedSnapshot,
+    NotVisible,
+    Visibility,
     agent_text,
     check_count,
     decode_json,
@@ -116,6 +119,9 @@ from .history_schema import (
     index_pending,
     insert_in_bulk,
     is_corruption,
+    owner_batch,
+    owner_of,
+    owner_pending,
     prepare_writer,
     take_out_of_index,
     write_transaction,
@@ -137,6 +143,7 @@ __all__ = [
     "MAX_EVENT_DATA_BYTES",
     "MAX_QUERY_LIMIT",
     "MAX_QUERY_OFFSET",
+    "PERSON_KEY",
     "PURGE_BATCH",
     "PURGE_FIRST_STEP",
     "PURGE_STEP",
@@ -153,6 +160,8 @@ __all__ = [
     "HistoryStore",
     "ListedSnapshot",
     "MigrationStep",
+    "NotVisible",
+    "Visibility",
 ]
 
 _LOGGER = logging.getLogger(__name__)
@@ -209,8 +218,8 @@ _EVENT_COLUMNS = (
 )
 # A duplicate event id is ignored: recording the same event twice stores it once.
 INSERT_EVENT = (
-    f"INSERT OR IGNORE INTO agent_history_events ({_EVENT_COLUMNS}) "
-    "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+    f"INSERT OR IGNORE INTO agent_history_events ({_EVENT_COLUMNS}, owner) "
+    f"VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, {owner_of('?5', '?7')})"
 )
 _SELECT_EVENT = f"SELECT {_EVENT_COLUMNS} FROM agent_history_events WHERE event_id = ?"
 
@@ -344,19 +353,26 @@ class EventRead:
     start: int | None
     end: int | None
     counters: tuple[str, str, list[tuple[str, Any]]] | None = None
+    counted_from: str | None = None
+    # The reader's classes (Visibility.classes) and where its condition is in terms: a
+    # count from counted_from is summed class by class through the classes' index.
+    classes: list[tuple[str, list[Any]]] | None = None
+    visibility_at: tuple[int, int, int] = (0, 0, 0)  # term, first parameter, parameters
 
     @classmethod
-    def plain(cls, query: HistoryQuery) -> "EventRead":
+    def plain(cls, query: HistoryQuery, owners_known: bool = False) -> "EventRead":
         """Version 1's read: the events alone, SQLite choosing the index."""
         read = cls("agent_history_events e", [], [], "e.timestamp", query.ascending, *_range(query))
-        read.add_columns(query)
+        read.add_columns(query, owners_known)
         for tag in dict.fromkeys(query.tags):
             read.terms.append("EXISTS (SELECT 1 FROM json_each(e.tags) WHERE value = ?)")
             read.params.append(tag)
         return read
 
     @classmethod
-    def planned(cls, conn: sqlite3.Connection, query: HistoryQuery) -> "EventRead":
+    def planned(
+        cls, conn: sqlite3.Connection, query: HistoryQuery, owners_known: bool = False
+    ) -> "EventRead":
         """The read through the side tables and counters (every event indexed)."""
         start, end = _range(query)
         tags = list(dict.fromkeys(query.tags))
@@ -402,11 +418,17 @@ class EventRead:
                     if value is not None
                 ],
             )
-        read.add_columns(query)
+        read.add_columns(query, owners_known)
         row = "g" if read.source.startswith("history_event_tags") else "e"
         for tag in tags:
             read.terms.append(_HAS_TAG.format(row))
             read.params.append(tag)
+        if query.visibility is not None:
+            # The counters count every reader's events: what one reader sees is counted,
+            # from the reader classes' index rather than the one that orders a page.
+            read.counters = None
+            if read.source.startswith("agent_history_events e INDEXED BY"):
+                read.counted_from = "agent_history_events e"
         return read
 
     @classmethod
@@ -446,7 +468,7 @@ class EventRead:
             return events("idx_history_agent_type")
         return by_type if of_type <= of_agent else events("idx_history_agent_timestamp")
 
-    def add_columns(self, query: HistoryQuery) -> None:
+    def add_columns(self, query: HistoryQuery, owners_known: bool = False) -> None:
         for column, value in (
             ("agent_id", query.agent_id),
             ("session_id", query.session_id),
@@ -455,6 +477,13 @@ class EventRead:
             if value is not None:
                 self.terms.append(f"e.{column} = ?")
                 self.params.append(value)
+        if query.visibility is not None:
+            term, params = query.visibility.where(owners_known=owners_known)
+            if owners_known:
+                self.classes = query.visibility.classes()
+                self.visibility_at = (len(self.terms), len(self.params), len(params))
+            self.terms.append(term)
+            self.params.extend(params)
 
     def _where(self, start: int | None, end: int | None) -> tuple[str, list[Any]]:
         terms, params = list(self.terms), list(self.params)
@@ -477,11 +506,37 @@ class EventRead:
         )
 
     def _counted(self, conn: sqlite3.Connection, start: int | None, end: int | None) -> int:
+        if self.counted_from is not None and self.classes is not None:
+            return self._counted_by_class(conn, start, end)
         where, params = self._where(start, end)
         counted: int = conn.execute(
-            f"SELECT COUNT(*) FROM {self.source} {where}", params
+            f"SELECT COUNT(*) FROM {self.counted_from or self.source} {where}", params
         ).fetchone()[0]
         return counted
+
+    def _counted_by_class(
+        self, conn: sqlite3.Connection, start: int | None, end: int | None
+    ) -> int:
+        at, first, width = self.visibility_at
+        others = self.terms[:at] + self.terms[at + 1 :]
+        other_params = self.params[:first] + self.params[first + width :]
+        total = 0
+        for term, params in self.classes or ():
+            read = EventRead(
+                "agent_history_events e INDEXED BY idx_history_owner",
+                [*others, term],
+                [*other_params, *params],
+                self.time,
+                self.ascending,
+                start,
+                end,
+            )
+            where, all_params = read._where(start, end)
+            counted: int = conn.execute(
+                f"SELECT COUNT(*) FROM {read.source} {where}", all_params
+            ).fetchone()[0]
+            total += counted
+        return total
 
     def count(self, conn: sqlite3.Connection) -> int:
         """How many events the query selects."""
@@ -584,6 +639,8 @@ class HistoryStore:
         self._indexed = True
         # When the writer next indexes a batch; None when there is nothing (more) to do.
         self._index_at: float | None = None
+        # Whether every event's reader class is stored (see history_schema).
+        self._owners_known = True
         # When the writer next gives free pages back after a purge (None: nothing to give),
         # how many in that step, and how many were free after the last (guarded by _cond).
         self._reclaim_at: float | None = None
@@ -648,8 +705,9 @@ class HistoryStore:
             _LOGGER.debug("History database was corrupt; moved to %s, a new one started", moved)
         self._schema_version = version
         self._indexed = not index_pending(conn)
+        self._owners_known = not owner_pending(conn)
         with self._cond:
-            self._index_at = None if self._indexed else 0.0
+            self._index_at = None if self._indexed and self._owners_known else 0.0
             self._reclaim_at = None
         with self._cond:
             self._stopping = False
@@ -860,11 +918,11 @@ class HistoryStore:
         """Delete the memories' own events that name any of memory_ids; how many went.
 
         For erasure: what a user asked to be forgotten must not stay in the tool calls
-        (the agents' remember and recall, named in tools) and service events (agent ids
-        starting with service_prefix) that carried it. Only those events are looked at,
-        and only by id: a memory's words also appear in events about other things (an
-        automation's "Annabel opened the garage" is not Anna's), and ids are stored as
-        they are. Those events are read once, which an erasure (rare) can afford.
+        (the agents' remember, recall and forget, named in tools) and service events
+        (agent ids starting with service_prefix) that carried it. Only those events are
+        looked at, and only by id: a memory's words also appear in events about other
+        things (an automation's "Annabel opened the garage" is not Anna's), and ids are
+        stored as they are. Those events are read once, which an erasure (rare) can afford.
         """
         needles = sorted({memory_id for memory_id in memory_ids if memory_id})
         names = sorted(set(tools))
@@ -981,7 +1039,12 @@ class HistoryStore:
     def query_events(self, query: HistoryQuery) -> tuple[list[AgentHistoryEvent], int]:
         """One page of the events a query selects, and how many it selects in all."""
         with self._reading() as conn:
-            read = EventRead.planned(conn, query) if self._indexed else EventRead.plain(query)
+            known = self._owners_known
+            read = (
+                EventRead.planned(conn, query, known)
+                if self._indexed
+                else EventRead.plain(query, known)
+            )
             rows = conn.execute(*read.page(query.limit, query.offset)).fetchall()
             if 0 < len(rows) < query.limit or (not rows and query.offset == 0):
                 total = query.offset + len(rows)  # the page ends before the limit: no count
@@ -989,9 +1052,15 @@ class HistoryStore:
                 total = read.count(conn)
         return [_decode_event(row) for row in rows], total
 
-    def get_event_chain(self, event_id: str) -> list[AgentHistoryEvent]:
+    def get_event_chain(
+        self, event_id: str, visibility: Visibility | None = None
+    ) -> list[AgentHistoryEvent]:
         """The causes of an event, root first and the event last. A cycle (only possible
-        through data written by hand) or a parent that is gone ends the chain there."""
+        through data written by hand) or a parent that is gone ends the chain there.
+
+        With a visibility, an event the reader may not see is refused (NotVisible), and a
+        cause they may not see ends the chain before it.
+        """
         current: str | None = uuid_text(event_id, "event_id")
         chain: list[AgentHistoryEvent] = []
         seen: set[str] = set()
@@ -999,6 +1068,10 @@ class HistoryStore:
             while current is not None and current not in seen:
                 row = conn.execute(_SELECT_EVENT, (current,)).fetchone()
                 if row is None:
+                    break
+                if visibility is not None and not _visible(conn, current, visibility):
+                    if not chain:
+                        raise NotVisible(event_id)
                     break
                 seen.add(current)
                 event = _decode_event(row)
@@ -1009,13 +1082,27 @@ class HistoryStore:
         chain.reverse()
         return chain
 
-    def get_statistics(self, agent_id: str | None = None) -> HistoryStatistics:
+    def is_visible(self, event_id: str, visibility: Visibility) -> bool | None:
+        """Whether the reader may see an event; None when there is no such event."""
+        key = uuid_text(event_id, "event_id")
+        with self._reading() as conn:
+            if conn.execute(_SELECT_EVENT, (key,)).fetchone() is None:
+                return None
+            return _visible(conn, key, visibility)
+
+    def get_statistics(
+        self, agent_id: str | None = None, visibility: Visibility | None = None
+    ) -> HistoryStatistics:
         """The statistics of one agent, or of all (agent_id None).
 
         Counts come from the counters (see history_schema), times and references from
         indexes, so no figure reads the events themselves. Until an upgraded database is
         indexed, the counts are taken from the indexes of the events, as version 1 did.
+        With a visibility, every figure is of what the reader may see, counted from the
+        events (the counters count everyone's).
         """
+        if visibility is not None:
+            return self._visible_statistics(agent_id, visibility)
         where, params = ("WHERE agent_id = ?", (agent_id,)) if agent_id is not None else ("", ())
         # The unary + keeps SQLite on the references' index: few events carry one, and the
         # agent's own index would read all of that agent's events.
@@ -1066,12 +1153,89 @@ class HistoryStore:
             refs=refs,
         )
 
-    def get_snapshot(self, snapshot_id: str) -> HistorySnapshot | None:
-        """One snapshot with its events (oldest first), or None."""
+    def _visible_statistics(
+        self, agent_id: str | None, visibility: Visibility
+    ) -> HistoryStatistics:
+        seen, seen_params = visibility.where(owners_known=self._owners_known)
+        terms, params = [seen], list(seen_params)
+        if agent_id is not None:
+            terms.insert(0, "e.agent_id = ?")
+            params.insert(0, agent_id)
+        where = "WHERE " + " AND ".join(terms)
+        snapshot_term, snapshot_params = _snapshot_visible(visibility)
+        snapshot_terms = [snapshot_term]
+        if agent_id is not None:
+            snapshot_terms.insert(0, "s.agent_id = ?")
+            snapshot_params.insert(0, agent_id)
+        # Every class known: the events seen, class by class, from the classes' index alone.
+        events, events_params = f"agent_history_events e {where}", params
+        if self._owners_known:
+            parts, events_params = [], []
+            for term, class_params in visibility.classes():
+                agent = "e.agent_id = ? AND " if agent_id is not None else ""
+                parts.append(
+                    "SELECT e.event_type, e.timestamp, e.session_id "
+                    f"FROM agent_history_events e INDEXED BY idx_history_owner "
+                    f"WHERE {agent}{term}"
+                )
+                events_params.extend([agent_id] if agent_id is not None else [])
+                events_params.extend(class_params)
+            events = f"({' UNION ALL '.join(parts)})"
+        with self._reading() as conn:
+            by_type = dict.fromkeys((kind.value for kind in HistoryEventType), 0)
+            for kind, count in conn.execute(
+                f"SELECT event_type, COUNT(*) FROM {events} GROUP BY event_type",
+                events_params,
+            ):
+                by_type[kind] = count
+            earliest, latest, sessions = conn.execute(
+                f"SELECT MIN(timestamp), MAX(timestamp), COUNT(DISTINCT session_id) FROM {events}",
+                events_params,
+            ).fetchone()
+            # Few events carry a reference: found by its index, then each checked.
+            refs = [
+                ref
+                for (ref,) in conn.execute(
+                    "SELECT git_commit_hash FROM agent_history_events e "
+                    f"INDEXED BY idx_history_git_commit {where} "
+                    "AND git_commit_hash IS NOT NULL "
+                    "GROUP BY git_commit_hash ORDER BY MIN(timestamp), git_commit_hash",
+                    params,
+                )
+            ]
+            snapshots = conn.execute(
+                "SELECT COUNT(*) FROM history_snapshots s WHERE " + " AND ".join(snapshot_terms),
+                snapshot_params,
+            ).fetchone()[0]
+        return HistoryStatistics(
+            total_events=sum(by_type.values()),
+            events_by_type=by_type,
+            total_snapshots=snapshots,
+            earliest_event=None if earliest is None else from_us(earliest),
+            latest_event=None if latest is None else from_us(latest),
+            unique_sessions=sessions,
+            refs=refs,
+        )
+
+    def get_snapshot(
+        self, snapshot_id: str, visibility: Visibility | None = None
+    ) -> HistorySnapshot | None:
+        """One snapshot with its events (oldest first), or None. With a visibility, one
+        holding an event the reader may not see is refused (NotVisible)."""
         key = uuid_text(snapshot_id, "snapshot_id")
         with self._reading() as conn:
             row = conn.execute(f"{_SELECT_SNAPSHOT} WHERE snapshot_id = ?", (key,)).fetchone()
-            return None if row is None else _decode_snapshot(conn, row)
+            if row is None:
+                return None
+            if visibility is not None:
+                term, params = _snapshot_visible(visibility)
+                found = conn.execute(
+                    f"SELECT 1 FROM history_snapshots s WHERE s.snapshot_id = ? AND {term}",
+                    (key, *params),
+                ).fetchone()
+                if found is None:
+                    raise NotVisible(snapshot_id)
+            return _decode_snapshot(conn, row)
 
     def list_snapshots(self, agent_id: str) -> list[HistorySnapshot]:
         """An agent's snapshots, newest first, each with its events."""
@@ -1083,13 +1247,27 @@ class HistoryStore:
             return [_decode_snapshot(conn, row) for row in rows]
 
     def query_snapshots(
-        self, agent_id: str | None = None, limit: int = 100, offset: int = 0
+        self,
+        agent_id: str | None = None,
+        limit: int = 100,
+        offset: int = 0,
+        visibility: Visibility | None = None,
     ) -> tuple[list[ListedSnapshot], int]:
         """One page of the snapshots (of one agent, or of all), newest first, without their
-        events; and how many there are in all."""
+        events; and how many there are in all. With a visibility, only the snapshots every
+        event of which the reader may see."""
         check_count("limit", limit, 1, MAX_QUERY_LIMIT)
         check_count("offset", offset, 0, MAX_QUERY_OFFSET)
-        where, params = ("WHERE agent_id = ?", (agent_id,)) if agent_id is not None else ("", ())
+        terms: list[str] = []
+        params: list[Any] = []
+        if agent_id is not None:
+            terms.append("s.agent_id = ?")
+            params.append(agent_id)
+        if visibility is not None:
+            term, seen = _snapshot_visible(visibility)
+            terms.append(term)
+            params.extend(seen)
+        where = f"WHERE {' AND '.join(terms)}" if terms else ""
         with self._reading() as conn:
             rows = conn.execute(
                 "SELECT snapshot_id, agent_id, timestamp, git_commit, description, metadata, "
@@ -1099,7 +1277,7 @@ class HistoryStore:
                 (*params, limit, offset),
             ).fetchall()
             total: int = conn.execute(
-                f"SELECT COUNT(*) FROM history_snapshots {where}", params
+                f"SELECT COUNT(*) FROM history_snapshots s {where}", params
             ).fetchone()[0]
         listed = [
             ListedSnapshot(
@@ -1251,11 +1429,17 @@ class HistoryStore:
             self._reclaim_free = left
 
     def _index_step(self, conn: sqlite3.Connection) -> None:
-        """One batch of an upgraded database's events into the side tables; queued events
-        and jobs go first, so a batch is what a write waits for at most."""
+        """One batch of an upgraded database's events into the side tables, then of their
+        reader classes; queued events and jobs go first, so a batch is what a write waits
+        for at most."""
         try:
             started = time.monotonic()
-            done = index_batch(conn, self._index_size)
+            if self._indexed:
+                indexed, done = True, owner_batch(conn, self._index_size)
+            else:
+                indexed = done = index_batch(conn, self._index_size)
+                if indexed:
+                    done = not owner_pending(conn)
         except Exception as err:
             failing = _is_write_failure(err)
             if not failing:
@@ -1275,13 +1459,19 @@ class HistoryStore:
             min(_SMALLEST_PURGE_BATCH, self._index_batch),
             self._index_batch,
         )
+        if indexed and not self._indexed:
+            conn.execute(OPTIMIZE).fetchall()
+            with self._cond:
+                self._indexed = True
+                self._cond.notify_all()
+            _LOGGER.debug("History: every event is indexed")
         if done:
             conn.execute(OPTIMIZE).fetchall()
             with self._cond:
                 self._index_at = None
-                self._indexed = True
+                self._owners_known = True
                 self._cond.notify_all()
-            _LOGGER.debug("History: every event is indexed")
+            _LOGGER.debug("History: every event's reader is known")
 
     def _write_batch(self, conn: sqlite3.Connection, batch: list[_Row]) -> None:
         try:
@@ -1548,6 +1738,26 @@ _SELECT_SNAPSHOT = (
     "SELECT snapshot_id, agent_id, timestamp, git_commit, description, metadata, agent_state "
     "FROM history_snapshots"
 )
+
+
+def _visible(conn: sqlite3.Connection, event_id: str, visibility: Visibility) -> bool:
+    term, params = visibility.where()
+    found = conn.execute(
+        f"SELECT 1 FROM agent_history_events e WHERE e.event_id = ? AND {term}",
+        (event_id, *params),
+    ).fetchone()
+    return found is not None
+
+
+def _snapshot_visible(visibility: Visibility) -> tuple[str, list[Any]]:
+    """The condition on a snapshots row `s`: the reader may see every event it holds."""
+    term, params = visibility.where()
+    return (
+        "NOT EXISTS (SELECT 1 FROM snapshot_events x "
+        "JOIN agent_history_events e ON e.event_id = x.event_id "
+        f"WHERE x.snapshot_id = s.snapshot_id AND NOT {term})",
+        params,
+    )
 
 
 def _decode_snapshot(conn: sqlite3.Connection, row: Sequence[Any]) -> HistorySnapshot:

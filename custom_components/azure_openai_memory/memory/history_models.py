@@ -233,9 +233,81 @@ def check_count(field: str, value: object, low: int, high: int) -> None:
         )
 
 
+# The key of an event's data that names whose talk it is part of: a person's id, or null
+# for talk of nobody known. An event without it holds no one's words (the household's).
+PERSON_KEY = "person_id"
+# What a person's talk holds as its reader class (`owner`), before the person id.
+OWNER_PERSON = "="
+
+
+class NotVisible(Exception):
+    """What a reader asked for by id is someone else's: refused, never shown in part."""
+
+
+@dataclass(frozen=True, slots=True)
+class Visibility:
+    """What one reader may see of the history: their own person's talk and the household's
+    events (automations, services, settings), which hold no one's words.
+
+    Talk names its person in its events' data (PERSON_KEY; null for nobody known, whose
+    talk only those who see everything read). Talk recorded before it named a person is
+    told by who recorded it: a session of an agent whose id starts with talk_prefix. It is
+    nobody's then.
+    """
+
+    person_id: str | None
+    talk_prefix: str
+
+    def where(self, row: str = "e", *, owners_known: bool = False) -> tuple[str, list[Any]]:
+        """The condition (true or false, never NULL) on an events row, and its parameters.
+
+        Answered from the row's reader class (`owner`, see history_schema) where it is
+        known, from its JSON where it is not yet. owners_known: every row's is (then the
+        condition is one the class's index answers alone)."""
+        n, prefix = len(self.talk_prefix), self.talk_prefix
+        readers = ["*"] if self.person_id is None else [OWNER_PERSON + self.person_id, "*"]
+        marks = ", ".join("?" * len(readers))
+        by_owner = (
+            f"{row}.owner IN ({marks}) OR ({row}.owner = '~' AND substr({row}.agent_id, 1, ?) <> ?)"
+        )
+        if owners_known:
+            return f"({by_owner})", [*readers, n, prefix]
+        key = f"'$.{PERSON_KEY}'"
+        by_json = (
+            f"(json_type({row}.event_data, {key}) IS NULL AND NOT ({row}.session_id IS NOT NULL "
+            f"AND substr({row}.agent_id, 1, ?) = ?))"
+        )
+        json_params: list[Any] = [n, prefix]
+        if self.person_id is not None:
+            by_json = f"(json_extract({row}.event_data, {key}) IS ? OR {by_json})"
+            json_params.insert(0, self.person_id)
+        return (
+            f"(CASE WHEN {row}.owner IS NULL THEN {by_json} ELSE ({by_owner}) END)",
+            [*json_params, *readers, n, prefix],
+        )
+
+    def classes(self, row: str = "e") -> list[tuple[str, list[Any]]]:
+        """The reader classes this reader sees, each as a condition that the class's index
+        answers alone; no row is in two, so a count is their counts' sum. Only for a
+        database where every event's class is known."""
+        seen: list[tuple[str, list[Any]]] = [(f"{row}.owner = '*'", [])]
+        if self.person_id is not None:
+            seen.insert(0, (f"{row}.owner = ?", [OWNER_PERSON + self.person_id]))
+        seen.append(
+            (
+                f"{row}.owner = '~' AND substr({row}.agent_id, 1, ?) <> ?",
+                [len(self.talk_prefix), self.talk_prefix],
+            )
+        )
+        return seen
+
+
 @dataclass(frozen=True, slots=True)
 class HistoryQuery:
-    """What query_events selects; validated here so a bad query never reaches the database."""
+    """What query_events selects; validated here so a bad query never reaches the database.
+
+    visibility: whose events the reader may see (None: every event).
+    """
 
     agent_id: str | None = None
     session_id: str | None = None
@@ -246,6 +318,7 @@ class HistoryQuery:
     limit: int = 100
     offset: int = 0
     ascending: bool = False
+    visibility: Visibility | None = None
 
     def __post_init__(self) -> None:
         if self.event_type is not None and type(self.event_type) is not HistoryEventType:

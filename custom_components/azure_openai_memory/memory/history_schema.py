@@ -20,6 +20,20 @@ of version 1 gets the tables and triggers at once (milliseconds) and its existin
 are indexed afterwards, a batch at a time in the writer thread (`index_batch`), walking
 the events by id from a cursor kept in history_settings. Until that cursor is gone, reads
 answer from the events themselves, as version 1 did.
+
+Version 3 adds each event's reader class, `owner`, so that what a reader who does not see
+everything may read (Visibility) is answered from an index, not from every event's JSON:
+
+* `=` followed by the person id: the talk of that person (the events' data names them as text);
+* `*`: no person named and no session: the household's;
+* `~`: no person named, in a session: the household's unless an agent whose id starts
+  with the reader's talk prefix recorded it (talk from before it named its person);
+* `!`: a person named as null or not as text: nobody known, seen by no such reader.
+
+The store writes it with each event. NULL is not yet known (an event of an upgraded
+database not reached yet, or one written by hand): its JSON is read instead. Existing
+events get theirs in batches in the writer thread (`owner_batch`), after index_batch;
+once every event has one, the condition reads the class alone.
 """
 
 from collections.abc import Callable, Iterator, Sequence
@@ -31,9 +45,11 @@ from typing import Any
 
 import orjson
 
+from .history_models import OWNER_PERSON, PERSON_KEY
+
 _LOGGER = logging.getLogger(__name__)
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 _SQLITE_MAGIC = b"SQLite format 3\x00"
 _WAL_SIZE_LIMIT = 16 * 2**20
 _CORRUPTION_CODES = (sqlite3.SQLITE_CORRUPT, sqlite3.SQLITE_NOTADB)
@@ -47,6 +63,9 @@ OPTIMIZE = "PRAGMA optimize"
 # The setting that holds how far the events of an upgraded database have been indexed (the
 # last event id done); there is none once every event is.
 INDEX_CURSOR = "index_cursor"
+# How far the events of a database upgraded to version 3 have got their reader class (the
+# last rowid done); there is none once every event has.
+OWNER_CURSOR = "owner_cursor"
 _DAY_US = 86_400_000_000
 
 
@@ -302,9 +321,65 @@ def _create_version_2(conn: sqlite3.Connection) -> None:
         )
 
 
+PERSON_PATH = f"'$.{PERSON_KEY}'"
+
+
+def owner_of(data: str, session: str) -> str:
+    """The reader class of an event (see the module's docstring) as SQL, from its data and
+    session_id expressions."""
+    kind = f"json_type({data}, {PERSON_PATH})"
+    unnamed = f"(CASE WHEN {session} IS NULL THEN '*' ELSE '~' END)"
+    return (
+        f"(CASE WHEN NOT json_valid({data}) THEN {unnamed} WHEN {kind} IS NULL THEN {unnamed} "
+        f"WHEN {kind} = 'text' THEN '{OWNER_PERSON}' || json_extract({data}, {PERSON_PATH}) "
+        "ELSE '!' END)"
+    )
+
+
+# Covering for what a reader's totals and statistics read: no event row is visited.
+_OWNER_INDEX = (
+    "CREATE INDEX IF NOT EXISTS idx_history_owner ON agent_history_events"
+    "(owner, agent_id, event_type, timestamp, session_id)"
+)
+_SCHEMA_3 = (
+    # An event written by hand without its class gets it at once.
+    f"""CREATE TRIGGER IF NOT EXISTS history_event_owned
+    AFTER INSERT ON agent_history_events WHEN new.owner IS NULL
+    BEGIN UPDATE agent_history_events SET owner = {owner_of("new.event_data", "new.session_id")}
+        WHERE rowid = new.rowid;
+    END""",
+    # A change made by hand to what decides the class is followed.
+    f"""CREATE TRIGGER IF NOT EXISTS history_event_owner
+    AFTER UPDATE OF event_data, session_id ON agent_history_events
+    BEGIN UPDATE agent_history_events SET owner = {owner_of("new.event_data", "new.session_id")}
+        WHERE rowid = new.rowid;
+    END""",
+)
+
+
+def _create_version_3(conn: sqlite3.Connection) -> None:
+    """The owner column and its triggers. Existing events keep NULL (read from their JSON)
+    until owner_batch reaches them, walking by rowid from a cursor in history_settings; the
+    index is built when the last is done (built now, over a million events, it would add
+    seconds to Home Assistant's start). Safe to run again, like version 2's step."""
+    columns = {row[1] for row in conn.execute("PRAGMA table_info(agent_history_events)")}
+    if "owner" not in columns:
+        conn.execute("ALTER TABLE agent_history_events ADD COLUMN owner TEXT")
+    for statement in _SCHEMA_3:
+        conn.execute(statement)
+    if conn.execute("SELECT 1 FROM agent_history_events LIMIT 1").fetchone() is None:
+        conn.execute(_OWNER_INDEX)
+    else:
+        conn.execute(
+            "INSERT INTO history_settings (name, value) VALUES (?, '0') "
+            "ON CONFLICT (name) DO UPDATE SET value = excluded.value",
+            (OWNER_CURSOR,),
+        )
+
+
 type MigrationStep = Callable[[sqlite3.Connection], None]
 # Step n takes a database from version n to n + 1; version 0 is an empty file.
-MIGRATIONS: tuple[MigrationStep, ...] = (_create_version_1, _create_version_2)
+MIGRATIONS: tuple[MigrationStep, ...] = (_create_version_1, _create_version_2, _create_version_3)
 assert len(MIGRATIONS) == SCHEMA_VERSION
 
 
@@ -485,6 +560,43 @@ def index_batch(conn: sqlite3.Connection, limit: int) -> bool:
         conn.execute(
             "UPDATE history_settings SET value = ? WHERE name = ?",
             (orjson.dumps(last).decode(), INDEX_CURSOR),
+        )
+    return False
+
+
+def owner_pending(conn: sqlite3.Connection) -> bool:
+    """Whether events stored before version 3 are still to get their reader class."""
+    found = conn.execute("SELECT 1 FROM history_settings WHERE name = ?", (OWNER_CURSOR,))
+    return found.fetchone() is not None
+
+
+def owner_batch(conn: sqlite3.Connection, limit: int) -> bool:
+    """Give up to `limit` more of the events stored before version 3 their reader class, in
+    one transaction, in rowid order after the cursor; True once none is left (the cursor
+    is gone and the index built). Events written since have theirs and are skipped."""
+    with write_transaction(conn):
+        found = conn.execute(
+            "SELECT value FROM history_settings WHERE name = ?", (OWNER_CURSOR,)
+        ).fetchone()
+        if found is None:
+            return True
+        cursor = int(found[0])
+        last = conn.execute(
+            "SELECT max(rowid) FROM (SELECT rowid FROM agent_history_events "
+            "WHERE rowid > ? ORDER BY rowid LIMIT ?)",
+            (cursor, limit),
+        ).fetchone()[0]
+        if last is None:
+            conn.execute(_OWNER_INDEX)
+            conn.execute("DELETE FROM history_settings WHERE name = ?", (OWNER_CURSOR,))
+            return True
+        conn.execute(
+            f"UPDATE agent_history_events SET owner = {owner_of('event_data', 'session_id')} "
+            "WHERE rowid > ? AND rowid <= ? AND owner IS NULL",
+            (cursor, last),
+        )
+        conn.execute(
+            "UPDATE history_settings SET value = ? WHERE name = ?", (str(last), OWNER_CURSOR)
         )
     return False
 

@@ -7,7 +7,7 @@ records instead of adding new ones, and "already aggregated?" is one attribute r
 """
 
 from collections import Counter
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from datetime import date, datetime, timedelta
 from enum import StrEnum
@@ -139,6 +139,11 @@ class GroupSummary:
     # The messages of each part as last folded in, kept after the part is pruned: a
     # summary's count is their sum, so it never shrinks with what is left.
     part_counts: dict[str, int] = field(default_factory=dict)
+    # Everyone's to read: the talk of nobody known that came without a user (a shared
+    # satellite, an automation), every part of it recorded since talk names its person.
+    # False for a person's group, for the words of a user without a person, and for what
+    # was written before (stored without it): that mixed everyone's talk.
+    household: bool = False
 
     def as_dict(self) -> dict[str, Any]:
         """The stored and service shape (fresh lists: safe to hand to another thread)."""
@@ -162,6 +167,7 @@ class GroupSummary:
             "extractive": self.extractive,
             "rewrite_pending": self.rewrite_pending,
             "part_counts": dict(self.part_counts),
+            "household": self.household,
         }
 
     @classmethod
@@ -187,6 +193,7 @@ class GroupSummary:
             extractive=bool(data.get("extractive", False)),
             rewrite_pending=bool(data.get("rewrite_pending", data.get("extractive", False))),
             part_counts={str(i): int(n) for i, n in data.get("part_counts", {}).items()},
+            household=data.get("household") is True,
         )
 
     def count_part(self, part: "GroupSummary") -> None:
@@ -203,6 +210,9 @@ class GroupProfile:
     summary: str = ""
     topic_evolution: list[dict[str, Any]] = field(default_factory=list)
     current_era: dict[str, Any] | None = None
+    # Everyone's to read (as GroupSummary.household): only while every summary that
+    # shaped it was; a profile stored without it shaped by what was written before.
+    household: bool = True
 
     def as_dict(self) -> dict[str, Any]:
         """The stored and service shape."""
@@ -215,6 +225,7 @@ class GroupProfile:
             "current_era": None
             if self.current_era is None
             else {**self.current_era, "key_topics": list(self.current_era["key_topics"])},
+            "household": self.household,
         }
 
     @classmethod
@@ -225,6 +236,7 @@ class GroupProfile:
             summary=str(data.get("summary", "")),
             topic_evolution=list(data.get("topic_evolution", [])),
             current_era=data.get("current_era"),
+            household=data.get("household") is True,
         )
 
 
@@ -271,6 +283,23 @@ def month_end(first: date) -> date:
 def activity_score(message_count: int) -> float:
     """How busy a day was, 0-1."""
     return min(1.0, message_count / FULL_ACTIVITY_MESSAGES)
+
+
+def _merge_into(kept: GroupSummary, other: GroupSummary) -> None:
+    """One period of one group summarised twice (two groups became one): both, in one."""
+    kept.summary = f"{kept.summary} {other.summary}".strip()
+    kept.topics = list(dict.fromkeys([*kept.topics, *other.topics]))
+    kept.highlights = list(dict.fromkeys([*kept.highlights, *other.highlights]))
+    kept.active_users = list(dict.fromkeys([*kept.active_users, *other.active_users]))
+    kept.aggregated_from = list(dict.fromkeys([*kept.aggregated_from, *other.aggregated_from]))
+    kept.aggregated_into = kept.aggregated_into or other.aggregated_into
+    for part, count in other.part_counts.items():
+        kept.part_counts[part] = kept.part_counts.get(part, 0) + count
+    kept.message_count += other.message_count
+    kept.created_at = min(kept.created_at, other.created_at) or kept.created_at
+    kept.extractive = kept.extractive or other.extractive
+    kept.rewrite_pending = kept.rewrite_pending or other.rewrite_pending
+    kept.household = kept.household and other.household
 
 
 def merge_active_users(children: Iterable[GroupSummary]) -> list[str]:
@@ -355,6 +384,49 @@ class SummaryBook:
         book.summarised_through = data.get("summarised_through")
         return book
 
+    def move_group(self, old: str, new: str) -> int:
+        """Give every summary and the profile of group `old` to group `new`, nothing lost;
+        how many summaries moved.
+
+        A summary's id follows from its group, so each gets its new id and every link to
+        it (folded into, folded from, part counts, an era's founder) follows. A period
+        `new` already has is merged: both texts, every topic, highlight and person, the
+        messages of both.
+        """
+        moving = [s for s in self._by_id.values() if s.group_id == old]
+        renamed = {s.summary_id: summary_id(new, s.period_type, s.period_start) for s in moving}
+        for summary in moving:
+            self.remove(summary)
+        for summary in moving:
+            summary.summary_id = renamed[summary.summary_id]
+            summary.group_id = new
+            summary.aggregated_from = [renamed.get(i, i) for i in summary.aggregated_from]
+            if summary.aggregated_into is not None:
+                summary.aggregated_into = renamed.get(
+                    summary.aggregated_into, summary.aggregated_into
+                )
+            summary.part_counts = {renamed.get(i, i): n for i, n in summary.part_counts.items()}
+            if (present := self._by_id.get(summary.summary_id)) is not None:
+                _merge_into(present, summary)
+            else:
+                self.put(summary)
+        if (profile := self.profiles.pop(old, None)) is not None:
+            if profile.current_era is not None and "founded_by" in profile.current_era:
+                founder = profile.current_era["founded_by"]
+                profile.current_era["founded_by"] = renamed.get(founder, founder)
+            kept = self.profiles.get(new)
+            if kept is None:
+                profile.group_id = new
+                self.profiles[new] = profile
+            else:
+                weeks = {p["week"]: p for p in profile.topic_evolution}
+                weeks |= {p["week"]: p for p in kept.topic_evolution}
+                kept.topic_evolution = [weeks[k] for k in sorted(weeks)][-TOPIC_EVOLUTION_WEEKS:]
+                kept.summary = kept.summary or profile.summary
+                kept.current_era = kept.current_era or profile.current_era
+                kept.household = kept.household and profile.household
+        return len(moving)
+
     def write_daily(
         self,
         group_id: str,
@@ -363,9 +435,12 @@ class SummaryBook:
         message_count: int,
         agent_id: str,
         now: str,
+        *,
+        household: bool = False,
     ) -> GroupSummary:
         """A group's day; written again for the same day, it keeps its id and age, and its
-        week (if already folded) is written again with it on the next cycle."""
+        week (if already folded) is written again with it on the next cycle. household:
+        its talk is everyone's to read (GroupSummary.household)."""
         sid = summary_id(group_id, PeriodType.DAILY, day.isoformat())
         previous = self._by_id.get(sid)
         daily = GroupSummary(
@@ -384,11 +459,13 @@ class SummaryBook:
             created_at=previous.created_at if previous is not None else now,
             extractive=written.extractive,
             rewrite_pending=written.extractive,
+            household=household,
         )
         self.put(daily)
         profile = self.profile(group_id)
         if not profile.topic_evolution:
             profile.summary = daily.summary
+            profile.household = profile.household and household
         return daily
 
     # -- The aggregation cycle ----------------------------------------------------------------
@@ -481,6 +558,9 @@ class SummaryBook:
             extractive=written.extractive,
             rewrite_pending=written.extractive,
             part_counts=part_counts,
+            # What it was written from: its parts, and its earlier text.
+            household=all(c.household for c in job.children)
+            and (previous is None or previous.household),
         )
         self.put(parent)
         for child in job.children:
@@ -502,6 +582,7 @@ class SummaryBook:
         }
         profile.topic_evolution = [points[k] for k in sorted(points)][-TOPIC_EVOLUTION_WEEKS:]
         profile.summary = weekly.summary
+        profile.household = profile.household and weekly.household
 
     def note_era(self, monthly: GroupSummary, written: Written) -> bool:
         """Era detection; True when this monthly started a new era.
@@ -513,8 +594,10 @@ class SummaryBook:
         current era (an old month written again) only joins the era it belongs to.
         """
         profile = self.profile(monthly.group_id)
+        profile.household = profile.household and monthly.household
         era = profile.current_era
         if era is not None and era.get("founded_by") == monthly.summary_id:
+            era["household"] = era.get("household") is True and monthly.household
             era["key_topics"] = _key_topics(era["key_topics"], monthly.topics)
             era["theme"] = written.theme or era["theme"]
             self._write_era(monthly.group_id, era, monthly, monthly.created_at)
@@ -536,6 +619,7 @@ class SummaryBook:
         )
         if era is not None and not (long_enough and drifted):
             era["key_topics"] = _key_topics(era["key_topics"], monthly.topics)
+            era["household"] = era.get("household") is True and monthly.household
             self._extend_era(monthly.group_id, era, monthly)
             return False
         if era is not None:
@@ -553,6 +637,7 @@ class SummaryBook:
             "theme": written.theme or ", ".join(monthly.topics[:3]),
             "key_topics": _key_topics([], monthly.topics),
             "founded_by": monthly.summary_id,
+            "household": monthly.household,
         }
         self._write_era(monthly.group_id, profile.current_era, monthly, monthly.created_at)
         self._keep_last_eras(monthly.group_id)
@@ -567,6 +652,7 @@ class SummaryBook:
         record.period_end = max(record.period_end, monthly.period_end)
         record.count_part(monthly)
         record.topics = list(era["key_topics"])
+        record.household = record.household and era["household"]
 
     def _write_era(
         self, group_id: str, era: dict[str, Any], monthly: GroupSummary, now: str
@@ -592,6 +678,8 @@ class SummaryBook:
             aggregated_from=children,
             extractive=monthly.extractive,
             part_counts=dict(previous.part_counts) if previous is not None else {},
+            # An era founded before it was known whose talk is whose stays so.
+            household=era.get("household") is True and (previous is None or previous.household),
         )
         record.count_part(monthly)
         self.put(record)
@@ -601,9 +689,12 @@ class SummaryBook:
         for old in eras[DECAY_CONFIG["era"]["max_count"] :]:
             self.remove(old)
 
-    def context(self, group_id: str) -> list[GroupSummary]:
+    def context(
+        self, group_id: str, shown: Callable[[GroupSummary], bool] | None = None
+    ) -> list[GroupSummary]:
         """What a turn carries of the group's past: the coarsest summaries that together
-        hold every day kept, newest first.
+        hold every day kept, newest first; of those shown (None: all), a summary not shown
+        counting as gone.
 
         A day is held by its daily until its week is folded, then by the weekly, then by
         the monthly; a summary is left out only while the one it was folded into is kept
@@ -611,16 +702,21 @@ class SummaryBook:
         before their era: an era is carried while one of its months has lost its monthly,
         after the monthlies (it stands for the months before them).
         """
+
+        def kept(summary_id_: str | None) -> bool:
+            found = self._by_id.get(summary_id_) if summary_id_ is not None else None
+            return found is not None and (shown is None or shown(found))
+
         cover = [
             summary
             for kind in (PeriodType.DAILY, PeriodType.WEEKLY, PeriodType.MONTHLY)
             for summary in self.of(group_id, kind)
-            if summary.aggregated_into is None or summary.aggregated_into not in self._by_id
+            if kept(summary.summary_id) and not kept(summary.aggregated_into)
         ]
         cover.extend(
             era
             for era in self.of(group_id, PeriodType.ERA)
-            if any(month not in self._by_id for month in era.aggregated_from)
+            if kept(era.summary_id) and not all(kept(month) for month in era.aggregated_from)
         )
         return sorted(
             cover,

@@ -19,6 +19,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta, tzinfo
 from heapq import heapify, heappop, heappush
+from itertools import pairwise
 import math
 import re
 import sys
@@ -254,6 +255,17 @@ def _gaps(
     if cursor < end:
         gaps.append((cursor, end))
     return [(lo, hi) for lo, hi in gaps if hi - lo >= MIN_GAP_SECONDS]
+
+
+def coverage_of(
+    intervals: Sequence[Sequence[float]], has_entries: bool, start: float, end: float
+) -> tuple[str, list[tuple[float, float]]]:
+    """How much of [start, end] fetched windows cover ("full", "partial" or "none"), and
+    the gaps: what timeseries_query answers, and what a listing shows of a series."""
+    gaps = _gaps(intervals, start, end)
+    if not has_entries or gaps == [(start, end)]:
+        return "none", gaps
+    return ("full" if not gaps else "partial"), gaps
 
 
 @dataclass(slots=True)
@@ -543,15 +555,14 @@ class TimeSeries:
         entries = [
             orjson.loads(self._blobs[entry_id]) for _, entry_id in reversed(self._order[lo:hi])
         ]
-        gaps = _gaps(self.covered, start, end)
+        coverage, gaps = coverage_of(self.covered, bool(self._order), start, end)
         if not self._order:
-            coverage, reason = "none", "No data in state"
-        elif not gaps:
-            coverage, reason = "full", "Complete coverage from state"
-        elif gaps == [(start, end)]:
-            coverage, reason = "none", "Nothing in the requested range was ever fetched"
+            reason = "No data in state"
+        elif coverage == "full":
+            reason = "Complete coverage from state"
+        elif coverage == "none":
+            reason = "Nothing in the requested range was ever fetched"
         else:
-            coverage = "partial"
             reason = "Fetched windows leave gaps: " + ", ".join(
                 f"{format_time(a)} to {format_time(b)}" for a, b in gaps
             )
@@ -573,6 +584,29 @@ class TimeSeries:
             "gaps": [{"start": format_time(a), "end": format_time(b)} for a, b in gaps],
             "state_range": self.state_range(),
         }
+
+    def entries_page(
+        self, start: float, end: float, offset: int, limit: int
+    ) -> tuple[list[Any], int]:
+        """One page of the entries in [start, end], newest first, and how many there are:
+        only the page's entries are parsed."""
+        lo = bisect_left(self._order, (start,))
+        hi = bisect_right(self._order, end, key=lambda k: k[0])
+        first, last = max(hi - offset - limit, lo), hi - offset
+        page = [
+            orjson.loads(self._blobs[entry_id]) for _, entry_id in reversed(self._order[first:last])
+        ]
+        return page, max(hi - lo, 0)
+
+    def counts(self, start: float, end: float, buckets: int) -> list[int]:
+        """How many entries fall in each of `buckets` equal stretches of [start, end]
+        (the last one includes end): a chart of the series over time."""
+        if start > end:
+            raise TimeseriesError("start_after_end")
+        step = (end - start) / buckets
+        edges = [bisect_left(self._order, (start + step * n,)) for n in range(buckets)]
+        edges.append(bisect_right(self._order, end, key=lambda k: k[0]))
+        return [b - a for a, b in pairwise(edges)]
 
     def state_range(self) -> dict[str, str | None]:
         """Oldest and newest entry times."""
@@ -706,19 +740,3 @@ def matching_keys(keys: Iterable[str], text: str) -> list[str]:
             for part in key.removesuffix("_timeseries").split("_")
         )
     ]
-
-
-_RANGE_IN_TEXT = re.compile(
-    r"\b(?:last|past|previous)\s+(\d+(?:\.\d+)?\s*)?(seconds?|minutes?|hours?|days?|weeks?)\b"
-)
-
-
-def range_in_text(text: str) -> float | None:
-    """'in the last 2 days' -> seconds; None when the text names no range (or a zero one)."""
-    match = _RANGE_IN_TEXT.search(text.lower())
-    if match is None:
-        return None
-    try:
-        return parse_last(f"{match.group(1) or 1} {match.group(2)}")
-    except TimeseriesError:
-        return None

@@ -28,6 +28,10 @@ RESUMED = "resumed"
 RESUME_AFTER_SECONDS = 10 * 60
 # Chat formats spend a few tokens per message on role and separators.
 MESSAGE_OVERHEAD_TOKENS = 4
+# A turn of someone else than a conversation's person gets a window of its own, kept apart
+# under "<conversation id>@<person entity id>" ("@nobody" when nobody is known).
+APART = "@"
+NOBODY = "nobody"
 
 _EPHEMERAL_TIER, _NORMAL_TIER, _IMPORTANT_TIER = 0, 1, 2
 
@@ -172,6 +176,12 @@ class ConversationWindow:
         self._queues: tuple[deque[int], deque[int], deque[int]] = (deque(), deque(), deque())
         self._group_of_call: dict[str, int] = {}
         self._next_seq = 0
+        # Whose talk this is: the person of its last turn (None: nobody known).
+        self.person_id: str | None = None
+        # Incognito: the window as it was before its first incognito turn (None when it
+        # began incognito). Storage keeps that, never what the incognito turns added.
+        self.incognito = False
+        self.before_incognito: dict[str, Any] | None = None
 
     def __len__(self) -> int:
         return len(self._messages) + (self.system is not None)
@@ -326,7 +336,7 @@ class ConversationWindow:
 
     def as_dict(self) -> dict[str, Any]:
         """A JSON-ready form for storage."""
-        return {
+        stored: dict[str, Any] = {
             "max_tokens": self.max_tokens,
             "preserve_system": self.preserve_system,
             "last_activity": self.last_activity,
@@ -334,6 +344,14 @@ class ConversationWindow:
             "system": self.system.as_dict() if self.system else None,
             "groups": [[m.as_dict() for m in group] for group in self.groups()],
         }
+        if self.person_id is not None:
+            stored["person_id"] = self.person_id
+        return stored
+
+    def kept(self) -> dict[str, Any] | None:
+        """What storage keeps of the window: all of it, or while incognito what it was
+        before (None: nothing)."""
+        return self.before_incognito if self.incognito else self.as_dict()
 
     @classmethod
     def from_dict(cls, conversation_id: str, data: dict[str, Any]) -> "ConversationWindow":
@@ -341,6 +359,7 @@ class ConversationWindow:
         window = cls(conversation_id, data["max_tokens"], data["preserve_system"])
         window.last_activity = data["last_activity"]
         window.evicted_count = data["evicted_count"]
+        window.person_id = data.get("person_id")
         if data.get("system"):
             window._set_system(MessageEntry.from_dict(data["system"]))
         for group in data["groups"]:
@@ -450,20 +469,36 @@ class AgentWindows:
             return [], 0
         return window.recent_within(budget)
 
-    def continue_conversation(self, conversation_id: str, source: str | None) -> str:
+    def window_for(self, conversation_id: str, person_id: str | None) -> str:
+        """The window a turn of this person (None: nobody known) reads and writes under a
+        conversation id: the conversation's own, unless it is another person's (or a
+        person's, and nobody is known now) — then one kept apart for this speaker, so that
+        no one is answered from another person's words nor adds to them."""
+        owner = self.person_of(conversation_id)
+        if owner is None or owner == person_id:
+            return conversation_id
+        return f"{conversation_id}{APART}{person_id or NOBODY}"
+
+    def continue_conversation(
+        self, conversation_id: str, source: str | None, person_id: str | None = None
+    ) -> str:
         """Pick up the source's recent window under a new conversation id.
 
         Home Assistant starts a new conversation id after a few idle minutes; a follow-up
         from the same device (or user) within the continuation time still means the same
-        conversation to the person speaking.
+        conversation to the person speaking. Each person's follow-ups at a shared device
+        continue their own window, never another person's.
         """
         now = self.clock()
         if source is not None:
+            if person_id is not None:
+                source = f"{source}{APART}{person_id}"
             previous = self._last_by_source.get(source)
             if (
                 conversation_id not in self.windows
                 and previous is not None
                 and previous[0] in self.windows
+                and self.windows[previous[0]].person_id == person_id
                 and now - previous[1] <= self.settings.continuation_seconds
             ):
                 window = self.windows.pop(previous[0])
@@ -493,21 +528,75 @@ class AgentWindows:
         )
         return self.add_message(conversation_id, "user", note, {RESUMED})
 
+    def set_person(self, conversation_id: str, person_id: str | None) -> None:
+        """The person whose talk the conversation is: the first known one of its turns.
+        It never changes after (another person's turns go to a window of their own,
+        window_for)."""
+        window = self._window(conversation_id)
+        if window.person_id is None:
+            window.person_id = person_id
+
+    def person_of(self, conversation_id: str) -> str | None:
+        """Whose talk a conversation is (None: nobody known, or no such conversation)."""
+        window = self.windows.get(conversation_id)
+        return window.person_id if window is not None else None
+
+    def go_incognito(self, conversation_id: str) -> None:
+        """From now on the conversation's turns live in memory only: storage keeps the
+        window as it is now (nothing, for a new conversation) until incognito ends."""
+        window = self.windows.get(conversation_id)
+        if window is None:
+            window = self._window(conversation_id)
+            window.incognito, window.before_incognito = True, None
+        elif not window.incognito:
+            window.before_incognito = window.as_dict()
+            window.incognito = True
+
+    def end_incognito(self, idle_seconds: float | None = None) -> int:
+        """Drop what incognito turns added: every incognito window goes back to what it was
+        before (or goes, when it began incognito); with idle_seconds, only those idle longer.
+        How many went back."""
+        cutoff = None if idle_seconds is None else self.clock() - idle_seconds
+        ended = [
+            cid
+            for cid, window in self.windows.items()
+            if window.incognito and (cutoff is None or window.last_activity < cutoff)
+        ]
+        for cid in ended:
+            before = self.windows[cid].before_incognito
+            if before is None:
+                del self.windows[cid]
+                continue
+            window = ConversationWindow.from_dict(cid, before)
+            window.max_tokens = self.settings.max_tokens
+            window.preserve_system = self.settings.preserve_system
+            self.windows[cid] = window
+        return len(ended)
+
     def reset(self, conversation_id: str | None = None) -> int:
-        """Forget one conversation, or all; returns how many were forgotten."""
+        """Forget one conversation (with the windows kept apart from it for other
+        speakers), or all; returns how many windows were forgotten."""
         if conversation_id is None:
             count = len(self.windows)
             self.windows.clear()
             self._last_by_source.clear()
             return count
-        return 1 if self.windows.pop(conversation_id, None) is not None else 0
+        apart = f"{conversation_id}{APART}"
+        gone = [cid for cid in self.windows if cid == conversation_id or cid.startswith(apart)]
+        for cid in gone:
+            del self.windows[cid]
+        return len(gone)
 
     def get_stats(self, conversation_id: str) -> dict[str, Any] | None:
         """One conversation's statistics, or None when unknown."""
         window = self.windows.get(conversation_id)
         if window is None:
             return None
-        return {**window.stats(), "tokens_estimated": self.counter.estimated}
+        return {
+            **window.stats(),
+            "tokens_estimated": self.counter.estimated,
+            "person_id": window.person_id,
+        }
 
     def get_all_conversations(self) -> list[str]:
         """Ids of the live conversations, least recently used first."""
@@ -549,10 +638,16 @@ class AgentWindows:
         }
 
     def as_dict(self) -> dict[str, Any]:
-        """Everything worth keeping across restarts."""
+        """Everything worth keeping across restarts; of an incognito window, what it was
+        before its first incognito turn."""
+        kept = {cid: w.kept() for cid, w in self.windows.items()}
         return {
-            "conversations": {cid: w.as_dict() for cid, w in self.windows.items()},
-            "sources": {k: list(v) for k, v in self._last_by_source.items()},
+            "conversations": {cid: w for cid, w in kept.items() if w is not None},
+            "sources": {
+                k: list(v)
+                for k, v in self._last_by_source.items()
+                if v[0] not in kept or kept[v[0]] is not None
+            },
             "dropped_conversations": self.dropped_conversations,
         }
 

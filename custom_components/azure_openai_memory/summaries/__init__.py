@@ -7,8 +7,8 @@ turn summaries on writes them with its first agent's deployment.
 from datetime import time
 from typing import Any
 
-from homeassistant.const import EVENT_HOMEASSISTANT_STOP
-from homeassistant.core import Event, HomeAssistant, callback
+from homeassistant.const import EVENT_HOMEASSISTANT_STARTED, EVENT_HOMEASSISTANT_STOP
+from homeassistant.core import CoreState, Event, HomeAssistant, callback
 from homeassistant.helpers import entity_registry as er
 from homeassistant.util import dt as dt_util
 
@@ -28,6 +28,7 @@ from ..llm.summarize import Summarizer
 from .keeper import SummaryKeeper, SummaryWriter, group_of
 from .services import async_register_summary_services
 from .store import SummaryStore
+from .websocket import async_register_summary_commands
 
 
 async def async_setup_summaries(hass: HomeAssistant, history: HistoryRecorder) -> None:
@@ -36,6 +37,17 @@ async def async_setup_summaries(hass: HomeAssistant, history: HistoryRecorder) -
     await store.async_load()
     keeper = hass.data[DATA_SUMMARIES] = SummaryKeeper(hass, store, history)
     async_register_summary_services(hass, keeper)
+    async_register_summary_commands(hass, keeper)
+
+    # The people are known once Home Assistant has started (and at every run after).
+    @callback
+    def _async_adopt(_event: Event | None = None) -> None:
+        keeper.async_adopt_person_groups()
+
+    if hass.state is CoreState.running:
+        _async_adopt()
+    else:
+        hass.bus.async_listen_once(EVENT_HOMEASSISTANT_STARTED, _async_adopt)
 
     @callback
     def _async_stop(_event: Event) -> None:
@@ -82,14 +94,36 @@ def async_attach_writer(hass: HomeAssistant, entry: AzureOpenAIMemoryConfigEntry
 
 
 @callback
-def speaker_group(hass: HomeAssistant, user_input: Any) -> str:
-    """The group of whoever speaks in a turn, as the summaries group the talk."""
-    keeper = hass.data.get(DATA_SUMMARIES)
-    mode = keeper.group_mode if keeper is not None else RECOMMENDED_SUMMARY_GROUP_MODE
+def speaker_groups(hass: HomeAssistant, user_input: Any, person_id: str | None) -> tuple[str, ...]:
+    """The groups whose past a conversation turn carries (talk_groups of its request)."""
     context = getattr(user_input, "context", None)
-    return group_of(
-        mode,
+    return talk_groups(
+        hass,
         user_input.device_id,
         getattr(user_input, "satellite_id", None),
         context.user_id if context is not None else None,
+        person_id,
     )
+
+
+@callback
+def talk_groups(
+    hass: HomeAssistant,
+    device_id: str | None,
+    satellite_id: str | None,
+    user_id: str | None,
+    person_id: str | None,
+) -> tuple[str, ...]:
+    """The groups whose past a request may carry: the speaker's own (their person's, when
+    known), then the place's talk of nobody known (the device's, or the home's). Never
+    another person's: a person's talk is summarised in their own group only.
+
+    The one reading of "whose talk" for turns, the past_talk tool and the household API.
+    """
+    keeper = hass.data.get(DATA_SUMMARIES)
+    mode = keeper.group_mode if keeper is not None else RECOMMENDED_SUMMARY_GROUP_MODE
+    own = group_of(mode, device_id, satellite_id, user_id, person_id)
+    if person_id is None:
+        return (own,)
+    place = group_of(mode, device_id, satellite_id, None, None)
+    return (own,) if place == own else (own, place)

@@ -9,6 +9,7 @@ history database's Communication events.
 
 import asyncio
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import date, datetime, time, timedelta
 import logging
@@ -28,7 +29,7 @@ from ..const import (
 )
 from ..history.recorder import HistoryRecorder
 from ..llm.summarize import Summarizer, SummaryUnavailable
-from ..memory.history import HistoryEventType, HistoryQuery
+from ..memory.history import PERSON_KEY, HistoryEventType, HistoryQuery
 from ..memory.history_models import MAX_QUERY_LIMIT
 from ..memory.summaries import (
     HOME_GROUP,
@@ -40,6 +41,7 @@ from ..memory.summaries import (
     summary_line,
     transcript_lines,
 )
+from ..people import PERSON_DOMAIN, Speaker, person_of_user
 from .store import SummaryStore
 
 _LOGGER = logging.getLogger(__name__)
@@ -50,6 +52,8 @@ _LOGGER = logging.getLogger(__name__)
 CATCH_UP_DAYS = 14
 # Extractive summaries the model rewrites per cycle, at most.
 MAX_REWRITES = 10
+# How every person's group begins (a person entity id, slugified).
+PERSON_GROUP_PREFIX = "person_"
 
 
 @dataclass(frozen=True)
@@ -71,12 +75,57 @@ class DayMessage:
     group: str
     speaker: str
     text: str
+    # Said where everyone may hear it, by no one known (GroupSummary.household).
+    household: bool
+
+
+def person_group(person_id: str) -> str:
+    """The group of one person's talk ("person.anna" -> "person_anna")."""
+    return slugify(person_id)
+
+
+def is_person_group(group: str) -> bool:
+    """Whether a group is one person's talk (no device or user slug starts so)."""
+    return group.startswith(PERSON_GROUP_PREFIX)
+
+
+def may_read(speaker: Speaker, group: str, household: bool) -> bool:
+    """Whether a summary (or a group's profile) of this group is the speaker's to read, in
+    a service's answer, a turn's context and past_talk alike: everything for those who
+    see everything; else their own person's group, and of the rest only what is the
+    household's (`household`: said by no one known, without a user, since talk names
+    its person). Like the history, the talk of nobody known that is someone's (a user
+    without a person) and all that was summarised before are for administrators."""
+    if speaker.sees_everything:
+        return True
+    if is_person_group(group):
+        return speaker.person_id is not None and group == person_group(speaker.person_id)
+    return household
+
+
+def summary_readable(speaker: Speaker) -> Callable[[GroupSummary], bool]:
+    """may_read, for the summaries themselves."""
+    return lambda summary: may_read(speaker, summary.group_id, summary.household)
+
+
+def _said_by_household(data: dict[str, Any]) -> bool:
+    """A question of nobody known, with no user: words everyone may hear (a shared
+    satellite, an automation). One recorded before questions named their person is not:
+    whose it was is not known."""
+    return PERSON_KEY in data and not data[PERSON_KEY] and not data.get("user_id")
 
 
 def group_of(
-    mode: str, device_id: str | None, satellite_id: str | None, user_id: str | None
+    mode: str,
+    device_id: str | None,
+    satellite_id: str | None,
+    user_id: str | None,
+    person_id: str | None = None,
 ) -> str:
-    """Where talk happens, as a slug: the satellite/device, the user, or the home."""
+    """Whose or where talk is, as a slug: a known person's own group whatever the mode (no
+    group mixes two people's words); else the satellite/device, the user, or the home."""
+    if person_id:
+        return person_group(person_id)
     if mode == SUMMARY_GROUP_DEVICE and (satellite_id or device_id):
         return slugify(satellite_id or device_id) or HOME_GROUP
     if mode == SUMMARY_GROUP_USER and user_id:
@@ -160,6 +209,7 @@ class SummaryKeeper:
         the aggregation cycle. Counts per period type."""
         counts = _empty_counts()
         async with self.lock:
+            self.async_adopt_person_groups()
             book = self.store.book
             # Earlier summaries the model could not write, before today's new ones.
             await self._async_rewrite_extractive()
@@ -195,10 +245,11 @@ class SummaryKeeper:
         oldest = dt_util.now().date() - timedelta(days=math.ceil(keep_days))
         return max(date.fromisoformat(through) + timedelta(days=1), oldest)
 
-    async def _async_session_group(self, session_id: str | None, before: float) -> str:
-        """The group of a conversation that began before the day (a reply after midnight)."""
+    async def _async_session_group(self, session_id: str | None, before: float) -> tuple[str, bool]:
+        """The group of a conversation that began before the day (a reply after midnight),
+        and whether its question was the household's."""
         if session_id is None:
-            return HOME_GROUP
+            return HOME_GROUP, False
         query = HistoryQuery(
             session_id=session_id,
             event_type=HistoryEventType.COMMUNICATION,
@@ -209,13 +260,49 @@ class SummaryKeeper:
         for event in page:  # newest first
             data = event.event_data if isinstance(event.event_data, dict) else {}
             if data.get("direction") == "in":
-                return group_of(
-                    self.group_mode,
-                    data.get("device_id"),
-                    data.get("satellite_id"),
-                    data.get("user_id"),
-                )
-        return HOME_GROUP
+                return self._group_of_question(data), _said_by_household(data)
+        return HOME_GROUP, False
+
+    def _person_of_question(self, data: dict[str, Any]) -> str | None:
+        """Whose words a question is: the person it names, else (recorded before questions
+        named one) the person linked to its user now; None: nobody known."""
+        if PERSON_KEY in data:
+            person = data[PERSON_KEY]
+            return person if isinstance(person, str) and person else None
+        user_id = data.get("user_id")
+        if isinstance(user_id, str) and (state := person_of_user(self.hass, user_id)):
+            return state.entity_id
+        return None
+
+    def _group_of_question(self, data: dict[str, Any]) -> str:
+        user_id = data.get("user_id")
+        return group_of(
+            self.group_mode,
+            data.get("device_id"),
+            data.get("satellite_id"),
+            user_id if isinstance(user_id, str) else None,
+            self._person_of_question(data),
+        )
+
+    @callback
+    def async_adopt_person_groups(self) -> int:
+        """The groups of users (talk grouped per user before people had groups) become
+        the groups of the persons linked to those users, nothing lost; how many moved."""
+        book = self.store.book
+        groups = set(book.groups())
+        moved = 0
+        for state in self.hass.states.async_all(PERSON_DOMAIN):
+            user_id = state.attributes.get("user_id")
+            if not isinstance(user_id, str) or (old := slugify(user_id)) not in groups:
+                continue
+            new = person_group(state.entity_id)
+            _LOGGER.debug("Summaries of user %s now belong to %s", user_id, state.entity_id)
+            book.move_group(old, new)
+            groups.discard(old)
+            moved += 1
+        if moved:
+            self.store.async_changed()
+        return moved
 
     async def _async_day_messages(self, day: date) -> list[DayMessage]:
         """The day's Communication events (local day), grouped by the writer's mode."""
@@ -237,8 +324,7 @@ class SummaryKeeper:
             offset += len(page)
             if not page or offset >= total:
                 break
-        mode = self.group_mode
-        sessions: dict[str | None, str] = {}
+        sessions: dict[str | None, tuple[str, bool]] = {}
         names: dict[str, str] = {}
         messages: list[DayMessage] = []
         for event in events:
@@ -248,10 +334,14 @@ class SummaryKeeper:
                 continue
             if data.get("direction") == "in":
                 user_id = data.get("user_id")
-                group = group_of(mode, data.get("device_id"), data.get("satellite_id"), user_id)
-                sessions[event.session_id] = group
+                group = self._group_of_question(data)
+                household = _said_by_household(data)
+                sessions[event.session_id] = group, household
                 speaker = "user"
-                if isinstance(user_id, str):
+                if (person := self._person_of_question(data)) is not None:
+                    state = self.hass.states.get(person)
+                    speaker = str(state.name) if state is not None else person
+                elif isinstance(user_id, str):
                     if user_id not in names:
                         user = await self.hass.auth.async_get_user(user_id)
                         names[user_id] = user.name if user is not None and user.name else "user"
@@ -261,9 +351,13 @@ class SummaryKeeper:
                     sessions[event.session_id] = await self._async_session_group(
                         event.session_id, start.timestamp()
                     )
-                group = sessions[event.session_id]
+                group, household = sessions[event.session_id]
+                # An answer names whose turn it was: two people's turns under one
+                # conversation id never share a group.
+                if isinstance(person := data.get(PERSON_KEY), str) and person:
+                    group, household = person_group(person), False
                 speaker = "assistant"
-            messages.append(DayMessage(event.timestamp, group, speaker, text.strip()))
+            messages.append(DayMessage(event.timestamp, group, speaker, text.strip(), household))
         return messages
 
     async def _async_summarise_day(self, day: date, only: set[str] | None = None) -> int | None:
@@ -309,7 +403,13 @@ class SummaryKeeper:
             if written is None:
                 continue
             self.store.book.write_daily(
-                group, day, written, len(talk), writer.agent_id if writer else "", _now_text()
+                group,
+                day,
+                written,
+                len(talk),
+                writer.agent_id if writer else "",
+                _now_text(),
+                household=not is_person_group(group) and all(m.household for m in talk),
             )
             self.store.async_changed()
             written_count += 1

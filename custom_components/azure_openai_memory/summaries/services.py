@@ -1,4 +1,8 @@
-"""The summary services: aggregate (run now), get, groups; bad values are translated errors."""
+"""The summary services: aggregate (run now), get, groups; bad values are translated errors.
+
+A caller who is not an administrator reads their own person's group and the household's
+summaries (keeper.may_read), never another person's.
+"""
 
 from collections.abc import Callable, Coroutine
 from datetime import date, datetime
@@ -9,9 +13,16 @@ from homeassistant.core import HomeAssistant, ServiceCall, ServiceResponse, Supp
 from homeassistant.util import dt as dt_util
 import voluptuous as vol
 
-from ..memory.summaries import PeriodType, SummaryError, validate_group, validate_period_type
-from ..services import Handler, ServiceSpec, async_register, translated
-from .keeper import SummaryKeeper
+from ..memory.summaries import (
+    GroupProfile,
+    PeriodType,
+    SummaryError,
+    validate_group,
+    validate_period_type,
+)
+from ..people import async_caller
+from ..services import Handler, Refused, ServiceSpec, async_register, translated
+from .keeper import SummaryKeeper, is_person_group, may_read, summary_readable
 
 SERVICE_SUMMARY_AGGREGATE = "summary_aggregate"
 SERVICE_SUMMARY_GET = "summary_get"
@@ -55,7 +66,11 @@ async def _async_summary_aggregate(keeper: SummaryKeeper, call: ServiceCall) -> 
 
 
 async def _async_summary_get(keeper: SummaryKeeper, call: ServiceCall) -> ServiceResponse:
+    """The summaries asked for, of the groups the caller may read; naming another
+    person's group is refused."""
     data = call.data
+    caller = await async_caller(keeper.hass, call.context)
+    readable = summary_readable(caller)
     book = keeper.store.book
     limit = data["limit"]
     if (
@@ -73,6 +88,8 @@ async def _async_summary_get(keeper: SummaryKeeper, call: ServiceCall) -> Servic
     groups = book.groups()
     if "group" in data:
         group = validate_group(data["group"])
+        if is_person_group(group) and not may_read(caller, group, household=False):
+            raise Refused(call.context, "summary_group_not_yours", group=group)
         if group not in groups:
             raise SummaryError("unknown_group", group=group)
         groups = [group]
@@ -85,7 +102,8 @@ async def _async_summary_get(keeper: SummaryKeeper, call: ServiceCall) -> Servic
         for group in groups
         for kind in types
         for summary in book.of(group, kind)
-        if (start is None or summary.period_end >= start)
+        if readable(summary)
+        and (start is None or summary.period_end >= start)
         and (end is None or summary.period_start <= end)
     ]
     found.sort(key=lambda s: (s.period_end, s.period_start), reverse=True)
@@ -97,12 +115,32 @@ async def _async_summary_get(keeper: SummaryKeeper, call: ServiceCall) -> Servic
     return {"summaries": shown}
 
 
+def _profile_view(profile: GroupProfile, readable: bool) -> dict[str, Any]:
+    """A group's profile as summary_groups answers it; empty where the caller may not read
+    what shaped it."""
+    shown = (profile if readable else GroupProfile(profile.group_id)).as_dict()
+    del shown["household"]
+    if shown["current_era"] is not None:
+        shown["current_era"].pop("household", None)
+    return shown
+
+
 async def _async_summary_groups(keeper: SummaryKeeper, call: ServiceCall) -> ServiceResponse:
+    """Each group the caller may read something of, with its profile and its counts (of
+    what they may read)."""
     book = keeper.store.book
+    caller = await async_caller(keeper.hass, call.context)
+    readable = summary_readable(caller)
     groups: list[Any] = []
     for group in book.groups():
-        counts = {kind.value: len(book.of(group, kind)) for kind in PeriodType}
-        groups.append({**book.profile(group).as_dict(), "counts": counts})
+        counts = {
+            kind.value: sum(1 for s in book.of(group, kind) if readable(s)) for kind in PeriodType
+        }
+        profile = book.profile(group)
+        profile_readable = may_read(caller, group, profile.household)
+        if not (any(counts.values()) or profile_readable):
+            continue
+        groups.append({**_profile_view(profile, profile_readable), "counts": counts})
     return {"groups": groups, "group_mode": keeper.group_mode}
 
 

@@ -21,6 +21,7 @@ from ..history.recorder import HistoryRecorder
 from ..memory.timeseries import TimeseriesSettings
 from .services import async_register_timeseries_services
 from .store import TimeseriesStore
+from .websocket import async_register_series_commands
 
 
 async def async_setup_timeseries(hass: HomeAssistant, history: HistoryRecorder) -> None:
@@ -36,6 +37,7 @@ async def async_setup_timeseries(hass: HomeAssistant, history: HistoryRecorder) 
     await store.async_load()
     hass.data[DATA_TIMESERIES] = store
     async_register_timeseries_services(hass, store, history)
+    async_register_series_commands(hass, store)
 
 
 SETTING_KEYS = (CONF_TIMESERIES_MAX_ENTRIES, CONF_TIMESERIES_KEEP_DAYS)

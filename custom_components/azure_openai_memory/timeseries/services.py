@@ -65,8 +65,8 @@ def _fetched_window(data: dict[str, Any]) -> tuple[float, float] | None:
     return start, end
 
 
-def _query_range(data: dict[str, Any], now: float) -> tuple[float, float]:
-    """start_time/end_time, or last; end defaults to now."""
+def query_range(data: dict[str, Any], now: float) -> tuple[float, float]:
+    """start_time/end_time, or last; end defaults to now (timeseries_query, series_lookup)."""
     tz = dt_util.get_default_time_zone()
     if "last" in data:
         if "start_time" in data:
@@ -116,7 +116,7 @@ async def _async_timeseries_query(store: TimeseriesStore, call: ServiceCall) -> 
         key = validate_key(call.data["key"])
         async with store.lock(key):
             series = await _async_series(store, key)
-            start, end = _query_range(dict(call.data), dt_util.utcnow().timestamp())
+            start, end = query_range(dict(call.data), dt_util.utcnow().timestamp())
             result = series.query(start, end)
     except TimeseriesError as err:
         raise translated(err) from err

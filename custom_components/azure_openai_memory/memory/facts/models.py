@@ -19,6 +19,12 @@ MAX_CONTENT_LENGTH = 2000
 MAX_TAG_LENGTH = 64
 MAX_TAGS = 32
 MAX_SEARCH_LIMIT = 50
+# Everyone's memories; a person's private ones are "person:<the person's id>".
+HOUSEHOLD_SCOPE = "household"
+PERSON_SCOPE_PREFIX = "person:"
+MAX_SCOPE_LENGTH = 255
+# Provenance fields a caller names (ids of conversations, events, people, devices).
+MAX_PROVENANCE_LENGTH = 255
 DAY = 86_400.0
 # Tie-breakers after relevance: confident and recent memories first. Kept small: cosine
 # similarities of a right and a wrong answer are often 0.05 apart.
@@ -64,6 +70,72 @@ class MemorySource(StrEnum):
     MANUAL = "manual"
     CONVERSATION = "conversation"
     AUTOMATION = "automation"
+
+
+class Origin(StrEnum):
+    """Where a memory was said or made: a conversation turn, an automation or script, a
+    service call by a person, or an import of an export."""
+
+    CONVERSATION = "conversation"
+    AUTOMATION = "automation"
+    SERVICE = "service"
+    IMPORT = "import"
+
+
+class Authority(StrEnum):
+    """Whether the person said it themselves, or the model (or an automation) concluded it."""
+
+    STATED = "stated"
+    INFERRED = "inferred"
+
+
+@dataclass(frozen=True, slots=True)
+class Provenance:
+    """Where a memory came from, so a household can tell what it was told from what was
+    concluded, and by whom. Memories saved before it was kept have none."""
+
+    source: Origin
+    conversation_id: str | None = None
+    history_event_id: str | None = None
+    # A person entity id, or the automation's or script's entity id.
+    said_by: str | None = None
+    # A satellite's or device's id, or "app".
+    channel: str | None = None
+    authority: Authority = Authority.STATED
+
+    def as_dict(self) -> dict[str, Any]:
+        """The stored and reported form."""
+        return {
+            "source": self.source.value,
+            "conversation_id": self.conversation_id,
+            "history_event_id": self.history_event_id,
+            "said_by": self.said_by,
+            "channel": self.channel,
+            "authority": self.authority.value,
+        }
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> "Provenance":
+        """Read the stored form back; FactError for a value that is no provenance."""
+        if not isinstance(data, dict):
+            raise FactError("memory_provenance_invalid", value=type(data).__name__)
+        texts = {
+            name: _provenance_text(data.get(name), name)
+            for name in ("conversation_id", "history_event_id", "said_by", "channel")
+        }
+        return cls(
+            source=_enum(Origin, data.get("source"), "memory_provenance_invalid"),
+            authority=parse_authority(data.get("authority", Authority.STATED.value)),
+            **texts,
+        )
+
+
+def _provenance_text(value: Any, name: str) -> str | None:
+    if value is None:
+        return None
+    if not isinstance(value, str) or len(value) > MAX_PROVENANCE_LENGTH:
+        raise FactError("memory_provenance_invalid", value=name)
+    return value
 
 
 class SaveAction(StrEnum):
@@ -116,6 +188,9 @@ class Memory:
     source_reference: str | None = None
     # Never pushed out by a cap, and offered first among the memories a search finds.
     pinned: bool = False
+    # Who may see it: the household, or one person ("person:<id>").
+    scope: str = HOUSEHOLD_SCOPE
+    provenance: Provenance | None = None
 
     def as_dict(self) -> dict[str, Any]:
         """The stored and reported form (times still as POSIX seconds)."""
@@ -131,6 +206,8 @@ class Memory:
             "occurrences": self.occurrences,
             "tags": list(self.tags),
             "pinned": self.pinned,
+            "scope": self.scope,
+            "provenance": self.provenance.as_dict() if self.provenance is not None else None,
         }
 
     @classmethod
@@ -150,6 +227,13 @@ class Memory:
             source_reference=data.get("source_reference"),
             # Records written before pinning existed have no such field: not pinned.
             pinned=data.get("pinned") is True,
+            # Records written before scopes existed belong to the household.
+            scope=validate_scope(data.get("scope", HOUSEHOLD_SCOPE)),
+            provenance=(
+                Provenance.from_dict(data["provenance"])
+                if data.get("provenance") is not None
+                else None
+            ),
         )
 
 
@@ -241,6 +325,13 @@ class ForgetResult:
     erased: list[str] = field(default_factory=list)
     # What the erased records said, for the caller to erase its own copies.
     erased_contents: list[str] = field(default_factory=list)
+    # Whose the erased records were.
+    erased_scopes: frozenset[str] = frozenset()
+
+    @property
+    def scopes(self) -> frozenset[str]:
+        """The scopes of every memory it archived or erased: whose memories they were."""
+        return self.erased_scopes | {one.memory.scope for one in self.archived}
 
 
 # -- validation -------------------------------------------------------------
@@ -306,6 +397,20 @@ def validate_tags(tags: Iterable[Any]) -> tuple[str, ...]:
     return checked
 
 
+def validate_scope(scope: Any) -> str:
+    """`household` or `person:<id>`, or FactError: a scope names whose a memory is."""
+    if scope == HOUSEHOLD_SCOPE:
+        return HOUSEHOLD_SCOPE
+    if (
+        not isinstance(scope, str)
+        or not scope.startswith(PERSON_SCOPE_PREFIX)
+        or len(scope) > MAX_SCOPE_LENGTH
+        or not _part_valid(scope.removeprefix(PERSON_SCOPE_PREFIX), _VALUE_CHARACTERS)
+    ):
+        raise FactError("memory_scope_invalid", scope=str(scope))
+    return scope
+
+
 def validate_limit(limit: int) -> int:
     """A search limit between 1 and MAX_SEARCH_LIMIT, or FactError."""
     if not 1 <= limit <= MAX_SEARCH_LIMIT:
@@ -333,3 +438,8 @@ def parse_confidence(value: Any) -> MemoryConfidence:
 def parse_source(value: Any) -> MemorySource:
     """A MemorySource, or FactError."""
     return _enum(MemorySource, value, "memory_source_invalid")
+
+
+def parse_authority(value: Any) -> Authority:
+    """An Authority, or FactError."""
+    return _enum(Authority, value, "memory_authority_invalid")

@@ -20,12 +20,20 @@ from typing import Any, Self
 import numpy as np
 import numpy.typing as npt
 
-from .models import CONFIDENCE_BOOST, ArchivedMemory, FactSettings, Memory, MemoryType
+from .models import (
+    CONFIDENCE_BOOST,
+    HOUSEHOLD_SCOPE,
+    ArchivedMemory,
+    FactSettings,
+    Memory,
+    MemoryType,
+)
 from .text import KeywordIndex, document, normalize_for_comparison
 from .vectors import Vector, as_unit_vector, decode_raw_vector, encode_vectors, normalize_rows
 
 # 2: the per-type cap's old default (50) is no longer kept as if a user had chosen it.
-FACTS_VERSION = 2
+# 3: every memory has a scope (the household's, or one person's) and may have provenance.
+FACTS_VERSION = 3
 # The per-type cap every installation stored before version 2, chosen or not: saving the
 # options form stored all four settings. Below the new default it archived a home's facts.
 OLD_DEFAULT_CAP = 50
@@ -33,8 +41,15 @@ OLD_DEFAULT_CAP = 50
 type _ArchiveKeywords = tuple[
     list[ArchivedMemory], KeywordIndex, npt.NDArray[np.float32], npt.NDArray[np.float64]
 ]
-# A memory's words as indexed: id, content, tags (None: taken out of the indexes).
-type _Words = tuple[str, str, tuple[str, ...] | None]
+# A memory's words as indexed: id, scope, content, tags (None: taken out of the indexes).
+type _Words = tuple[str, str, str, tuple[str, ...] | None]
+
+
+def content_key(scope: str, content: str) -> str:
+    """What finds a memory with the same words in the same scope: one person's words never
+    reinforce another's, nor the household's. (Normalised content holds no line break.)"""
+    normalized = normalize_for_comparison(content)
+    return normalized if scope == HOUSEHOLD_SCOPE else f"{scope}\n{normalized}"
 
 
 def _add_to[K](index: dict[K, set[str]], key: K, memory_id: str) -> None:
@@ -66,10 +81,11 @@ class FactRecords:
         self._keyword_index: KeywordIndex | None = KeywordIndex()
         # Those memories' words (rows 0..n-1), what the loop changed meanwhile (row and
         # words), and the indexes build_keywords made of them until they are installed.
-        self._unindexed: list[tuple[str, str, tuple[str, ...]]] | None = None
+        self._unindexed: list[tuple[str, str, str, tuple[str, ...]]] | None = None
         self._word_changes: list[tuple[int, _Words]] = []
         self._built: tuple[KeywordIndex, dict[str, str]] | None = None
         self._build_lock = threading.Lock()
+        self._by_scope: dict[str, set[str]] = {}
         # Records from_dict could not read (gone from the file at the next save).
         self.skipped = 0
         # The archive's keyword index for the last filter searched with include_archived,
@@ -198,6 +214,7 @@ class FactRecords:
         memory_id, kind = memory.id, memory.type
         self._active[memory_id] = memory
         _add_to(self._by_type, kind, memory_id)
+        _add_to(self._by_scope, memory.scope, memory_id)
         by_type_tag = self._by_type_tag
         for tag in memory.tags:
             _add_to(by_type_tag, (kind, tag), memory_id)
@@ -210,7 +227,7 @@ class FactRecords:
         self._ids[row] = memory.id
         self._in_use[row] = True
         self._refresh_row(memory)
-        self._index_words(row, (memory_id, memory.content, memory.tags))
+        self._index_words(row, (memory_id, memory.scope, memory.content, memory.tags))
         self._has_vector[row] = False
         if vector is not None:
             self._put_vector(row, vector)
@@ -235,6 +252,9 @@ class FactRecords:
                 groups[key] = [memory_id]
             else:
                 group.append(memory_id)
+        by_scope = self._by_scope
+        for memory in memories:
+            _add_to(by_scope, memory.scope, memory.id)
         by_type, by_type_tag, by_tag_set = self._by_type, self._by_type_tag, self._by_tag_set
         for (kind, tags), members in groups.items():
             if (known := by_type.get(kind)) is None:
@@ -252,7 +272,7 @@ class FactRecords:
                 else:
                     known.update(members)
         if memories:
-            self._unindexed = [(m.id, m.content, m.tags) for m in memories]
+            self._unindexed = [(m.id, m.scope, m.content, m.tags) for m in memories]
             self._keyword_index = self._content_index = None
         self._in_use[:count] = True
         self._boost[:count] = [CONFIDENCE_BOOST[m.confidence.value] for m in memories]
@@ -268,6 +288,10 @@ class FactRecords:
     def _unindex(self, memory: Memory) -> None:
         del self._active[memory.id]
         self._by_type[memory.type].discard(memory.id)
+        in_scope = self._by_scope[memory.scope]
+        in_scope.discard(memory.id)
+        if not in_scope:
+            del self._by_scope[memory.scope]
         for tag in memory.tags:
             ids = self._by_type_tag[(memory.type, tag)]
             ids.discard(memory.id)
@@ -279,7 +303,7 @@ class FactRecords:
             if not self._by_tag_set[key]:
                 del self._by_tag_set[key]
         row = self._row.pop(memory.id)
-        self._index_words(row, (memory.id, memory.content, None))
+        self._index_words(row, (memory.id, memory.scope, memory.content, None))
         self._ids[row] = None
         self._in_use[row] = False
         self._pinned[row] = False
@@ -321,6 +345,12 @@ class FactRecords:
         self._archive_generation += 1
         return archived
 
+    def _outside(self, scopes: frozenset[str] | None) -> set[str]:
+        """Active memories of scopes other than these; none when scopes is None (all)."""
+        if scopes is None:
+            return set()
+        return {i for scope, ids in self._by_scope.items() if scope not in scopes for i in ids}
+
     def _candidates(self, kind: MemoryType | None, tags: tuple[str, ...]) -> set[str] | None:
         """The ids a filter allows; None for every memory."""
         if not tags:
@@ -338,23 +368,33 @@ class FactRecords:
         return (self._active[i] for i in candidates)
 
     def _archived_matching(
-        self, kind: MemoryType | None, tags: tuple[str, ...]
+        self,
+        kind: MemoryType | None,
+        tags: tuple[str, ...],
+        scopes: frozenset[str] | None = None,
     ) -> list[ArchivedMemory]:
         return [
             a
             for a in self._archived.values()
-            if (kind is None or a.memory.type is kind) and all(t in a.memory.tags for t in tags)
+            if (kind is None or a.memory.type is kind)
+            and all(t in a.memory.tags for t in tags)
+            and (scopes is None or a.memory.scope in scopes)
         ]
 
-    def _archive_keywords(self, kind: MemoryType | None, tags: tuple[str, ...]) -> _ArchiveKeywords:
+    def _archive_keywords(
+        self,
+        kind: MemoryType | None,
+        tags: tuple[str, ...],
+        scopes: frozenset[str] | None = None,
+    ) -> _ArchiveKeywords:
         """The archived memories a filter allows, their keyword index, confidence boosts
         and update times, built once per archive change: at 10,000 archived memories a
         build takes about 90 ms, a search with it under 5 ms."""
-        key = (kind, tags)
+        key = (kind, tags, scopes)
         cached = self._archive_index
         if cached is not None and cached[0] == key and cached[1] == self._archive_generation:
             return cached[2]
-        archived = self._archived_matching(kind, tags)
+        archived = self._archived_matching(kind, tags, scopes)
         index = KeywordIndex()
         for number, one in enumerate(archived):
             index.add(number, document(one.memory.content, one.memory.tags))
@@ -442,23 +482,23 @@ class FactRecords:
 
 
 def _words_indexed(
-    memories: Sequence[tuple[str, str, tuple[str, ...]]],
+    memories: Sequence[tuple[str, str, str, tuple[str, ...]]],
 ) -> tuple[KeywordIndex, dict[str, str]]:
     """The keyword index (rows in order) and the exact-repeat lookup of these memories."""
     keywords = KeywordIndex()
     keywords.add_new(
-        (row, document(content, tags)) for row, (_id, content, tags) in enumerate(memories)
+        (row, document(content, tags)) for row, (_id, _scope, content, tags) in enumerate(memories)
     )
     by_content: dict[str, str] = {}
-    for memory_id, content, _tags in memories:
-        by_content.setdefault(normalize_for_comparison(content), memory_id)
+    for memory_id, scope, content, _tags in memories:
+        by_content.setdefault(content_key(scope, content), memory_id)
     return keywords, by_content
 
 
 def _apply(keywords: KeywordIndex, by_content: dict[str, str], row: int, words: _Words) -> None:
     """A memory's words into the indexes at its row, or (tags None) out of them."""
-    memory_id, content, tags = words
-    normalized = normalize_for_comparison(content)
+    memory_id, scope, content, tags = words
+    normalized = content_key(scope, content)
     if tags is None:
         keywords.remove(row)
         if by_content.get(normalized) == memory_id:
@@ -470,6 +510,8 @@ def _apply(keywords: KeywordIndex, by_content: dict[str, str], row: int, words: 
 
 def migrate_facts(version: int, data: dict[str, Any]) -> dict[str, Any]:
     """1 -> 2: a stored cap of the old default goes, so the current default applies.
+    2 -> 3: every memory, active or archived, is the household's (as every memory was),
+    with no provenance (none was kept).
 
     A newer file is not ours to read.
     """
@@ -494,4 +536,23 @@ def migrate_facts(version: int, data: dict[str, Any]) -> dict[str, Any]:
             **data,
             "settings": {k: v for k, v in settings.items() if k != "max_memories_per_type"},
         }
+    if version < 3:
+        data = {
+            **data,
+            "memories": [_household(raw) for raw in data.get("memories") or []],
+            "archived": [
+                {**raw, "memory": _household(raw["memory"])}
+                if isinstance(raw, dict) and "memory" in raw
+                else raw
+                for raw in data.get("archived") or []
+            ],
+        }
     return data
+
+
+def _household(raw: Any) -> Any:
+    """A record of before scopes, as the household's; what is no record stays as it was
+    (reading skips it and keeps a copy of the file)."""
+    if not isinstance(raw, dict):
+        return raw
+    return {"scope": HOUSEHOLD_SCOPE, "provenance": None, **raw}

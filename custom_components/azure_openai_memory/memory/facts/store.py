@@ -5,10 +5,13 @@ and keeps each type within its cap; a search ranks by BM25 over content and tag 
 fused with the cosine similarity of embeddings when there are any, plus the confidence
 and recency boosts, in a few numpy operations over rows and indexes rather than a scan
 of every memory; patterns are read off the (type, tag) index; forgetting archives,
-erasing deletes, and the clean-up drops archived records past their retention.
+erasing deletes, and the clean-up drops archived records past their retention. A person's
+own changes are decisions, not observations: an edit supersedes without any judgement, a pin
+is no sighting, a restore brings an archived record back as it was.
 """
 
 from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, replace
 import re
 import time
 from typing import Any
@@ -21,6 +24,7 @@ from .models import (
     CONFIDENCE_BOOST,
     CONFIDENCE_ORDER,
     DAY,
+    HOUSEHOLD_SCOPE,
     MAX_TAGS,
     MONTH_BOOST,
     MONTH_DAYS,
@@ -35,6 +39,7 @@ from .models import (
     MemorySource,
     MemoryType,
     PatternInsight,
+    Provenance,
     SaveAction,
     SaveResult,
     SearchResult,
@@ -43,10 +48,11 @@ from .models import (
     parse_type,
     validate_content,
     validate_limit,
+    validate_scope,
     validate_tag,
     validate_tags,
 )
-from .records import FactRecords
+from .records import FactRecords, content_key
 from .supersede import (
     CANDIDATE_SIMILARITY,
     SUPERSEDE_SIMILARITY,
@@ -56,7 +62,7 @@ from .supersede import (
     same_tags_similarity,
     same_words_alike,
 )
-from .text import normalize_for_comparison, numbers_of, terms
+from .text import numbers_of, terms
 from .vectors import Vector, as_unit_vector
 
 # Below this cosine similarity a memory is no answer to a question (unless words match).
@@ -74,8 +80,40 @@ KEYWORD_WEIGHT = 0.005
 PATTERN_MIN_MEMORIES = 3
 # Added to a pinned memory's score for ordering only: above any relevance and boosts.
 PINNED_FIRST = 10.0
+# What memory_export writes and memory_import reads: its name and schema version.
+EXPORT_FORMAT = "azure_openai_memory.memories"
+EXPORT_VERSION = 1
+# Why a memory a person corrected went to the archive.
+EDITED = "edited"
+# Why a memory someone asked to forget went to the archive, unless they say otherwise.
+FORGOTTEN = "Forgotten on request"
 
 _OVERRIDE = re.compile(r"\boverr(id|ode)", re.IGNORECASE)
+
+
+@dataclass(frozen=True, slots=True)
+class ExportRecords:
+    """The records an export holds, each read and checked."""
+
+    memories: list[Memory]
+    archived: list[ArchivedMemory]
+
+    @property
+    def scopes(self) -> frozenset[str]:
+        """Every scope the records belong to."""
+        return frozenset([m.scope for m in self.memories] + [a.memory.scope for a in self.archived])
+
+
+@dataclass(frozen=True, slots=True)
+class ImportResult:
+    """What an import added, found already there, refused to replace, and deduplicated."""
+
+    added: list[str]
+    unchanged: list[str]
+    conflicts: list[str]
+    duplicates: list[dict[str, str]]
+    evicted: tuple[ArchivedMemory, ...] = ()
+    dry_run: bool = False
 
 
 def _new_id() -> str:
@@ -100,6 +138,8 @@ class FactStore(FactRecords):
         pinned: bool | None = None,
         verdict: Verdict | None = None,
         now: float | None = None,
+        scope: str = HOUSEHOLD_SCOPE,
+        provenance: Provenance | None = None,
     ) -> SaveResult:
         """Save with the three-step deduplication; raises FactError on bad input.
 
@@ -108,23 +148,31 @@ class FactStore(FactRecords):
         a reinforced memory as it was, and a new one takes the pin of what it replaces.
         A `verdict` (a model's, on the memory update_candidate offered) decides step 2
         instead of the offline rule, while that memory is still there.
+        A memory is reinforced or replaced only by one of its own scope: one person's fact
+        never archives another's, nor the household's.
         """
         content = validate_content(content)
         kind = parse_type(memory_type)
         tag_tuple = validate_tags(tags)
+        scope = validate_scope(scope)
         level = parse_confidence(confidence) if confidence is not None else None
         origin = parse_source(source)
         now = time.time() if now is None else now
         unit = as_unit_vector(vector) if vector is not None else None
 
         # 1. The same words again: seen once more.
-        existing_id = self._by_content.get(normalize_for_comparison(content))
+        existing_id = self._by_content.get(content_key(scope, content))
         if existing_id is not None:
             return self._reinforce(self._active[existing_id], tag_tuple, level, pinned, unit, now)
 
         # 2. The same subject: the new memory replaces the old one, or repeats it.
         judged = self._active.get(verdict.memory_id) if verdict is not None else None
-        if verdict is not None and judged is not None and judged.type is kind:
+        if (
+            verdict is not None
+            and judged is not None
+            and judged.type is kind
+            and judged.scope == scope
+        ):
             relation = verdict.relation
             if relation is Relation.REPEATS and numbers_of(content) != numbers_of(judged.content):
                 relation = Relation.ADDS  # a changed number is never the same fact
@@ -133,7 +181,7 @@ class FactStore(FactRecords):
             old = judged if relation is Relation.REPLACES else None
             action = SaveAction.UPDATED
         else:
-            old = self._same_subject(kind, tag_tuple, unit, content)
+            old = self._same_subject(kind, tag_tuple, unit, content, scope)
             action = SaveAction.SUPERSEDED
 
         memory = Memory(
@@ -147,6 +195,8 @@ class FactStore(FactRecords):
             tags=tag_tuple,
             source_reference=source_reference,
             pinned=bool(pinned),
+            scope=scope,
+            provenance=provenance,
         )
         # It inherits the old one's count (and its pin, unless this save says otherwise).
         archived = None
@@ -205,6 +255,7 @@ class FactStore(FactRecords):
         tags: Iterable[str] = (),
         *,
         vector: Sequence[float] | npt.NDArray[Any] | None = None,
+        scope: str = HOUSEHOLD_SCOPE,
     ) -> Memory | None:
         """The memory a model should be asked about before this content is saved.
 
@@ -216,15 +267,21 @@ class FactStore(FactRecords):
         content = validate_content(content)
         kind = parse_type(memory_type)
         tag_tuple = validate_tags(tags)
+        scope = validate_scope(scope)
         unit = as_unit_vector(vector) if vector is not None else None
-        if normalize_for_comparison(content) in self._by_content:
+        if content_key(scope, content) in self._by_content:
             return None
         if unit is not None and unit.shape[0] == self._dims:
-            return self._alike_sharing_tags(kind, tag_tuple, unit, CANDIDATE_SIMILARITY)
-        return self._same_subject(kind, tag_tuple, unit, content)
+            return self._alike_sharing_tags(kind, tag_tuple, unit, CANDIDATE_SIMILARITY, scope)
+        return self._same_subject(kind, tag_tuple, unit, content, scope)
 
     def _same_subject(
-        self, kind: MemoryType, tags: tuple[str, ...], vector: Vector | None, content: str
+        self,
+        kind: MemoryType,
+        tags: tuple[str, ...],
+        vector: Vector | None,
+        content: str,
+        scope: str = HOUSEHOLD_SCOPE,
     ) -> Memory | None:
         """The memory a new one replaces by the offline rule: same tag set, or shared tags
         and alike embeddings.
@@ -240,6 +297,8 @@ class FactStore(FactRecords):
             cut = same_tags_similarity(kind, tags)
             best: tuple[float, Memory] | None = None
             for same_id in same:
+                if self._active[same_id].scope != scope:
+                    continue
                 row = self._row[same_id]
                 if comparable and self._has_vector[row]:
                     assert vector is not None
@@ -260,16 +319,22 @@ class FactStore(FactRecords):
                 return best[1]
         if vector is None or not comparable:
             return None
-        return self._alike_sharing_tags(kind, tags, vector, SUPERSEDE_SIMILARITY)
+        return self._alike_sharing_tags(kind, tags, vector, SUPERSEDE_SIMILARITY, scope)
 
     def _alike_sharing_tags(
-        self, kind: MemoryType, tags: tuple[str, ...], vector: Vector, cut: float
+        self,
+        kind: MemoryType,
+        tags: tuple[str, ...],
+        vector: Vector,
+        cut: float,
+        scope: str = HOUSEHOLD_SCOPE,
     ) -> Memory | None:
-        """The most alike memory of a type sharing a tag, at least `cut` alike, whose tags
-        name no other person (room, device)."""
+        """The most alike memory of a type and scope sharing a tag, at least `cut` alike,
+        whose tags name no other person (room, device)."""
         candidates: set[str] = set()
         for tag in tags:
             candidates |= self._by_type_tag.get((kind, tag), set())
+        candidates &= self._by_scope.get(scope, set())
         rows = np.fromiter(
             (self._row[i] for i in candidates), dtype=np.int64, count=len(candidates)
         )
@@ -328,25 +393,38 @@ class FactStore(FactRecords):
         limit: int = 10,
         include_archived: bool = False,
         now: float | None = None,
+        scopes: Iterable[str] | None = None,
+        min_similarity: float = MIN_SIMILARITY,
     ) -> SearchResult:
-        """The best memories for a question and/or a type and tags.
+        """The best memories for a question and/or a type and tags, of these scopes (None:
+        every scope).
 
         With a text: hybrid relevance (embeddings and BM25) when there are vectors, else
         BM25 alone, plus the confidence and recency boosts. Without: most confident first,
-        then most recent.
+        then most recent. A memory answers a text when it shares its words (by the
+        relevance threshold) or means alike (min_similarity or more, with vectors): a
+        caller that acts on the matches (forgetting them) asks for a closer meaning.
         """
         validate_limit(limit)
         kind = parse_type(memory_type) if memory_type is not None else None
         wanted = validate_tags(tags or ())
         now = time.time() if now is None else now
         text = query.strip() if query else ""
+        seen = frozenset(validate_scope(one) for one in scopes) if scopes is not None else None
+        hidden = self._outside(seen)
         candidates = self._candidates(kind, wanted)
+        if candidates is not None:
+            candidates -= hidden
         if not text:
-            found = [(m, self._plain_score(m, now)) for m in self._filtered(candidates)]
+            found = [
+                (m, self._plain_score(m, now))
+                for m in self._filtered(candidates)
+                if m.id not in hidden
+            ]
             if include_archived:
                 found += [
                     (a.memory, self._plain_score(a.memory, now))
-                    for a in self._archived_matching(kind, wanted)
+                    for a in self._archived_matching(kind, wanted, seen)
                 ]
             active = self._active
             found.sort(
@@ -359,9 +437,9 @@ class FactStore(FactRecords):
             )
             return SearchResult(found[:limit], "keyword")
         unit = as_unit_vector(query_vector) if query_vector is not None else None
-        result = self._rank(text, unit, candidates, limit, now)
+        result = self._rank(text, unit, candidates, limit, now, hidden, min_similarity)
         if include_archived:
-            extra = self._rank_archived(text, kind, wanted, now)
+            extra = self._rank_archived(text, kind, wanted, now, seen)
             # Archived records keep the pin they had; only an active one is offered first.
             pinned = {m.id for m, _score in result.memories if m.pinned}
             merged = sorted(
@@ -390,12 +468,16 @@ class FactStore(FactRecords):
         candidates: set[str] | None,
         limit: int,
         now: float,
+        hidden: set[str] | None = None,
+        min_similarity: float = MIN_SIMILARITY,
     ) -> SearchResult:
         size = len(self._ids)
         allowed = self._in_use.copy()
         if candidates is not None:
             allowed[:] = False
             allowed[[self._row[i] for i in candidates]] = True
+        elif hidden:
+            allowed[[self._row[i] for i in hidden]] = False
         keyword, hits = self._keywords.scores(terms(text), size)
         keyword /= float(keyword.max(initial=0.0)) or 1.0
         # A match by words needs relevance_score_threshold points, two per shared word.
@@ -415,7 +497,7 @@ class FactStore(FactRecords):
             relevance = np.where(
                 self._has_vector, VECTOR_WEIGHT * similarity + KEYWORD_WEIGHT * keyword, keyword
             )
-            allowed &= matched | (similarity >= MIN_SIMILARITY)
+            allowed &= matched | (similarity >= min_similarity)
         else:
             relevance = keyword
             allowed &= matched
@@ -434,10 +516,15 @@ class FactStore(FactRecords):
         return SearchResult(found, "hybrid" if hybrid else "keyword")
 
     def _rank_archived(
-        self, text: str, kind: MemoryType | None, tags: tuple[str, ...], now: float
+        self,
+        text: str,
+        kind: MemoryType | None,
+        tags: tuple[str, ...],
+        now: float,
+        scopes: frozenset[str] | None = None,
     ) -> list[tuple[Memory, float]]:
         """Archived memories match by words only: their vectors are not kept."""
-        archived, index, boost, updated = self._archive_keywords(kind, tags)
+        archived, index, boost, updated = self._archive_keywords(kind, tags, scopes)
         if not archived:
             return []
         scores, hits = index.scores(terms(text), len(archived))
@@ -451,9 +538,9 @@ class FactStore(FactRecords):
 
     # -- patterns --
 
-    def patterns(self) -> list[PatternInsight]:
+    def patterns(self, scopes: Iterable[str] | None = None) -> list[PatternInsight]:
         """Any tag value reported PATTERN_MIN_MEMORIES+ times in memories of a type, and
-        overrides.
+        overrides; among the memories of these scopes (None: every scope).
 
         Not only `body:` tags of injuries: a home has rooms, people and devices in any
         type, so every tag prefix of every type is looked at. What counts is what was
@@ -461,10 +548,13 @@ class FactStore(FactRecords):
         leave one active memory, whose occurrences carry the three (and whose supersede
         chain, while the archive keeps it, is the evidence).
         """
+        seen = frozenset(validate_scope(one) for one in scopes) if scopes is not None else None
+        hidden = self._outside(seen)
         chains = self._supersede_chains()
         insights: list[PatternInsight] = []
-        for (kind, tag), ids in sorted(self._by_type_tag.items()):
-            if ":" not in tag:
+        for (kind, tag), all_ids in sorted(self._by_type_tag.items()):
+            ids = all_ids - hidden if hidden else all_ids
+            if ":" not in tag or not ids:
                 continue
             reported = sum(self._active[i].occurrences for i in ids)
             if reported < PATTERN_MIN_MEMORIES:
@@ -487,7 +577,8 @@ class FactStore(FactRecords):
             (
                 m
                 for m in self._active.values()
-                if _OVERRIDE.search(m.content) or m.type is MemoryType.TRAINING_RESPONSE
+                if m.id not in hidden
+                and (_OVERRIDE.search(m.content) or m.type is MemoryType.TRAINING_RESPONSE)
             ),
             key=lambda m: m.created_at,
         )
@@ -530,46 +621,154 @@ class FactStore(FactRecords):
         *,
         erase: bool = False,
         now: float | None = None,
+        scopes: Iterable[str] | None = None,
+        reason: str | None = None,
     ) -> ForgetResult:
         """Archive a memory, or every memory with a tag; with erase, delete them outright.
+        Only memories of these scopes (None: every scope): another scope's memory is
+        unknown here, and a tag forgets none of its memories. The archive keeps why
+        (reason; else "Forgotten on request"), which the person reading it is shown.
 
         Erasing a tag deletes archived records carrying it too: what a user asks us to
         forget for privacy does not linger in the archive.
         """
         now = time.time() if now is None else now
+        seen = frozenset(validate_scope(one) for one in scopes) if scopes is not None else None
+
+        def mine(memory: Memory | None) -> bool:
+            return memory is not None and (seen is None or memory.scope in seen)
+
         if memory_id is not None:
             memory = self._active.get(memory_id)
-            if memory is None and not (erase and memory_id in self._archived):
+            if not mine(memory):
+                memory = None
+            archived_one = self._archived.get(memory_id)
+            if memory is None and not (
+                erase and archived_one is not None and mine(archived_one.memory)
+            ):
                 raise FactError("memory_unknown", memory_id=memory_id)
             if erase:
                 contents = []
+                scopes = set()
                 if memory is not None:
                     contents.append(memory.content)
+                    scopes.add(memory.scope)
                     self._unindex(memory)
                 if (gone := self._archived.pop(memory_id, None)) is not None:
                     contents.append(gone.original_content)
+                    scopes.add(gone.memory.scope)
                     self._archive_generation += 1
-                return ForgetResult([], [memory_id], contents)
+                return ForgetResult([], [memory_id], contents, frozenset(scopes))
             assert memory is not None
-            return ForgetResult([self._archive(memory, None, "Forgotten on request", now)])
+            why = reason or FORGOTTEN
+            return ForgetResult([self._archive(memory, None, why, now)])
         if tag is None:
             raise FactError("memory_forget_nothing")
         tag = validate_tag(tag)
-        active = [m for m in self._active.values() if tag in m.tags]
+        active = [m for m in self._active.values() if tag in m.tags and mine(m)]
         if erase:
             erased = [m.id for m in active]
             contents = [m.content for m in active]
+            scopes = {m.scope for m in active}
             for memory in active:
                 self._unindex(memory)
-            for old in [a for a in self._archived.values() if tag in a.memory.tags]:
+            for old in [
+                a for a in self._archived.values() if tag in a.memory.tags and mine(a.memory)
+            ]:
                 del self._archived[old.id]
                 self._archive_generation += 1
                 erased.append(old.id)
                 contents.append(old.original_content)
-            return ForgetResult([], erased, contents)
+                scopes.add(old.memory.scope)
+            return ForgetResult([], erased, contents, frozenset(scopes))
         return ForgetResult(
-            [self._archive(m, None, f"Forgotten on request ({tag})", now) for m in active]
+            [self._archive(m, None, reason or f"{FORGOTTEN} ({tag})", now) for m in active]
         )
+
+    # -- a person's own changes --
+
+    def edit(
+        self,
+        memory_id: str,
+        content: str,
+        tags: Iterable[str] | None = None,
+        *,
+        vector: Sequence[float] | npt.NDArray[Any] | None = None,
+        now: float | None = None,
+    ) -> SaveResult | None:
+        """A person's correction of a memory's words or tags: it supersedes the memory
+        without any model's judgement; the old record goes to the archive as "edited".
+
+        The new memory keeps the type, pin, count and reference of the old one and is
+        high-confidence: a person said so. Words that repeat another memory make the two
+        one memory: that one is reinforced and the edited one archived in its favour.
+        None when neither words nor tags change. FactError on bad input, nothing changed.
+        """
+        old = self._active.get(memory_id)
+        if old is None:
+            raise FactError("memory_unknown", memory_id=memory_id)
+        content = validate_content(content)
+        tag_tuple = old.tags if tags is None else validate_tags(tags)
+        now = time.time() if now is None else now
+        unit = as_unit_vector(vector) if vector is not None else None
+        if content == old.content and tag_tuple == old.tags:
+            return None
+        same_id = self._by_content.get(content_key(old.scope, content))
+        if same_id is not None and same_id != memory_id:
+            same = self._active[same_id]
+            archived = self._archive(old, same_id, EDITED, now)
+            pinned = True if old.pinned else None
+            result = self._reinforce(same, tag_tuple, MemoryConfidence.HIGH, pinned, None, now)
+            return SaveResult(SaveAction.REINFORCED, result.memory, archived)
+        memory = Memory(
+            id=_new_id(),
+            type=old.type,
+            content=content,
+            source=MemorySource.MANUAL,
+            created_at=now,
+            updated_at=now,
+            confidence=MemoryConfidence.HIGH,
+            occurrences=old.occurrences,
+            tags=tag_tuple,
+            source_reference=old.source_reference,
+            pinned=old.pinned,
+            scope=old.scope,
+            provenance=old.provenance,
+        )
+        archived = self._archive(old, memory.id, EDITED, now)
+        self._index(memory, unit)
+        return SaveResult(SaveAction.SUPERSEDED, memory, archived)
+
+    def set_pinned(self, memory_id: str, pinned: bool) -> Memory:
+        """Pin or unpin an active memory; neither a sighting nor an update of it."""
+        memory = self._active.get(memory_id)
+        if memory is None:
+            raise FactError("memory_unknown", memory_id=memory_id)
+        if memory.pinned != pinned:
+            memory.pinned = pinned
+            self._refresh_row(memory)
+        return memory
+
+    def restore(self, memory_id: str, now: float | None = None) -> SaveResult:
+        """An archived memory back in use, as it was (its embedding is made again).
+
+        Refused while an active memory says the same words: that one is the memory. The
+        cap of its type applies as to a new memory.
+        """
+        archived = self._archived.get(memory_id)
+        if archived is None:
+            raise FactError("memory_unknown", memory_id=memory_id)
+        memory = replace(archived.memory)
+        same_id = self._by_content.get(content_key(memory.scope, memory.content))
+        if same_id is not None:
+            raise FactError("memory_restore_duplicate", memory_id=same_id)
+        now = time.time() if now is None else now
+        del self._archived[memory_id]
+        self._archive_generation += 1
+        memory.updated_at = now
+        self._index(memory, None)
+        evicted = self._evict_over_cap(memory.type, now, keep=memory.id)
+        return SaveResult(SaveAction.CREATED, memory, None, evicted)
 
     def cleanup_archived(
         self, retention_days: float | None = None, now: float | None = None
@@ -582,3 +781,109 @@ class FactStore(FactRecords):
             del self._archived[memory_id]
             self._archive_generation += 1
         return old
+
+    # -- export and import --
+
+    def export(self, scopes: Iterable[str] | None = None) -> dict[str, Any]:
+        """Every memory and archived record of these scopes (None: all), as the versioned
+        export memory_import reads back: records whole (times as POSIX seconds, so a round
+        trip is exact), without their vectors (embedded again where they are imported)."""
+        seen = frozenset(validate_scope(one) for one in scopes) if scopes is not None else None
+        memories = [m for m in self._active.values() if seen is None or m.scope in seen]
+        archived = [a for a in self._archived.values() if seen is None or a.memory.scope in seen]
+        return {
+            "format": EXPORT_FORMAT,
+            "version": EXPORT_VERSION,
+            "scopes": sorted(seen) if seen is not None else None,
+            "memories": [m.as_dict() for m in memories],
+            "archived": [a.as_dict() for a in archived],
+        }
+
+    def import_records(self, records: ExportRecords, *, dry_run: bool = False) -> ImportResult:
+        """Add what an export holds that the store lacks; never replace what it has.
+
+        A record whose id the store holds is unchanged when identical, else a conflict
+        (kept as the store has it); an active memory with the same words in its scope as
+        another is a duplicate (deduplication applies; the other stays). With dry_run,
+        what would happen is reported and nothing changes.
+        """
+        added: list[str] = []
+        unchanged: list[str] = []
+        conflicts: list[str] = []
+        duplicates: list[dict[str, str]] = []
+        new_keys: dict[str, str] = {}
+        new_ids: set[str] = set()
+        fresh: list[Memory] = []
+        for memory in records.memories:
+            if (held := self._active.get(memory.id)) is not None:
+                same = held.as_dict() == memory.as_dict()
+                (unchanged if same else conflicts).append(memory.id)
+                continue
+            if memory.id in self._archived or memory.id in new_ids:
+                conflicts.append(memory.id)
+                continue
+            key = content_key(memory.scope, memory.content)
+            if (other := self._by_content.get(key) or new_keys.get(key)) is not None:
+                duplicates.append({"id": memory.id, "existing": other})
+                continue
+            new_keys[key] = memory.id
+            new_ids.add(memory.id)
+            fresh.append(memory)
+            added.append(memory.id)
+        old: list[ArchivedMemory] = []
+        for archived in records.archived:
+            if (kept := self._archived.get(archived.id)) is not None:
+                same = kept.as_dict() == archived.as_dict()
+                (unchanged if same else conflicts).append(archived.id)
+                continue
+            if archived.id in self._active or archived.id in new_ids:
+                conflicts.append(archived.id)
+                continue
+            new_ids.add(archived.id)
+            old.append(archived)
+            added.append(archived.id)
+        evicted: tuple[ArchivedMemory, ...] = ()
+        if not dry_run:
+            for memory in fresh:
+                self._index(replace(memory), None)
+            for archived in old:
+                self._archived[archived.id] = archived
+            if old:
+                self._archive_generation += 1
+            now = time.time()
+            evicted = tuple(
+                gone
+                for kind in sorted({m.type for m in fresh})
+                for gone in self._evict_over_cap(kind, now)
+            )
+        return ImportResult(added, unchanged, conflicts, duplicates, evicted, dry_run)
+
+
+def read_export(data: Any) -> ExportRecords:
+    """The records of an export (memory_export's answer), every one checked; FactError for
+    anything that is not such an export, before anything is imported."""
+    if not isinstance(data, dict) or data.get("format") != EXPORT_FORMAT:
+        raise FactError("memory_import_invalid", reason="not a memory export")
+    version = data.get("version")
+    if not isinstance(version, int) or not 1 <= version <= EXPORT_VERSION:
+        raise FactError("memory_import_invalid", reason=f"export version {version}")
+    raw_memories, raw_archived = data.get("memories", []), data.get("archived", [])
+    if not isinstance(raw_memories, list) or not isinstance(raw_archived, list):
+        raise FactError("memory_import_invalid", reason="memories and archived are lists")
+    try:
+        memories = [_checked(Memory.from_dict(raw)) for raw in raw_memories]
+        archived = [ArchivedMemory.from_dict(raw) for raw in raw_archived]
+        for one in archived:
+            _checked(one.memory)
+    except FactError:
+        raise
+    except (AttributeError, KeyError, TypeError, ValueError) as err:
+        raise FactError("memory_import_invalid", reason=f"a record: {err}") from err
+    return ExportRecords(memories, archived)
+
+
+def _checked(memory: Memory) -> Memory:
+    """A memory read from an export passes the checks a save does."""
+    validate_content(memory.content)
+    validate_tags(memory.tags)
+    return memory

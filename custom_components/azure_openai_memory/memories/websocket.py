@@ -1,0 +1,308 @@
+"""The memories' WebSocket commands: what the Memory panel lists, searches and changes.
+
+A list is a page of what a filter allows (never the whole store); with words to search
+for, the same hybrid search as memory_search ranks them. Changes are a person's own
+decisions: an edit supersedes without asking the model, pin and unpin never count as a
+sighting. Who may see and do what is decided in one place, MemoryRights.
+"""
+
+from dataclasses import dataclass
+from typing import Any, NoReturn
+
+from homeassistant.core import Context, HomeAssistant, callback
+from homeassistant.helpers import config_validation as cv
+import voluptuous as vol
+
+from ..history.recorder import HistoryRecorder
+from ..memory.facts import (
+    MAX_SEARCH_LIMIT,
+    ArchivedMemory,
+    FactError,
+    Memory,
+    MemoryConfidence,
+    MemoryFilter,
+    MemoryType,
+    active_page,
+    archived_page,
+    validate_tags,
+)
+from ..memory.timeseries import format_time
+from ..people import Speaker
+from ..websocket import (
+    PAGE_SCHEMA,
+    CommandSpec,
+    async_register_commands,
+    ensure,
+    page_of,
+    record_change,
+)
+from .answers import archived_response, async_search, memory_response
+from .scopes import named_scope
+from .services import async_erase_history
+from .store import Memories
+
+# What a row offers the caller; the panel shows a control for each.
+EDIT, PIN, FORGET, ERASE, RESTORE = "edit", "pin", "forget", "erase", "restore"
+MAX_QUERY_LENGTH = 500
+
+
+@dataclass(frozen=True, slots=True)
+class MemoryRights:
+    """What one caller may see and do with memories, as the memory services allow it: an
+    administrator (and the system) sees and does everything; anyone else sees the
+    household's memories and their own person's, may save (so edit, pin and restore) what
+    they see, and may forget and erase only their own private memories."""
+
+    speaker: Speaker
+
+    def sees(self, memory: Memory) -> bool:
+        """Whether the caller may see this memory."""
+        return self.speaker.may_see(memory.scope)
+
+    def actions(self, memory: Memory, *, archived: bool = False) -> list[str]:
+        """What the caller may do with this memory, active or archived."""
+        if not self.sees(memory):
+            return []
+        owns = self.speaker.sees_everything or (
+            self.speaker.scope is not None and memory.scope == self.speaker.scope
+        )
+        if archived:
+            return [RESTORE, ERASE] if owns else [RESTORE]
+        return [EDIT, PIN, FORGET, ERASE] if owns else [EDIT, PIN]
+
+
+@dataclass(frozen=True, slots=True)
+class ScopedRights(MemoryRights):
+    """A caller's rights narrowed to the one scope a list names: the rest is not shown."""
+
+    scope: str
+
+    def sees(self, memory: Memory) -> bool:
+        """Whether the caller may see this memory and it is of the named scope."""
+        return memory.scope == self.scope and self.speaker.may_see(memory.scope)
+
+
+def memory_rights(speaker: Speaker) -> MemoryRights:
+    """The caller's rights over memories."""
+    return MemoryRights(speaker)
+
+
+_TYPES = [kind.value for kind in MemoryType]
+_CONFIDENCES = [level.value for level in MemoryConfidence]
+LIST_SCHEMA: dict[Any, Any] = {
+    vol.Optional("query"): vol.All(str, vol.Length(max=MAX_QUERY_LENGTH)),
+    vol.Optional("memory_type"): vol.In(_TYPES),
+    vol.Optional("tags", default=list): vol.All(cv.ensure_list, [str]),
+    vol.Optional("min_confidence"): vol.In(_CONFIDENCES),
+    vol.Optional("archived", default=False): bool,
+    vol.Optional("scope"): str,
+    **PAGE_SCHEMA,
+}
+ID_SCHEMA: dict[Any, Any] = {vol.Required("memory_id"): str}
+EDIT_SCHEMA: dict[Any, Any] = {
+    **ID_SCHEMA,
+    vol.Required("content"): str,
+    vol.Optional("tags"): [str],
+}
+PIN_SCHEMA: dict[Any, Any] = {**ID_SCHEMA, vol.Required("pinned"): bool}
+
+
+def _row(rights: MemoryRights, memory: Memory, score: float | None = None) -> dict[str, Any]:
+    row = {**memory_response(memory), "archived": False, "actions": rights.actions(memory)}
+    if score is not None:
+        row["score"] = score
+    return row
+
+
+def _archived_row(memories: Memories, rights: MemoryRights, one: ArchivedMemory) -> dict[str, Any]:
+    """An archived memory: what it was, why and when it went, and what replaced it."""
+    successor = one.superseded_by
+    replacement = memories.facts.get(successor) if successor else None
+    if replacement is None and successor:
+        gone = memories.facts.get_archived(successor)
+        replacement = gone.memory if gone is not None else None
+    return {
+        **memory_response(one.memory),
+        **archived_response(one),
+        "content": one.original_content,
+        "archived": True,
+        "superseded_by_content": replacement.content if replacement is not None else None,
+        "actions": rights.actions(one.memory, archived=True),
+    }
+
+
+class MemoryCommands:
+    """The commands, bound to the installation's memories and history."""
+
+    def __init__(self, memories: Memories, history: HistoryRecorder) -> None:
+        self.memories = memories
+        self.history = history
+
+    async def list(
+        self, speaker: Speaker, fields: dict[str, Any], context: Context
+    ) -> dict[str, Any]:
+        """A page of memories: searched by meaning and words with a query, else listed.
+        A named scope narrows what the caller may see, as memory_search's does: another
+        person's is refused, never answered with less."""
+        scope = named_scope(speaker, context, fields["scope"]) if "scope" in fields else None
+        base = memory_rights(speaker)
+        rights = base if scope is None else ScopedRights(base.speaker, scope)
+        offset, limit = page_of(fields)
+        tags = validate_tags(fields["tags"])
+        kind = MemoryType(fields["memory_type"]) if "memory_type" in fields else None
+        least = MemoryConfidence(fields["min_confidence"]) if "min_confidence" in fields else None
+        query = (fields.get("query") or "").strip()
+        facts = self.memories.facts
+        if fields["archived"]:
+            wanted = MemoryFilter(kind, tags, least, query)
+            archived = (one for one in facts.archived() if rights.sees(one.memory))
+            page, total = archived_page(archived, wanted, offset, limit)
+            rows = [_archived_row(self.memories, rights, one) for one in page]
+            return {"memories": rows, "total": total, "ranker": None}
+        if not query:
+            visible = (memory for memory in facts if rights.sees(memory))
+            listed, total = active_page(visible, MemoryFilter(kind, tags, least), offset, limit)
+            return {
+                "memories": [_row(rights, memory) for memory in listed],
+                "total": total,
+                "ranker": None,
+            }
+        # A search answers its best matches only, as memory_search does.
+        found = await async_search(
+            self.memories,
+            {"query": query, "type": kind, "tags": tags, "limit": MAX_SEARCH_LIMIT},
+            speaker.visible_scopes() if scope is None else {scope},
+        )
+        wanted = MemoryFilter(None, (), least)
+        matches = [
+            (memory, score)
+            for memory, score in found.memories
+            if rights.sees(memory) and wanted.allows(memory)
+        ]
+        return {
+            "memories": [_row(rights, m, score) for m, score in matches[offset : offset + limit]],
+            "total": len(matches),
+            "ranker": found.ranker,
+        }
+
+    def _active(self, rights: MemoryRights, memory_id: str, action: str) -> Memory:
+        memory = self.memories.facts.get(memory_id)
+        if memory is None:
+            # Unknown and not the caller's to see answer alike: nothing is given away.
+            raise_unknown(memory_id)
+        ensure(rights.sees(memory))
+        ensure(action in rights.actions(memory))
+        return memory
+
+    async def edit(self, speaker: Speaker, fields: dict[str, Any], context: Context) -> Any:
+        """A person's correction: the old words go to the archive as "edited"."""
+        rights = memory_rights(speaker)
+        memory_id = fields["memory_id"]
+        self._active(rights, memory_id, EDIT)
+        result = await self.memories.async_edit(memory_id, fields["content"], fields.get("tags"))
+        if result is None:
+            memory = self.memories.facts.get(memory_id)
+            assert memory is not None
+            return {"action": "unchanged", "memory": _row(rights, memory), "replaced": None}
+        record_change(
+            self.history,
+            "memory_edit",
+            context,
+            {"id": memory_id, "action": result.action.value, "new_id": result.memory.id},
+        )
+        return {
+            "action": result.action.value,
+            "memory": _row(rights, result.memory),
+            "replaced": {"id": memory_id, "content": result.archived.original_content}
+            if result.archived
+            else None,
+        }
+
+    async def pin(self, speaker: Speaker, fields: dict[str, Any], context: Context) -> Any:
+        """Pinned: never pushed out by the cap, and shown (and offered) first."""
+        rights = memory_rights(speaker)
+        self._active(rights, fields["memory_id"], PIN)
+        memory = self.memories.set_pinned(fields["memory_id"], fields["pinned"])
+        record_change(
+            self.history, "memory_pin", context, {"id": memory.id, "pinned": memory.pinned}
+        )
+        return {"memory": _row(rights, memory)}
+
+    async def forget(self, speaker: Speaker, fields: dict[str, Any], context: Context) -> Any:
+        """To the archive, as memory_forget does."""
+        rights = memory_rights(speaker)
+        self._active(rights, fields["memory_id"], FORGET)
+        result = self.memories.forget(fields["memory_id"])
+        record_change(
+            self.history,
+            "memory_forget",
+            context,
+            {"ids": [one.id for one in result.archived], "erase": False},
+        )
+        return {"archived": [archived_response(one) for one in result.archived]}
+
+    async def erase(self, speaker: Speaker, fields: dict[str, Any], context: Context) -> Any:
+        """Gone for good, with the history events that carried it (the remember and recall
+        tool calls and memory service calls naming it)."""
+        rights = memory_rights(speaker)
+        memory_id = fields["memory_id"]
+        facts = self.memories.facts
+        memory = facts.get(memory_id)
+        archived = memory is None
+        if memory is None:
+            gone = facts.get_archived(memory_id)
+            if gone is None:
+                raise_unknown(memory_id)
+            memory = gone.memory
+        ensure(rights.sees(memory) and ERASE in rights.actions(memory, archived=archived))
+        result = self.memories.forget(memory_id, erase=True)
+        erased_events = await async_erase_history(self.history, result)
+        # The record of an erasure names no erased memory: only how many went.
+        record_change(
+            self.history, "memory_forget", context, {"erased": len(result.erased), "erase": True}
+        )
+        return {"erased": result.erased, "history_events_erased": erased_events}
+
+    async def restore(self, speaker: Speaker, fields: dict[str, Any], context: Context) -> Any:
+        """An archived memory back in use."""
+        rights = memory_rights(speaker)
+        memory_id = fields["memory_id"]
+        gone = self.memories.facts.get_archived(memory_id)
+        if gone is None:
+            raise_unknown(memory_id)
+        ensure(rights.sees(gone.memory) and RESTORE in rights.actions(gone.memory, archived=True))
+        result = self.memories.restore(memory_id)
+        record_change(self.history, "memory_restore", context, {"id": memory_id})
+        return {
+            "memory": _row(rights, result.memory),
+            # A cap is the installation's: another person's memory it pushed out is not
+            # the caller's to hear of.
+            "evicted": [
+                archived_response(one) for one in result.evicted if rights.sees(one.memory)
+            ],
+            "restored_at": format_time(result.memory.updated_at),
+        }
+
+
+def raise_unknown(memory_id: str) -> NoReturn:
+    """Refuse an id that names no memory (translated as memory_forget's refusal is)."""
+    raise FactError("memory_unknown", memory_id=memory_id)
+
+
+@callback
+def async_register_memory_commands(
+    hass: HomeAssistant, memories: Memories, history: HistoryRecorder
+) -> None:
+    """memories/list, /edit, /pin, /forget, /erase, /restore."""
+    commands = MemoryCommands(memories, history)
+    async_register_commands(
+        hass,
+        (
+            CommandSpec("memories/list", commands.list, LIST_SCHEMA),
+            CommandSpec("memories/edit", commands.edit, EDIT_SCHEMA),
+            CommandSpec("memories/pin", commands.pin, PIN_SCHEMA),
+            CommandSpec("memories/forget", commands.forget, ID_SCHEMA),
+            CommandSpec("memories/erase", commands.erase, ID_SCHEMA),
+            CommandSpec("memories/restore", commands.restore, ID_SCHEMA),
+        ),
+    )
