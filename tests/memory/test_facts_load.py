@@ -99,6 +99,26 @@ def test_a_save_before_the_words_are_indexed_finds_the_repeat() -> None:
     assert result.memory.occurrences == 2
 
 
+@pytest.mark.parametrize("built_elsewhere", [False, True])
+def test_loaded_words_find_repeats_only_in_their_own_scope(built_elsewhere: bool) -> None:
+    store = FactStore()
+    mine = store.save("Anna takes 2.5 mg of melatonin", "context", scope="person:anna", now=NOW)
+    data = orjson.loads(orjson.dumps(store.as_dict()))
+    loaded = FactStore.from_dict(data)
+    if built_elsewhere:
+        worker = threading.Thread(target=loaded.build_keywords)
+        worker.start()
+        worker.join()
+    household = loaded.save("Anna takes 2.5 mg of melatonin", "context", now=NOW + 1)
+    again = loaded.save(
+        "anna takes 2.5 mg of melatonin.", "context", scope="person:anna", now=NOW + 2
+    )
+    assert household.action is SaveAction.CREATED
+    assert household.memory.scope == "household"
+    assert again.action is SaveAction.REINFORCED
+    assert again.memory.id == mine.memory.id
+
+
 def test_building_twice_or_after_use_changes_nothing() -> None:
     data = _stored(False)
     store = FactStore.from_dict(data)
