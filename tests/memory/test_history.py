@@ -116,6 +116,15 @@ def wait_for_rows(path: Path, count: int, timeout: float = 10.0) -> None:
         time.sleep(0.01)
 
 
+def events_in_the_file_alone(path: Path, copy: Path) -> int:
+    """Events the database file holds without its log (0 before its tables are in it)."""
+    copy.write_bytes(path.read_bytes())
+    try:
+        return count_rows(copy)
+    except sqlite3.OperationalError:
+        return 0
+
+
 def wal_frames(path: Path) -> int:
     """Frames in the database's write-ahead log; every commit appends at least one."""
     wal = path.with_name(path.name + "-wal")
@@ -493,6 +502,23 @@ def test_batch_window_commits_one_transaction(path: Path) -> None:
         assert count_rows(path) == 50
         # All fifty in one transaction: fifty commits would add at least fifty frames.
         assert wal_frames(path) - frames < 50
+    finally:
+        store.close()
+
+
+def test_the_log_is_copied_into_the_database_beside_the_writer(path: Path, tmp_path: Path) -> None:
+    """No write waits for a checkpoint: the writer leaves the log to a thread of its own,
+    which copies what was written into the database file soon after (one transaction of
+    2,000 events is far from the pages at which the writer would checkpoint itself)."""
+    store = HistoryStore(path, checkpoint_interval=0.01)
+    store.open()
+    copy = tmp_path / "database-file-alone.db"
+    try:
+        store.record_events([make(data={"n": n}, at=NOW + n) for n in range(2000)])
+        deadline = time.monotonic() + 10
+        while (copied := events_in_the_file_alone(path, copy)) < 2000:
+            assert time.monotonic() < deadline, f"{copied} of 2000 events copied"
+            time.sleep(0.01)
     finally:
         store.close()
 

@@ -14,6 +14,7 @@ import json
 from pathlib import Path
 import random
 import sqlite3
+import time
 from typing import Any
 
 import pytest
@@ -99,6 +100,15 @@ def household(count: int, seed: int = 5) -> list[AgentHistoryEvent]:
 
 def path_in(tmp_path: Path) -> Path:
     return tmp_path / "azure_openai_memory" / "history.db"
+
+
+def checkpointed(conn: sqlite3.Connection) -> None:
+    """The whole log copied into the database file. SQLite answers busy while another
+    checkpoint (the store's own, beside its writer) is under way: then again."""
+    deadline = time.monotonic() + 10
+    while conn.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()[0]:
+        assert time.monotonic() < deadline, "the log could not be checkpointed"
+        time.sleep(0.01)
 
 
 def raw(path: Path) -> closing[sqlite3.Connection]:
@@ -524,12 +534,12 @@ def test_a_new_database_gives_purged_space_back(store: HistoryStore, tmp_path: P
     store.flush()
     with raw(path) as conn:
         assert conn.execute("PRAGMA auto_vacuum").fetchone() == (2,)  # incremental
-        conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+        checkpointed(conn)
     full = path.stat().st_size
     assert store.purge_before(NOW).events == 3000
     assert store._wait_until_idle(30)  # the pages are handed back in the background
     with raw(path) as conn:
-        conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+        checkpointed(conn)
         assert conn.execute("PRAGMA freelist_count").fetchone() == (0,)
     assert path.stat().st_size < full / 4
 

@@ -6,6 +6,7 @@ from contextlib import closing
 from datetime import UTC, datetime
 from pathlib import Path
 import sqlite3
+import threading
 from typing import Any
 import uuid
 
@@ -13,6 +14,7 @@ import pytest
 
 from custom_components.azure_openai_memory.memory.history import (
     MAX_QUERY_LIMIT,
+    PURGE_FIRST_STEP,
     AgentHistoryEvent,
     HistoryError,
     HistoryEventType,
@@ -146,6 +148,59 @@ def test_a_purge_in_batches_deletes_everything_and_unlinks_across_them(
         assert rows(path, "SELECT COUNT(*) FROM snapshot_events") == [(0,)]
     finally:
         store.close()
+
+
+def test_a_purge_batch_commits_after_one_step_when_a_write_waits(
+    store: HistoryStore, path: Path
+) -> None:
+    """A write that arrives while a batch runs waits for the step under way, not for the
+    batch: the batch commits after its first step, consistent, and the purge goes on."""
+    chain: list[AgentHistoryEvent] = []
+    for n in range(400):
+        parent = chain[-1].event_id if chain else None
+        chain.append(make(CUTOFF - (400 - n) * 60, parent_event_id=parent))
+    store.record_events(chain)
+    store.create_snapshot(snapshot(NOW, (chain[2], chain[300])))
+
+    def seen_by_the_write(conn: sqlite3.Connection) -> tuple[Any, ...]:
+        """What a write queued behind the purge's first batch finds when it runs."""
+        return (
+            conn.execute("SELECT COUNT(*) FROM agent_history_events").fetchone()[0],
+            conn.execute(
+                "SELECT COUNT(*) FROM agent_history_events WHERE parent_event_id IS NULL"
+            ).fetchone()[0],
+            conn.execute("SELECT COUNT(*) FROM snapshot_events").fetchone()[0],
+            conn.execute("PRAGMA foreign_key_check").fetchall(),
+        )
+
+    def jobs_queued(count: int) -> None:
+        with store._cond:
+            assert store._cond.wait_for(lambda: len(store._jobs) == count, 10)
+
+    # The writer held up while the purge's first batch and then the write queue behind it.
+    busy, go_on = threading.Event(), threading.Event()
+
+    def hold_up(_conn: sqlite3.Connection) -> None:
+        busy.set()
+        go_on.wait(10)
+
+    threading.Thread(target=store._submit, args=(hold_up,)).start()
+    assert busy.wait(10)
+    purged: list[HistoryPurge] = []
+    purge = threading.Thread(target=lambda: purged.append(store.purge_before(CUTOFF)))
+    purge.start()
+    jobs_queued(1)
+    seen: list[tuple[Any, ...]] = []
+    write = threading.Thread(target=lambda: seen.append(store._submit(seen_by_the_write)))
+    write.start()
+    jobs_queued(2)
+    go_on.set()
+    write.join(10)
+    purge.join(10)
+
+    assert seen == [(400 - PURGE_FIRST_STEP, 1, 1, [])]  # one step, then the write
+    assert purged == [HistoryPurge(events=400, snapshots=1)]
+    assert store.query_events(HistoryQuery()) == ([], 0)
 
 
 def test_a_purge_refreshes_the_planner_statistics(store: HistoryStore, path: Path) -> None:

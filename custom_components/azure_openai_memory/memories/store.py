@@ -17,6 +17,7 @@ from homeassistant.config_entries import ConfigEntryState
 from homeassistant.core import CALLBACK_TYPE, HomeAssistant, callback
 from homeassistant.helpers import issue_registry as ir
 from homeassistant.helpers.event import async_call_later
+from homeassistant.helpers.start import async_at_started
 
 from ..const import DOMAIN
 from ..llm.embeddings import BATCH_SIZE, RETRY_AFTER, Embedder
@@ -79,6 +80,7 @@ class Memories:
         self._embedding: asyncio.Task[None] | None = None
         self._cancel_retry: CALLBACK_TYPE | None = None
         self._cancel_take_over: CALLBACK_TYPE | None = None
+        self._cancel_indexing: CALLBACK_TYPE | None = None
         # Memories each type's cap pushed out since the start (or the cap was raised).
         self._pushed_out: dict[str, int] = {}
         self.file = DebouncedStore(
@@ -104,6 +106,23 @@ class Memories:
         self.facts = facts
         self._settings_stored = "settings" in data
         self._vectors_from = data.get("vectors_from") if facts.dimensions else None
+        if not facts.keywords_ready:
+            self._cancel_indexing = async_at_started(self.hass, self._async_start_indexing)
+
+    @callback
+    def _async_start_indexing(self, _hass: HomeAssistant) -> None:
+        """Index the loaded memories' words once Home Assistant has started: the start
+        does not wait for it, and neither does the first question after it."""
+        self._cancel_indexing = None
+        self.hass.async_create_background_task(
+            self._async_words_indexed(), f"{DOMAIN} index memories"
+        )
+
+    async def _async_words_indexed(self) -> None:
+        """The loaded memories' words indexed before a search or save uses them, in the
+        executor (waiting there for a build under way), never in the event loop."""
+        if not self.facts.keywords_ready:
+            await self.hass.async_add_executor_job(self.facts.build_keywords)
 
     def _snapshot(self) -> dict[str, Any]:
         data = self.facts.as_dict()
@@ -354,6 +373,7 @@ class Memories:
         if confidence is not None:
             parse_confidence(confidence)
         parse_source(source)
+        await self._async_words_indexed()
         identity, vectors = await self._async_vectors([content])
         dropped = vectors is not None and not self._vectors_comparable(identity)
         if dropped:
@@ -417,6 +437,7 @@ class Memories:
             identity, vectors = await self._async_vectors([query.strip()[:EMBEDDED_QUERY_CHARS]])
             if vectors and self._vectors_comparable(identity):
                 vector = vectors[0]
+        await self._async_words_indexed()
         return self.facts.search(
             query,
             query_vector=vector,
@@ -463,6 +484,7 @@ class Memories:
             validate_tags(tags)
         if self.facts.get(memory_id) is None:
             raise FactError("memory_unknown", memory_id=memory_id)
+        await self._async_words_indexed()
         identity, vectors = await self._async_vectors([checked])
         usable = vectors is not None and self._vectors_comparable(identity)
         result = self.facts.edit(
@@ -497,6 +519,9 @@ class Memories:
 
     async def async_close(self) -> None:
         """Stop embedding (and its retry) and write what is pending."""
+        if self._cancel_indexing is not None:
+            self._cancel_indexing()
+            self._cancel_indexing = None
         self._async_stop_embedding()
         await self.file.async_close()
 

@@ -26,8 +26,10 @@ How it is stored, and why:
   window of events (1 s by default). The other writes (`record_events`, snapshots, purges,
   settings) are jobs on the same thread, run after the queue is committed, so a parent
   queued earlier is always written before its child.
-* A purge deletes in batches (one transaction each, sized to take PURGE_STEP seconds, at
-  most PURGE_BATCH events), so what a turn queued meanwhile is committed between two; the
+* A purge deletes in batches (one transaction each, of at most PURGE_BATCH events), so
+  what a turn queued meanwhile is committed between two. A batch deletes in steps sized
+  to take PURGE_STEP / 4 seconds and commits once PURGE_STEP has passed, or as soon as a
+  write waits for the writer: a write waits for one step, not for a batch. The
   snapshots go with the retention too. The side tables and counters of the deleted events
   are taken out a batch at a time (history_schema.take_out_of_index), not row by row.
   PRAGMA optimize runs at open and after a purge, with a bounded analysis_limit: the
@@ -47,6 +49,13 @@ How it is stored, and why:
 * WAL lets readers run beside the writer: reads take a connection from a small pool (from any
   executor thread) and flush the queue first, so they see what was enqueued before them;
   while writes are failing they answer from what is stored instead of waiting on the lock.
+* The log is copied into the database (checkpointed) by a thread of its own, beside the
+  writer, after about as much writing as SQLite would checkpoint after (CHECKPOINT_WRITES
+  transactions or CHECKPOINT_CHANGES rows), resting CHECKPOINT_INTERVAL seconds between two:
+  left to the writer, that copy and its flush to disk fell on whichever write crossed
+  1,000 log pages, which then waited for it (hundreds of milliseconds on a busy disk, and
+  often during a purge). The writer checkpoints itself only when that thread falls far
+  behind.
 * A failing write (locked by another process, disk full) keeps the events queued, up to
   `max_queue` (the oldest go first, counted), calls `on_failure` once per failure streak, and
   is retried every batch window.
@@ -125,6 +134,9 @@ _NEEDLES_PER_QUERY = 400
 # The public names; the models and the schema live in their own modules.
 __all__ = [
     "BUSY_TIMEOUT",
+    "CHECKPOINT_CHANGES",
+    "CHECKPOINT_INTERVAL",
+    "CHECKPOINT_WRITES",
     "DEFAULT_BATCH_WINDOW",
     "DEFAULT_MAX_QUEUE",
     "INDEX_BATCH",
@@ -133,7 +145,9 @@ __all__ = [
     "MAX_QUERY_OFFSET",
     "PERSON_KEY",
     "PURGE_BATCH",
+    "PURGE_FIRST_STEP",
     "PURGE_STEP",
+    "PURGE_STEP_PART",
     "RECLAIM_PAGES",
     "SCHEMA_VERSION",
     "AgentHistoryEvent",
@@ -158,11 +172,28 @@ DEFAULT_MAX_QUEUE = 10_000
 BUSY_TIMEOUT = 1.0
 # Events a purge deletes per transaction at most; queued events are committed between two.
 PURGE_BATCH = 5000
-# Seconds one purge batch aims to take (its size follows the pace of the one before); the
-# first batch's size, and the fewest events a batch deletes however slow the disk.
+# Seconds one purge batch takes at most (then it commits), and that a step of the other
+# long jobs on the writer aims to take (their size follows the pace of the one before);
+# the first such step's size, and the fewest events one handles however slow the disk.
 PURGE_STEP = 0.02
 _FIRST_PURGE_BATCH = 500
 _SMALLEST_PURGE_BATCH = 100
+# A purge batch deletes in steps aiming at this many seconds (sized at the pace of the
+# step before): the most a write that arrives during a batch waits for it, the commit
+# aside. The first step's size, and the fewest events a step deletes.
+PURGE_STEP_PART = PURGE_STEP / 4
+PURGE_FIRST_STEP = 50
+_SMALLEST_PURGE_STEP = 10
+# The checkpointer copies the log into the database after this many of the writer's
+# transactions or changed rows, whichever comes first (about SQLite's own 1,000 pages),
+# and rests this many seconds after each copy: during a purge the log is then copied in
+# small pieces, each flushed quickly (on the year of state, with 1 s between copies the
+# longest wait of a write during a purge doubled); log pages past which the writer
+# checkpoints itself after a commit.
+CHECKPOINT_WRITES = 64
+CHECKPOINT_CHANGES = 2000
+CHECKPOINT_INTERVAL = 0.05
+_WRITER_CHECKPOINT_PAGES = 10_000
 # Events of an upgraded database indexed per transaction at most, while the writer is idle
 # (each batch sized like a purge batch, to take about PURGE_STEP seconds).
 INDEX_BATCH = 5000
@@ -564,12 +595,21 @@ class HistoryStore:
         clock: Callable[[], float] = time.time,
         purge_batch: int = PURGE_BATCH,
         index_batch: int = INDEX_BATCH,
+        checkpoint_interval: float = CHECKPOINT_INTERVAL,
     ) -> None:
         self._path = Path(path)
         self._batch_window = max(0.0, batch_window)
         self._max_queue = max(1, max_queue)
         self._purge_batch = max(1, purge_batch)
         self._index_batch = max(1, index_batch)
+        self._checkpoint_interval = max(0.0, checkpoint_interval)
+        self._checkpointer: threading.Thread | None = None
+        # Set by the writer when enough was written; stopping ends the checkpointer.
+        self._checkpoint_due = threading.Event()
+        self._checkpoint_stopping = threading.Event()
+        # What the writer wrote since it last woke the checkpointer (writer thread only).
+        self._writes_unchecked = 0
+        self._changes_checked = 0
         self._index_size = min(_FIRST_PURGE_BATCH, self._index_batch)  # writer thread only
         self._on_failure = on_failure
         self._clock = clock
@@ -588,6 +628,8 @@ class HistoryStore:
         self._dropping = False
         # Touched by the writer thread only (read anywhere; a bool is read atomically).
         self._failing = False
+        # Jobs the writer took together that wait behind the one it runs (writer thread only).
+        self._jobs_behind = 0
         self._readers: list[sqlite3.Connection] = []
         self._readers_lock = threading.Lock()
         self._open = False
@@ -654,6 +696,11 @@ class HistoryStore:
                 raise
             moved = self._move_aside()
             conn, version = self._connect_writer()
+        try:
+            checkpoint_conn = self._connect()
+        except BaseException:
+            conn.close()
+            raise
         if moved is not None:  # the caller reports it (the path is returned)
             _LOGGER.debug("History database was corrupt; moved to %s, a new one started", moved)
         self._schema_version = version
@@ -672,6 +719,14 @@ class HistoryStore:
                 target=self._run, args=(conn,), name="azure_openai_memory history", daemon=True
             )
             self._thread.start()
+        self._checkpoint_stopping.clear()
+        self._checkpointer = threading.Thread(
+            target=self._checkpoint_loop,
+            args=(checkpoint_conn,),
+            name="azure_openai_memory history checkpoint",
+            daemon=True,
+        )
+        self._checkpointer.start()
         return moved
 
     def close(self) -> None:
@@ -683,6 +738,11 @@ class HistoryStore:
             self._stopping = True
             self._cond.notify_all()
         thread.join()
+        if self._checkpointer is not None:
+            self._checkpoint_stopping.set()
+            self._checkpoint_due.set()
+            self._checkpointer.join()
+            self._checkpointer = None
         with self._cond:
             self._thread = None
             self._open = False
@@ -710,6 +770,7 @@ class HistoryStore:
         conn = self._connect()
         try:
             version = prepare_writer(conn)
+            conn.execute(f"PRAGMA wal_autocheckpoint = {_WRITER_CHECKPOINT_PAGES}")
         except BaseException:
             conn.close()
             raise
@@ -813,25 +874,23 @@ class HistoryStore:
         with the retention, as its events do.
 
         In batches of at most `purge_batch` events, each its own transaction and its own job
-        on the writer thread, so what was queued meanwhile is committed between two batches;
-        each batch is sized to take about PURGE_STEP seconds, so a large purge never holds the
-        write lock for long. Then PRAGMA optimize (a purge is what changes the tables' sizes
-        most); the writer then hands the freed pages back in the background (reclaim_space).
+        on the writer thread, so what was queued meanwhile is committed between two batches.
+        A batch ends after PURGE_STEP seconds, or after the step under way (PURGE_STEP_PART
+        seconds) once another job waits: a large purge never holds the write lock for long,
+        and a write arriving meanwhile waits for one step. Then PRAGMA optimize (a purge is
+        what changes the tables' sizes most); the writer then hands the freed pages back in
+        the background (reclaim_space).
         """
         cutoff = to_us(timestamp)
         events = snapshots = 0
-        size = min(_FIRST_PURGE_BATCH, self._purge_batch)
-        smallest = min(_SMALLEST_PURGE_BATCH, size)
+        step = min(PURGE_FIRST_STEP, self._purge_batch)
         while True:
-            started = time.monotonic()
-            deleted, emptied = self._submit(partial(_purge_batch, cutoff, size))
+            batch = partial(_purge_batch, cutoff, self._purge_batch, step, self._jobs_waiting)
+            deleted, emptied, step, finished = self._submit(batch)
             events += deleted
             snapshots += emptied
-            if deleted < size:
+            if finished:
                 break
-            # The next batch sized to take PURGE_STEP seconds at the pace of this one: a
-            # slow disk gets smaller batches, so a write never waits much longer than that.
-            size = _paced(size, started, smallest, self._purge_batch)
         snapshots += self._submit(partial(_purge_snapshots_before, cutoff))
         self.reclaim_space()
         return HistoryPurge(events=events, snapshots=snapshots)
@@ -1275,6 +1334,14 @@ class HistoryStore:
             self._cond.notify_all()
         return future.result()
 
+    def _jobs_waiting(self) -> bool:
+        """Whether another job waits for the writer, taken with the one running or queued
+        since (asked by a long job between its steps, on the writer thread)."""
+        if self._jobs_behind:
+            return True
+        with self._cond:
+            return bool(self._jobs)
+
     def _drop_oldest(self, count: int) -> None:
         """Make room in a full queue (called with _cond held)."""
         for _ in range(count):
@@ -1312,12 +1379,14 @@ class HistoryStore:
                     self._in_flight = len(batch)
                 if batch:
                     self._write_batch(conn, batch)
-                for work, future in jobs:
+                for behind, (work, future) in zip(range(len(jobs) - 1, -1, -1), jobs, strict=True):
+                    self._jobs_behind = behind
                     self._run_job(conn, work, future)
                 if stopping:
                     break
                 if not jobs:
                     self._idle_step(conn)
+                self._note_written(conn)
         finally:
             self._shut_down(conn)
 
@@ -1463,6 +1532,39 @@ class HistoryStore:
             except Exception:
                 _LOGGER.exception("History failure callback failed")
 
+    def _checkpoint_loop(self, conn: sqlite3.Connection) -> None:
+        """Copy the log into the database when the writer says enough was written, beside
+        it (PASSIVE: it waits for no reader or writer), then rest CHECKPOINT_INTERVAL."""
+        try:
+            while True:
+                self._checkpoint_due.wait()
+                if self._checkpoint_stopping.is_set():
+                    return
+                self._checkpoint_due.clear()
+                try:
+                    conn.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchall()
+                except sqlite3.Error as err:
+                    # The writer reports what fails on the disk; the next write brings
+                    # the next attempt.
+                    _LOGGER.debug("History checkpoint failed: %s", err)
+                if self._checkpoint_stopping.wait(self._checkpoint_interval):
+                    return
+        finally:
+            conn.close()
+
+    def _note_written(self, conn: sqlite3.Connection) -> None:
+        """Wake the checkpointer once CHECKPOINT_WRITES transactions or CHECKPOINT_CHANGES
+        rows were written since it was last woken."""
+        self._writes_unchecked += 1
+        changes = conn.total_changes
+        if (
+            self._writes_unchecked >= CHECKPOINT_WRITES
+            or changes - self._changes_checked >= CHECKPOINT_CHANGES
+        ):
+            self._writes_unchecked = 0
+            self._changes_checked = changes
+            self._checkpoint_due.set()
+
     def _succeeded(self) -> None:
         if self._failing:
             self._failing = False
@@ -1516,57 +1618,88 @@ _PURGE_TABLES = (
 _PURGED = "SELECT event_id FROM temp.purged_events"
 
 
-def _purge_batch(cutoff: int, limit: int, conn: sqlite3.Connection) -> tuple[int, int]:
-    """Delete up to `limit` of the oldest events before `cutoff`, in one transaction;
-    (events deleted, snapshots left without events and deleted with them).
+def _purge_batch(
+    cutoff: int,
+    limit: int,
+    step: int,
+    waiting: Callable[[], bool],
+    conn: sqlite3.Connection,
+) -> tuple[int, int, int, bool]:
+    """Delete up to `limit` of the oldest events before `cutoff`, in one transaction of
+    steps of about PURGE_STEP_PART seconds (the first of `step` events): it commits once
+    PURGE_STEP has passed or `waiting()` says a job waits. (Events deleted, snapshots left
+    without events and deleted with them, the next step's size, whether none is left.)
 
     The foreign keys' actions (children lose their parent, snapshots lose the link) are
     applied here in bulk, with the foreign keys off: SQLite would otherwise scan
     snapshot_events once per deleted event (it has no index on event_id). Every child
-    outside the batch is unlinked, so the database is consistent after each batch.
+    outside a step is unlinked, so the database is consistent after each.
     """
+    started = time.monotonic()
+    events = snapshots = 0
+    finished = False
     conn.execute("PRAGMA foreign_keys = OFF")
     try:
         with write_transaction(conn):
             for statement in _PURGE_TABLES:
                 conn.execute(statement)
-            conn.execute("DELETE FROM temp.purged_events")
-            conn.execute("DELETE FROM temp.purged_snapshots")
-            conn.execute(
-                "INSERT INTO temp.purged_events (row, event_id) "
-                "SELECT rowid, event_id FROM agent_history_events WHERE timestamp < ? "
-                "ORDER BY timestamp LIMIT ?",
-                (cutoff, limit),
-            )
-            conn.execute(
-                "INSERT OR IGNORE INTO temp.purged_snapshots "
-                f"SELECT snapshot_id FROM snapshot_events WHERE event_id IN ({_PURGED})"
-            )
-            conn.execute(f"DELETE FROM snapshot_events WHERE event_id IN ({_PURGED})")
-            conn.execute(
-                "UPDATE agent_history_events SET parent_event_id = NULL "
-                f"WHERE parent_event_id IN ({_PURGED}) AND event_id NOT IN ({_PURGED})"
-            )
-            take_out_of_index(
-                conn,
-                "FROM temp.purged_events p CROSS JOIN agent_history_events e ON e.rowid = p.row "
-                "WHERE true",
-                (),
-            )
-            events: int = conn.execute(
-                "DELETE FROM agent_history_events "
-                "WHERE rowid IN (SELECT row FROM temp.purged_events)"
-            ).rowcount
-            snapshots: int = conn.execute(
-                "DELETE FROM history_snapshots "
-                "WHERE snapshot_id IN (SELECT snapshot_id FROM temp.purged_snapshots) "
-                "AND NOT EXISTS (SELECT 1 FROM snapshot_events e "
-                "WHERE e.snapshot_id = history_snapshots.snapshot_id)"
-            ).rowcount
-            conn.execute("DELETE FROM temp.purged_events")
-            conn.execute("DELETE FROM temp.purged_snapshots")
+            while True:
+                size = min(step, limit - events)
+                step_started = time.monotonic()
+                deleted, emptied = _purge_step(cutoff, size, conn)
+                events += deleted
+                snapshots += emptied
+                if deleted < size:
+                    finished = True
+                    break
+                step = _paced(step, step_started, _SMALLEST_PURGE_STEP, limit, PURGE_STEP_PART)
+                if (
+                    events >= limit
+                    or time.monotonic() - started >= PURGE_STEP - PURGE_STEP_PART
+                    or waiting()
+                ):
+                    break
     finally:
         conn.execute("PRAGMA foreign_keys = ON")
+    return events, snapshots, step, finished
+
+
+def _purge_step(cutoff: int, limit: int, conn: sqlite3.Connection) -> tuple[int, int]:
+    """Inside the caller's transaction: delete up to `limit` of the oldest events before
+    `cutoff`, unlinking what outlives them; (events, snapshots) deleted."""
+    conn.execute("DELETE FROM temp.purged_events")
+    conn.execute("DELETE FROM temp.purged_snapshots")
+    conn.execute(
+        "INSERT INTO temp.purged_events (row, event_id) "
+        "SELECT rowid, event_id FROM agent_history_events WHERE timestamp < ? "
+        "ORDER BY timestamp LIMIT ?",
+        (cutoff, limit),
+    )
+    conn.execute(
+        "INSERT OR IGNORE INTO temp.purged_snapshots "
+        f"SELECT snapshot_id FROM snapshot_events WHERE event_id IN ({_PURGED})"
+    )
+    conn.execute(f"DELETE FROM snapshot_events WHERE event_id IN ({_PURGED})")
+    conn.execute(
+        "UPDATE agent_history_events SET parent_event_id = NULL "
+        f"WHERE parent_event_id IN ({_PURGED}) AND event_id NOT IN ({_PURGED})"
+    )
+    take_out_of_index(
+        conn,
+        "FROM temp.purged_events p CROSS JOIN agent_history_events e ON e.rowid = p.row WHERE true",
+        (),
+    )
+    events: int = conn.execute(
+        "DELETE FROM agent_history_events WHERE rowid IN (SELECT row FROM temp.purged_events)"
+    ).rowcount
+    snapshots: int = conn.execute(
+        "DELETE FROM history_snapshots "
+        "WHERE snapshot_id IN (SELECT snapshot_id FROM temp.purged_snapshots) "
+        "AND NOT EXISTS (SELECT 1 FROM snapshot_events e "
+        "WHERE e.snapshot_id = history_snapshots.snapshot_id)"
+    ).rowcount
+    conn.execute("DELETE FROM temp.purged_events")
+    conn.execute("DELETE FROM temp.purged_snapshots")
     return events, snapshots
 
 
@@ -1581,12 +1714,14 @@ def _purge_snapshots_before(cutoff: int, conn: sqlite3.Connection) -> int:
     return deleted
 
 
-def _paced(size: int, started: float, smallest: int, largest: int) -> int:
+def _paced(
+    size: int, started: float, smallest: int, largest: int, seconds: float = PURGE_STEP
+) -> int:
     """The size of the next step of a long job on the writer (purge, indexing, giving pages
-    back) that takes PURGE_STEP seconds at the pace of the step that began at `started`
+    back) that takes `seconds` at the pace of the step that began at `started`
     (time.monotonic): a slow disk gets smaller steps, so a write never waits long."""
     pace = size / max(time.monotonic() - started, 1e-3)
-    return max(smallest, min(largest, int(pace * PURGE_STEP)))
+    return max(smallest, min(largest, int(pace * seconds)))
 
 
 def _reclaim(pages: int, conn: sqlite3.Connection) -> int:

@@ -3,13 +3,18 @@ under FactStore and its bookkeeping. It keeps each active memory findable by nor
 content, by type, by (type, tag) and by (type, tag set), in the keyword index, and in
 its row of parallel numpy arrays, all in step as memories come, change and go; it keeps
 the archive and the archive's keyword index, answers which memories a type and tag
-filter allows, and reads and writes the stored form (each record's cached until the
-record changes) with its version. What a save, search or forget decides is FactStore's.
+filter allows, and reads and writes the stored form with its version. What a save,
+search or forget decides is FactStore's.
+
+Loading leaves the words of what it read unindexed (build_keywords indexes them, in any
+thread): reading the words of 10,000 memories is most of what a load costs, and a
+home's start should not wait for it. Until then the loop's changes to those indexes are
+noted and applied once they are built; whatever needs them first builds them.
 """
 
-import base64
 from collections.abc import Iterator, Sequence
 from dataclasses import replace
+import threading
 from typing import Any, Self
 
 import numpy as np
@@ -24,7 +29,7 @@ from .models import (
     MemoryType,
 )
 from .text import KeywordIndex, document, normalize_for_comparison
-from .vectors import Vector, as_unit_vector, encode_vector
+from .vectors import Vector, as_unit_vector, decode_raw_vector, encode_vectors, normalize_rows
 
 # 2: the per-type cap's old default (50) is no longer kept as if a user had chosen it.
 # 3: every memory has a scope (the household's, or one person's) and may have provenance.
@@ -36,6 +41,8 @@ OLD_DEFAULT_CAP = 50
 type _ArchiveKeywords = tuple[
     list[ArchivedMemory], KeywordIndex, npt.NDArray[np.float32], npt.NDArray[np.float64]
 ]
+# A memory's words as indexed: id, scope, content, tags (None: taken out of the indexes).
+type _Words = tuple[str, str, str, tuple[str, ...] | None]
 
 
 def content_key(scope: str, content: str) -> str:
@@ -65,14 +72,20 @@ class FactRecords:
         self.settings = settings or FactSettings()
         self._active: dict[str, Memory] = {}
         self._archived: dict[str, ArchivedMemory] = {}
-        self._by_content: dict[str, str] = {}
         self._by_type_tag: dict[tuple[MemoryType, str], set[str]] = {}
         self._by_tag_set: dict[tuple[MemoryType, frozenset[str]], set[str]] = {}
         self._by_type: dict[MemoryType, set[str]] = {}
+        # The words' indexes (normalised content -> id, and BM25); None until the words
+        # of the memories a load read are indexed (_by_content and _keywords build them).
+        self._content_index: dict[str, str] | None = {}
+        self._keyword_index: KeywordIndex | None = KeywordIndex()
+        # Those memories' words (rows 0..n-1), what the loop changed meanwhile (row and
+        # words), and the indexes build_keywords made of them until they are installed.
+        self._unindexed: list[tuple[str, str, str, tuple[str, ...]]] | None = None
+        self._word_changes: list[tuple[int, _Words]] = []
+        self._built: tuple[KeywordIndex, dict[str, str]] | None = None
+        self._build_lock = threading.Lock()
         self._by_scope: dict[str, set[str]] = {}
-        self._keywords = KeywordIndex()
-        # Each record's stored form, made on first save and dropped when the record changes.
-        self._stored: dict[str, dict[str, Any]] = {}
         # Records from_dict could not read (gone from the file at the next save).
         self.skipped = 0
         # The archive's keyword index for the last filter searched with include_archived,
@@ -127,6 +140,58 @@ class FactRecords:
         """Active memories that still need an embedding."""
         return [m for m in self._active.values() if not self._has_vector[self._row[m.id]]]
 
+    # -- the words' indexes --
+
+    @property
+    def keywords_ready(self) -> bool:
+        """Whether a search or save can start without indexing the loaded words first."""
+        return self._keyword_index is not None or self._built is not None
+
+    def build_keywords(self) -> None:
+        """Index the words of the memories read from storage; nothing when they are.
+
+        Safe in another thread while the store is used in its own: it reads only what
+        the load noted, and the loop's changes meanwhile are applied when the result is
+        taken into use, by the first search or save.
+        """
+        with self._build_lock:
+            pending = self._unindexed
+            if pending is None or self._built is not None:
+                return
+            self._built = _words_indexed(pending)
+
+    @property
+    def _by_content(self) -> dict[str, str]:
+        """Normalised content -> the active memory saying it."""
+        return self._words_indexes()[1]
+
+    @property
+    def _keywords(self) -> KeywordIndex:
+        """BM25 over the active memories' content and tag values, by row."""
+        return self._words_indexes()[0]
+
+    def _words_indexes(self) -> tuple[KeywordIndex, dict[str, str]]:
+        keywords, by_content = self._keyword_index, self._content_index
+        if keywords is not None and by_content is not None:
+            return keywords, by_content
+        self.build_keywords()  # waits for a build under way in another thread
+        with self._build_lock:
+            built, self._built, self._unindexed = self._built, None, None
+        assert built is not None
+        keywords, by_content = built
+        for row, words in self._word_changes:
+            _apply(keywords, by_content, row, words)
+        self._word_changes = []
+        self._keyword_index, self._content_index = keywords, by_content
+        return keywords, by_content
+
+    def _index_words(self, row: int, words: _Words) -> None:
+        keywords, by_content = self._keyword_index, self._content_index
+        if keywords is None or by_content is None:
+            self._word_changes.append((row, words))
+        else:
+            _apply(keywords, by_content, row, words)
+
     # -- rows and indexes --
 
     def _grow(self, needed: int) -> None:
@@ -148,7 +213,6 @@ class FactRecords:
     def _index(self, memory: Memory, vector: Vector | None) -> None:
         memory_id, kind = memory.id, memory.type
         self._active[memory_id] = memory
-        self._by_content.setdefault(content_key(memory.scope, memory.content), memory_id)
         _add_to(self._by_type, kind, memory_id)
         _add_to(self._by_scope, memory.scope, memory_id)
         by_type_tag = self._by_type_tag
@@ -163,34 +227,53 @@ class FactRecords:
         self._ids[row] = memory.id
         self._in_use[row] = True
         self._refresh_row(memory)
-        self._keywords.add(row, document(memory.content, memory.tags))
+        self._index_words(row, (memory_id, memory.scope, memory.content, memory.tags))
         self._has_vector[row] = False
         if vector is not None:
             self._put_vector(row, vector)
 
     def _index_loaded(self, memories: list[Memory]) -> None:
-        """Index memories read from storage into rows 0..n-1 of an empty store, in bulk."""
+        """Index memories read from storage into rows 0..n-1 of an empty store, in bulk;
+        their words wait for build_keywords."""
         count = len(memories)
         self._grow(count)
         self._free = list(range(len(self._ids) - 1, count - 1, -1))
-        by_content, row_of, ids = self._by_content, self._row, self._ids
-        by_type, by_type_tag, by_tag_set = self._by_type, self._by_type_tag, self._by_tag_set
-        by_scope = self._by_scope
-        documents: list[tuple[int, list[str]]] = []
+        active, row_of, ids = self._active, self._row, self._ids
+        # Grouped by type and tags first: a home's memories share a few hundred tag sets,
+        # so each index is filled a group at a time.
+        groups: dict[tuple[MemoryType, tuple[str, ...]], list[str]] = {}
         for row, memory in enumerate(memories):
-            memory_id, kind, tags = memory.id, memory.type, memory.tags
-            self._active[memory_id] = memory
-            by_content.setdefault(content_key(memory.scope, memory.content), memory_id)
-            _add_to(by_type, kind, memory_id)
-            _add_to(by_scope, memory.scope, memory_id)
-            for tag in tags:
-                _add_to(by_type_tag, (kind, tag), memory_id)
-            if tags:
-                _add_to(by_tag_set, (kind, frozenset(tags)), memory_id)
+            memory_id = memory.id
+            active[memory_id] = memory
             row_of[memory_id] = row
             ids[row] = memory_id
-            documents.append((row, document(memory.content, tags)))
-        self._keywords.add_new(documents)
+            key = (memory.type, memory.tags)
+            if (group := groups.get(key)) is None:
+                groups[key] = [memory_id]
+            else:
+                group.append(memory_id)
+        by_scope = self._by_scope
+        for memory in memories:
+            _add_to(by_scope, memory.scope, memory.id)
+        by_type, by_type_tag, by_tag_set = self._by_type, self._by_type_tag, self._by_tag_set
+        for (kind, tags), members in groups.items():
+            if (known := by_type.get(kind)) is None:
+                by_type[kind] = set(members)
+            else:
+                known.update(members)
+            for tag in tags:
+                if (known := by_type_tag.get(tag_key := (kind, tag))) is None:
+                    by_type_tag[tag_key] = set(members)
+                else:
+                    known.update(members)
+            if tags:
+                if (known := by_tag_set.get(key_set := (kind, frozenset(tags)))) is None:
+                    by_tag_set[key_set] = set(members)
+                else:
+                    known.update(members)
+        if memories:
+            self._unindexed = [(m.id, m.scope, m.content, m.tags) for m in memories]
+            self._keyword_index = self._content_index = None
         self._in_use[:count] = True
         self._boost[:count] = [CONFIDENCE_BOOST[m.confidence.value] for m in memories]
         self._updated[:count] = [m.updated_at for m in memories]
@@ -203,11 +286,7 @@ class FactRecords:
         self._pinned[row] = memory.pinned
 
     def _unindex(self, memory: Memory) -> None:
-        self._stored.pop(memory.id, None)
         del self._active[memory.id]
-        normalized = content_key(memory.scope, memory.content)
-        if self._by_content.get(normalized) == memory.id:
-            del self._by_content[normalized]
         self._by_type[memory.type].discard(memory.id)
         in_scope = self._by_scope[memory.scope]
         in_scope.discard(memory.id)
@@ -224,7 +303,7 @@ class FactRecords:
             if not self._by_tag_set[key]:
                 del self._by_tag_set[key]
         row = self._row.pop(memory.id)
-        self._keywords.remove(row)
+        self._index_words(row, (memory.id, memory.scope, memory.content, None))
         self._ids[row] = None
         self._in_use[row] = False
         self._pinned[row] = False
@@ -232,31 +311,13 @@ class FactRecords:
         self._free.append(row)
 
     def _put_vector(self, row: int, vector: Vector) -> None:
-        if (memory_id := self._ids[row]) is not None:
-            self._stored.pop(memory_id, None)
         if vector.shape[0] != self._dims:
-            self._stored.clear()
             # A new embeddings model: the old vectors cannot be compared with its own.
             self._dims = vector.shape[0]
             self._vectors = np.zeros((len(self._ids), self._dims), dtype=np.float32)
             self._has_vector[:] = False
         self._vectors[row] = vector
         self._has_vector[row] = True
-
-    def _load_vectors(self, encoded: dict[int, bytes]) -> None:
-        """Every stored vector at once: one decode of all their bytes, not one per memory."""
-        lengths = {len(raw) for raw in encoded.values()}
-        if len(lengths) != 1 or (width := lengths.pop()) % 2:
-            return  # none, or of mixed models: they are embedded again
-        rows = np.fromiter(encoded.keys(), dtype=np.int64, count=len(encoded))
-        matrix = np.frombuffer(b"".join(encoded.values()), dtype=np.float16)
-        matrix = matrix.reshape(len(encoded), width // 2).astype(np.float32)
-        norms = np.linalg.norm(matrix, axis=1)
-        usable = np.isfinite(norms) & (norms > 0)
-        self._dims = width // 2
-        self._vectors = np.zeros((len(self._ids), self._dims), dtype=np.float32)
-        self._vectors[rows[usable]] = matrix[usable] / norms[usable, None]
-        self._has_vector[rows[usable]] = True
 
     def set_vector(self, memory_id: str, vector: Sequence[float] | npt.NDArray[Any]) -> bool:
         """Give an active memory its embedding; False when it is gone or the vector is empty."""
@@ -269,7 +330,6 @@ class FactRecords:
 
     def clear_vectors(self) -> None:
         """Forget every embedding (the embeddings deployment changed or is gone)."""
-        self._stored.clear()
         self._dims = 0
         self._vectors = np.zeros((len(self._ids), 0), dtype=np.float32)
         self._has_vector[:] = False
@@ -349,59 +409,68 @@ class FactRecords:
     # -- storage --
 
     def as_dict(self) -> dict[str, Any]:
-        """The stored form, safe to hand to a writer thread.
+        """The stored form, made afresh at each save (so safe to hand to a writer thread).
 
-        Built in the event loop at every save, so each record's form is kept until that
-        record changes: the dicts are never changed once made, only replaced.
+        Nothing of it is kept between saves: the records' stored forms, vectors in
+        base64, would take more memory than the records themselves.
         """
-        stored = self._stored
+        active = list(self._active.values())
+        row_of = self._row
+        rows = np.fromiter((row_of[m.id] for m in active), dtype=np.int64, count=len(active))
+        with_vector = self._has_vector[rows]
+        encoded = iter(encode_vectors(self._vectors, rows[with_vector]))
         memories = []
-        for memory in self._active.values():
-            if (data := stored.get(memory.id)) is None:
-                data = memory.as_dict()
-                row = self._row[memory.id]
-                if self._has_vector[row]:
-                    data["vector"] = encode_vector(self._vectors[row])
-                stored[memory.id] = data
+        for memory, has_vector in zip(active, map(bool, with_vector), strict=True):
+            data = memory.as_dict()
+            if has_vector:
+                data["vector"] = next(encoded)
             memories.append(data)
-        archived = []
-        for one in self._archived.values():
-            if (data := stored.get(one.id)) is None:
-                data = stored[one.id] = one.as_dict()
-            archived.append(data)
+        archived = [one.as_dict() for one in self._archived.values()]
         return {"memories": memories, "archived": archived}
 
     @classmethod
     def from_dict(cls, data: dict[str, Any], settings: FactSettings | None = None) -> Self:
         """Read the stored form; a record that cannot be read is skipped (counted in
-        `skipped`, for the caller to keep the file), not fatal."""
+        `skipped`, for the caller to keep the file), not fatal.
+
+        Each vector goes straight into its row of the matrix: no copy of them all is made
+        on the way. Vectors of more than one length (of two models) are all dropped, to
+        be embedded again.
+        """
         store = cls(settings)
         memories = data.get("memories") or []
+        store._grow(len(memories))
         loaded: dict[str, Memory] = {}
-        raws: dict[str, dict[str, Any]] = {}
-        encoded: dict[int, bytes] = {}
+        # One copy of each tag and tag set: a home's 10,000 memories share a few hundred.
+        tags: dict[str, str] = {}
+        tag_sets: dict[tuple[str, ...], tuple[str, ...]] = {}
+        matrix: npt.NDArray[np.float32] | None = None
+        mixed = False
         for raw in memories:
             try:
                 memory = Memory.from_dict(raw)
-                vector = base64.b64decode(raw["vector"]) if raw.get("vector") else None
+                vector = decode_raw_vector(raw["vector"]) if raw.get("vector") else b""
             except (AttributeError, KeyError, TypeError, ValueError):
                 store.skipped += 1
                 continue
             if memory.id in loaded:
                 continue
-            if vector:
-                encoded[len(loaded)] = vector
+            if (shared := tag_sets.get(memory.tags)) is None:
+                shared = tag_sets[memory.tags] = tuple(tags.setdefault(t, t) for t in memory.tags)
+            memory.tags = shared
+            if vector and not mixed:
+                if matrix is None:
+                    matrix = np.zeros((len(store._ids), len(vector) // 2), dtype=np.float32)
+                if len(vector) != 2 * matrix.shape[1]:
+                    mixed = True
+                else:
+                    matrix[len(loaded)] = np.frombuffer(vector, dtype=np.float16)
             loaded[memory.id] = memory
-            raws[memory.id] = raw
         store._index_loaded(list(loaded.values()))
-        store._load_vectors(encoded)
-        # What was read is what would be written, where the vector came through too.
-        has_vector = store._has_vector
-        store._stored = {
-            memory_id: raw
-            for row, (memory_id, raw) in enumerate(raws.items())
-            if bool(has_vector[row]) == bool(raw.get("vector"))
-        }
+        if matrix is not None and not mixed and matrix.shape[1]:
+            store._dims = matrix.shape[1]
+            store._vectors = matrix
+            store._has_vector = normalize_rows(matrix)
         for raw in data.get("archived") or []:
             try:
                 archived = ArchivedMemory.from_dict(raw)
@@ -410,6 +479,33 @@ class FactRecords:
                 continue
             store._archived[archived.id] = archived
         return store
+
+
+def _words_indexed(
+    memories: Sequence[tuple[str, str, str, tuple[str, ...]]],
+) -> tuple[KeywordIndex, dict[str, str]]:
+    """The keyword index (rows in order) and the exact-repeat lookup of these memories."""
+    keywords = KeywordIndex()
+    keywords.add_new(
+        (row, document(content, tags)) for row, (_id, _scope, content, tags) in enumerate(memories)
+    )
+    by_content: dict[str, str] = {}
+    for memory_id, scope, content, _tags in memories:
+        by_content.setdefault(content_key(scope, content), memory_id)
+    return keywords, by_content
+
+
+def _apply(keywords: KeywordIndex, by_content: dict[str, str], row: int, words: _Words) -> None:
+    """A memory's words into the indexes at its row, or (tags None) out of them."""
+    memory_id, scope, content, tags = words
+    normalized = content_key(scope, content)
+    if tags is None:
+        keywords.remove(row)
+        if by_content.get(normalized) == memory_id:
+            del by_content[normalized]
+    else:
+        by_content.setdefault(normalized, memory_id)
+        keywords.add(row, document(content, tags))
 
 
 def migrate_facts(version: int, data: dict[str, Any]) -> dict[str, Any]:

@@ -228,7 +228,6 @@ class FactStore(FactRecords):
     ) -> SaveResult:
         """A memory seen once more: counted, confident from the threshold, pinned as asked."""
         existing_id = existing.id
-        self._stored.pop(existing_id, None)
         existing.occurrences += 1
         existing.updated_at = now
         if (
@@ -659,7 +658,6 @@ class FactStore(FactRecords):
                     contents.append(gone.original_content)
                     scopes.add(gone.memory.scope)
                     self._archive_generation += 1
-                self._stored.pop(memory_id, None)
                 return ForgetResult([], [memory_id], contents, frozenset(scopes))
             assert memory is not None
             why = reason or FORGOTTEN
@@ -679,7 +677,6 @@ class FactStore(FactRecords):
             ]:
                 del self._archived[old.id]
                 self._archive_generation += 1
-                self._stored.pop(old.id, None)
                 erased.append(old.id)
                 contents.append(old.original_content)
                 scopes.add(old.memory.scope)
@@ -748,7 +745,6 @@ class FactStore(FactRecords):
         if memory is None:
             raise FactError("memory_unknown", memory_id=memory_id)
         if memory.pinned != pinned:
-            self._stored.pop(memory_id, None)
             memory.pinned = pinned
             self._refresh_row(memory)
         return memory
@@ -769,7 +765,6 @@ class FactStore(FactRecords):
         now = time.time() if now is None else now
         del self._archived[memory_id]
         self._archive_generation += 1
-        self._stored.pop(memory_id, None)
         memory.updated_at = now
         self._index(memory, None)
         evicted = self._evict_over_cap(memory.type, now, keep=memory.id)
@@ -785,7 +780,6 @@ class FactStore(FactRecords):
         for memory_id in old:
             del self._archived[memory_id]
             self._archive_generation += 1
-            self._stored.pop(memory_id, None)
         return old
 
     # -- export and import --

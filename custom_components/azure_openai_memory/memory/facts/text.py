@@ -108,14 +108,22 @@ def tag_terms(tag: str) -> tuple[str, ...]:
     return tuple(terms(tag.rsplit(":", 1)[-1].replace("_", " ")))
 
 
-@functools.lru_cache(maxsize=65_536)
+# The n-grams of a term with a digit: none, and nothing cached (a home's numbers are many).
+_NO_GRAMS: frozenset[str] = frozenset()
+
+
 def _grams(term: str) -> frozenset[str]:
     """A stem's character n-grams, padded so that its start and end count: ' roo', 'oom '.
 
     None for a term with a digit: 19 degrees are not 190, however alike they look.
     """
     if any(char.isdigit() for char in term):
-        return frozenset()
+        return _NO_GRAMS
+    return _word_grams(term)
+
+
+@functools.lru_cache(maxsize=65_536)
+def _word_grams(term: str) -> frozenset[str]:
     padded = f" {term} "
     return frozenset(
         padded[i : i + FUZZY_GRAM] for i in range(max(1, len(padded) - FUZZY_GRAM + 1))
@@ -146,10 +154,12 @@ class KeywordIndex:
     def __init__(self, k1: float = 1.5, b: float = 0.75) -> None:
         self.k1 = k1
         self.b = b
-        self._postings: dict[str, dict[int, int]] = {}
+        # A term's documents and its count in each; a term that one document holds once
+        # is just that document's number (most terms of a home are: names, numbers).
+        self._postings: dict[str, dict[int, int] | int] = {}
         self._arrays: dict[str, tuple[npt.NDArray[np.int64], npt.NDArray[np.float32]]] = {}
-        # Each document's words and their counts (the postings hold the counts too).
-        self._words: dict[int, dict[str, int]] = {}
+        # Each document's distinct words (the postings hold their counts).
+        self._words: dict[int, tuple[str, ...]] = {}
         self._lengths = np.zeros(0, dtype=np.float32)
         self._total_length = 0
         # n-gram -> the indexed terms that have it (None until a query needs it).
@@ -166,13 +176,9 @@ class KeywordIndex:
             counts[word] = counts.get(word, 0) + 1
         postings, arrays, by_gram = self._postings, self._arrays, self._by_gram
         for word, count in counts.items():
-            if (posting := postings.get(word)) is None:
-                postings[word] = {doc: count}
-                if by_gram is not None:
-                    for gram in _grams(word):
-                        by_gram.setdefault(gram, set()).add(word)
-            else:
-                posting[doc] = count
+            if _post(postings, word, doc, count) and by_gram is not None:
+                for gram in _grams(word):
+                    by_gram.setdefault(gram, set()).add(word)
             if arrays:
                 arrays.pop(word, None)
         if doc >= self._lengths.size:
@@ -180,30 +186,28 @@ class KeywordIndex:
             grown[: self._lengths.size] = self._lengths
             self._lengths = grown
         self._lengths[doc] = len(words)
-        self._words[doc] = counts
+        self._words[doc] = tuple(counts)
         self._total_length += len(words)
 
-    def add_new(self, documents: Sequence[tuple[int, Sequence[str]]]) -> None:
+    def add_new(self, documents: Iterable[tuple[int, Sequence[str]]]) -> None:
         """Index many documents not indexed yet (loading): add() without its per-call care."""
         postings, words_of = self._postings, self._words
-        top = max((doc for doc, _words in documents), default=-1)
-        if top >= self._lengths.size:
-            grown = np.zeros(max(top + 1, 64), dtype=np.float32)
-            grown[: self._lengths.size] = self._lengths
-            self._lengths = grown
         lengths = self._lengths
+        total = 0
         for doc, words in documents:
             counts: dict[str, int] = {}
             for word in words:
                 counts[word] = counts.get(word, 0) + 1
             for word, count in counts.items():
-                if (posting := postings.get(word)) is None:
-                    postings[word] = {doc: count}
-                else:
-                    posting[doc] = count
-            words_of[doc] = counts
+                _post(postings, word, doc, count)
+            words_of[doc] = tuple(counts)
+            if doc >= lengths.size:
+                grown = np.zeros(max(doc + 1, 2 * lengths.size, 64), dtype=np.float32)
+                grown[: lengths.size] = lengths
+                lengths = self._lengths = grown
             lengths[doc] = len(words)
-            self._total_length += len(words)
+            total += len(words)
+        self._total_length += total
         self._arrays.clear()
         self._by_gram = None
 
@@ -213,26 +217,35 @@ class KeywordIndex:
             return
         self._total_length -= int(self._lengths[doc])
         self._lengths[doc] = 0
+        postings = self._postings
         for word in words:
-            posting = self._postings[word]
-            del posting[doc]
+            posting = postings[word]
             self._arrays.pop(word, None)
-            if not posting:
-                del self._postings[word]
-                if self._by_gram is not None:
-                    for gram in _grams(word):
-                        alike = self._by_gram[gram]
-                        alike.discard(word)
-                        if not alike:
-                            del self._by_gram[gram]
+            if isinstance(posting, dict):
+                del posting[doc]
+                if len(posting) == 1:
+                    ((last, count),) = posting.items()
+                    if count == 1:
+                        postings[word] = last
+                if posting:
+                    continue
+            del postings[word]
+            if self._by_gram is not None:
+                for gram in _grams(word):
+                    alike = self._by_gram[gram]
+                    alike.discard(word)
+                    if not alike:
+                        del self._by_gram[gram]
 
     def _posting(self, word: str) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.float32]]:
         if (arrays := self._arrays.get(word)) is None:
             posting = self._postings[word]
-            arrays = self._arrays[word] = (
-                np.fromiter(posting.keys(), dtype=np.int64, count=len(posting)),
-                np.fromiter(posting.values(), dtype=np.float32, count=len(posting)),
-            )
+            if isinstance(posting, dict):
+                docs = np.fromiter(posting.keys(), dtype=np.int64, count=len(posting))
+                counts = np.fromiter(posting.values(), dtype=np.float32, count=len(posting))
+            else:
+                docs, counts = np.array([posting], dtype=np.int64), np.ones(1, dtype=np.float32)
+            arrays = self._arrays[word] = (docs, counts)
         return arrays
 
     def alike(self, word: str) -> dict[str, float]:
@@ -297,6 +310,20 @@ class KeywordIndex:
             scores += best
             hits += best > 0
         return scores, hits
+
+
+def _post(postings: dict[str, dict[int, int] | int], word: str, doc: int, count: int) -> bool:
+    """A document's count of a word into the word's posting; whether the word is new."""
+    if (posting := postings.get(word)) is None:
+        postings[word] = doc if count == 1 else {doc: count}
+        return True
+    if isinstance(posting, dict):
+        posting[doc] = count
+    elif posting != doc:
+        postings[word] = {posting: 1, doc: count}
+    else:
+        postings[word] = doc if count == 1 else {doc: count}
+    return False
 
 
 def bm25(query: str, documents: Sequence[str], *, k1: float = 1.5, b: float = 0.75) -> list[float]:

@@ -1,0 +1,89 @@
+"""The memories a start reads: their words are indexed in the background once Home
+Assistant has started, and a search or save before that answers as it would after."""
+
+import time
+from typing import Any
+
+from homeassistant.const import EVENT_HOMEASSISTANT_STARTED
+from homeassistant.core import CoreState, HomeAssistant
+from homeassistant.setup import async_setup_component
+
+from custom_components.azure_openai_memory.const import DOMAIN
+from custom_components.azure_openai_memory.data import DATA_MEMORIES
+from custom_components.azure_openai_memory.memory.facts import FactStore
+
+from .conftest import MEMORIES_KEY, memories_file, memory_record, stored_memories
+from .memory.test_facts import household_facts
+
+QUESTIONS = ["garage fan speed", "what does anna like in the kitchen", "jazz playlist"]
+
+
+def _file() -> dict[str, Any]:
+    records = [
+        memory_record(n, text, "preference", tags)
+        for n, (text, tags) in enumerate(household_facts())
+    ]
+    return memories_file(records, settings={"max_memories_per_type": 1000})
+
+
+async def _search(hass: HomeAssistant, question: str) -> list[tuple[str, float]]:
+    found = await hass.services.async_call(
+        DOMAIN,
+        "memory_search",
+        {"query": question, "limit": 8},
+        blocking=True,
+        return_response=True,
+    )
+    assert found is not None
+    return [(m["id"], m["score"]) for m in found["memories"]]
+
+
+async def _set_up_while_starting(hass: HomeAssistant, hass_storage: dict[str, Any]) -> None:
+    hass_storage[MEMORIES_KEY] = _file()
+    hass.set_state(CoreState.starting)
+    assert await async_setup_component(hass, DOMAIN, {})
+    await hass.async_block_till_done(wait_background_tasks=True)
+
+
+async def test_a_search_and_a_save_before_the_words_are_indexed(
+    hass: HomeAssistant, hass_storage: dict[str, Any]
+) -> None:
+    expected = FactStore.from_dict(_file()["data"])
+    expected.build_keywords()
+    await _set_up_while_starting(hass, hass_storage)
+    assert not hass.data[DATA_MEMORIES].facts.keywords_ready  # waiting for the start
+
+    for question in QUESTIONS:
+        found = await _search(hass, question)
+        reference = expected.search(question, limit=8, now=time.time()).memories
+        assert found == [(memory.id, score) for memory, score in reference]
+        assert found
+
+    text, tags = household_facts()[30]
+    saved = await hass.services.async_call(
+        DOMAIN,
+        "memory_save",
+        {"content": text, "type": "preference", "tags": tags},
+        blocking=True,
+        return_response=True,
+    )
+    assert saved is not None
+    assert saved["action"] == "reinforced"
+    assert saved["memory"]["occurrences"] == 2
+    hass.set_state(CoreState.running)
+    hass.bus.async_fire(EVENT_HOMEASSISTANT_STARTED)
+    await hass.async_block_till_done(wait_background_tasks=True)
+    stored = await stored_memories(hass, hass_storage)
+    assert len(stored["memories"]) == len(household_facts())
+
+
+async def test_the_words_are_indexed_once_home_assistant_has_started(
+    hass: HomeAssistant, hass_storage: dict[str, Any]
+) -> None:
+    await _set_up_while_starting(hass, hass_storage)
+    memories = hass.data[DATA_MEMORIES]
+    assert not memories.facts.keywords_ready
+    hass.set_state(CoreState.running)
+    hass.bus.async_fire(EVENT_HOMEASSISTANT_STARTED)
+    await hass.async_block_till_done(wait_background_tasks=True)
+    assert memories.facts.keywords_ready  # before any question asked for it
