@@ -16,6 +16,7 @@ Run by scripts/bench; without Chromium only the WebSocket round trips are measur
 """
 
 import asyncio
+from datetime import datetime
 import json
 import os
 from pathlib import Path
@@ -24,6 +25,7 @@ import statistics
 import tempfile
 import time
 from typing import Any
+from zoneinfo import ZoneInfo
 
 import aiohttp
 
@@ -232,7 +234,9 @@ def _prepare_people(client: HomeAssistantClient, base_url: str, agent_id: str) -
     HomeAssistantClient(base_url, tokens["access_token"]).converse(
         "Where did I put my keys?", agent_id, "bench-ben"
     )
-    client.service(DOMAIN, "summary_aggregate", {})
+    # Today by Home Assistant's clock: a run without a day summarises finished days only.
+    today = datetime.now(ZoneInfo(client.get("/api/config")["time_zone"])).date()
+    client.service(DOMAIN, "summary_aggregate", {"day": today.isoformat()})
     return tokens
 
 

@@ -79,6 +79,17 @@ async def test_the_timeline_is_paged_and_filtered(
     assert (await answer(admin, "history/events", day="2026-11-25", limit=1))["total"] == 121
     assert (await answer(admin, "history/events", day="2026-11-26"))["events"] == []
 
+    # Uncounted (the panel's first request): the same page; the total only when it ends there.
+    uncounted = await answer(admin, "history/events", agent_id="automation", limit=100, count=False)
+    assert uncounted["events"] == first["events"]
+    assert uncounted["total"] is None
+    last = await answer(
+        admin, "history/events", agent_id="automation", offset=100, limit=100, count=False
+    )
+    assert (last["events"], last["total"]) == (second["events"], 123)
+    empty = await answer(admin, "history/events", day="2026-11-26", count=False)
+    assert (empty["events"], empty["total"]) == ([], 0)
+
 
 async def test_a_row_carries_a_cut_of_long_data(
     hass: HomeAssistant, admin: MockHAClientWebSocket
@@ -174,6 +185,7 @@ async def test_schema_errors(hass: HomeAssistant, admin: MockHAClientWebSocket) 
     assert "day" in await invalid(admin, "history/events", day=20260310)
     assert "limit" in await invalid(admin, "history/events", limit=1000)
     assert "agent_id" in await invalid(admin, "history/events", agent_id="")
+    assert "count" in await invalid(admin, "history/events", count="no")
     assert "event_id" in await invalid(admin, "history/turn")
     today = dt_util.now().date()
     assert (await answer(admin, "history/events", day=today.isoformat()))["total"] == 0

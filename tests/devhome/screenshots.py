@@ -329,7 +329,11 @@ async def _shoot(page: Page, base_url: str, token: str, out: Path) -> None:
 PANEL_TABS = {
     "memories": "n.tagName === 'LI' && n.classList.contains('memory')",
     "conversations": "n.tagName === 'LI' && n.classList.contains('conversation')",
-    "history": "n.tagName === 'LI' && n.classList.contains('event')",
+    # A row, and the statistics above (they come apart from the rows).
+    "history": (
+        "n.tagName === 'LI' && n.classList.contains('event')"
+        " && !!n.closest('ul').parentNode.querySelector('.stats')"
+    ),
     "summaries": "n.tagName === 'BUTTON' && n.classList.contains('chip')",
     "series": "n.tagName === 'svg' && n.classList.contains('coverage')",
 }

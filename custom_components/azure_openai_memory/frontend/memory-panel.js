@@ -588,16 +588,20 @@ class MemoryPanel extends HTMLElement {
     }
   }
 
-  _pager(offset, size, total, go) {
-    if (total <= size && offset === 0) return h("div", { class: "pager" });
-    const first = total ? offset + 1 : 0;
-    const last = Math.min(offset + size, total);
+  /** Previous and next around "first–last of total"; a total still being counted (null)
+   * shows as "…", with the rows shown (shown) telling whether there is a next page. */
+  _pager(offset, size, total, go, shown = 0) {
+    if (total !== null && total <= size && offset === 0) return h("div", { class: "pager" });
+    const last = total === null ? offset + shown : Math.min(offset + size, total);
+    const first = last > offset ? offset + 1 : 0;
     return h(
       "div",
-      { class: "pager" },
+      { class: "pager", "aria-busy": total === null ? "true" : null },
       button(TEXT.previous, () => go(Math.max(offset - size, 0)), { disabled: offset === 0 }),
-      h("span", {}, TEXT.showing(first, last, total)),
-      button(TEXT.next, () => go(offset + size), { disabled: offset + size >= total }),
+      h("span", {}, TEXT.showing(first, last, total === null ? "…" : total)),
+      button(TEXT.next, () => go(offset + size), {
+        disabled: total === null ? shown < size : offset + size >= total,
+      }),
     );
   }
 
@@ -1009,38 +1013,74 @@ class MemoryPanel extends HTMLElement {
     if (state.agent) fields.agent_id = state.agent;
     if (state.type) fields.event_type = state.type;
     if (state.day) fields.day = state.day;
-    const [stats, page] = await Promise.all([
-      this._ws("history/statistics", state.agent ? { agent_id: state.agent } : {}),
-      this._ws("history/events", fields),
-    ]);
-    this._knowAgents(stats.agents);
-    const stat = (label, value) => h("div", { class: "stat" }, h("b", {}, value), label);
-    const byType = Object.entries(stats.events_by_type).filter(([, n]) => n).map(([t, n]) => `${t} ${n}`);
+    // Both asked at once; the rows do not wait for the statistics (a count over what a
+    // person may see can take longer than their page), which fill their card when they come.
+    const statsCard = h(
+      "section",
+      { class: "card", "aria-label": TEXT.totalEvents, "aria-busy": "true" },
+      h("p", { class: "note" }, TEXT.loading),
+    );
+    const token = this._loadToken;
+    this._ws("history/statistics", state.agent ? { agent_id: state.agent } : {}).then(
+      (stats) => {
+        statsCard.removeAttribute("aria-busy");
+        if (token !== this._loadToken) return;
+        this._knowAgents(stats.agents);
+        statsCard.replaceChildren(...this._statsContent(stats));
+      },
+      (err) => {
+        statsCard.removeAttribute("aria-busy");
+        statsCard.replaceChildren(h("p", { class: "note" }, "—"));
+        if (token === this._loadToken && err?.code !== "unauthorized") this._showError(err);
+      },
+    );
+    // The page first, uncounted; then its total (counting what a person may see of a
+    // year of talk takes longer than their page), which replaces the pager when it comes.
+    const page = await this._ws("history/events", { ...fields, count: false });
+    const go = (offset) => {
+      state.offset = offset;
+      this._load(true);
+    };
+    let pager = this._pager(state.offset, PAGE, page.total, go, page.events.length);
+    if (page.total === null) {
+      this._ws("history/events", fields).then(
+        (counted) => {
+          if (token !== this._loadToken) return;
+          const next = this._pager(state.offset, PAGE, counted.total, go);
+          pager.replaceWith(next);
+          pager = next;
+        },
+        (err) => {
+          if (token === this._loadToken && err?.code !== "unauthorized") this._showError(err);
+        },
+      );
+    }
     const events = [];
     for (const event of page.events) events.push(await this._eventRow(event));
     return h(
       "div",
       {},
-      h(
-        "section",
-        { class: "card", "aria-label": TEXT.totalEvents },
-        h(
-          "div",
-          { class: "stats" },
-          stat(TEXT.totalEvents, stats.total_events),
-          stat(TEXT.sessions, stats.unique_sessions),
-          stat(TEXT.snapshots, stats.total_snapshots),
-          stat(TEXT.earliest, this._when(stats.earliest_event) || "—"),
-          stat(TEXT.latest, this._when(stats.latest_event) || "—"),
-        ),
-        byType.length ? h("div", { class: "meta", style: "margin-top: 8px" }, chips(byType)) : null,
-      ),
+      statsCard,
       events.length ? h("ul", { class: "rows", "aria-label": TEXT.tabs.history }, events) : h("p", { class: "note" }, TEXT.nothing),
-      this._pager(state.offset, PAGE, page.total, (offset) => {
-        state.offset = offset;
-        this._load(true);
-      }),
+      pager,
     );
+  }
+
+  _statsContent(stats) {
+    const stat = (label, value) => h("div", { class: "stat" }, h("b", {}, value), label);
+    const byType = Object.entries(stats.events_by_type).filter(([, n]) => n).map(([t, n]) => `${t} ${n}`);
+    return [
+      h(
+        "div",
+        { class: "stats" },
+        stat(TEXT.totalEvents, stats.total_events),
+        stat(TEXT.sessions, stats.unique_sessions),
+        stat(TEXT.snapshots, stats.total_snapshots),
+        stat(TEXT.earliest, this._when(stats.earliest_event) || "—"),
+        stat(TEXT.latest, this._when(stats.latest_event) || "—"),
+      ),
+      byType.length ? h("div", { class: "meta", style: "margin-top: 8px" }, chips(byType)) : null,
+    ].filter(Boolean);
   }
 
   _historyFilters() {

@@ -8,6 +8,7 @@ administrator everything, anyone else their own person's talk and the household'
 so pages, totals and statistics count only that; another person's turn is refused.
 """
 
+from collections.abc import Callable
 from datetime import date, timedelta
 from typing import Any
 
@@ -36,6 +37,9 @@ EVENTS_SCHEMA: dict[Any, Any] = {
     vol.Optional("agent_id"): vol.All(str, vol.Length(min=1, max=255)),
     vol.Optional("event_type"): vol.In([kind.value for kind in HistoryEventType]),
     vol.Optional("day"): calendar_day,
+    # False: the page alone, its total null unless the page ends the list (the panel shows
+    # the rows at once and asks again for the total).
+    vol.Optional("count", default=True): bool,
     **PAGE_SCHEMA,
 }
 TURN_SCHEMA: dict[Any, Any] = {vol.Required("event_id"): str}
@@ -86,7 +90,8 @@ class HistoryCommands:
 
     async def events(self, speaker: Speaker, fields: dict[str, Any], _: Context) -> Any:
         """A page of the timeline, newest first, and how many events the filter selects
-        of those the caller may see."""
+        of those the caller may see (null when not asked to count and the page does not
+        tell)."""
         offset, limit = page_of(fields)
         start = end = None
         if "day" in fields:
@@ -100,7 +105,11 @@ class HistoryCommands:
             offset=offset,
             visibility=visibility_of(speaker),
         )
-        events, total = await self.history.async_run(self.history.store.query_events, query)
+        store = self.history.store
+        read: Callable[[HistoryQuery], tuple[list[AgentHistoryEvent], int | None]] = (
+            store.query_events if fields["count"] else store.query_page
+        )
+        events, total = await self.history.async_run(read, query)
         return {"events": [event_row(e, ROW_DATA_BYTES) for e in events], "total": total}
 
     async def turn(self, speaker: Speaker, fields: dict[str, Any], context: Context) -> Any:

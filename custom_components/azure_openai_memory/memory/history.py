@@ -1038,6 +1038,21 @@ class HistoryStore:
 
     def query_events(self, query: HistoryQuery) -> tuple[list[AgentHistoryEvent], int]:
         """One page of the events a query selects, and how many it selects in all."""
+        events, total = self._query(query, count=True)
+        assert total is not None
+        return events, total
+
+    def query_page(self, query: HistoryQuery) -> tuple[list[AgentHistoryEvent], int | None]:
+        """One page of the events a query selects, and how many in all when the page tells
+        (it ends before the limit), else None: uncounted. Counting everything a reader who
+        does not see all may see reads their part of the index, which on a year of the
+        household's talk takes far longer than their page."""
+        return self._query(query, count=False)
+
+    def _query(
+        self, query: HistoryQuery, *, count: bool
+    ) -> tuple[list[AgentHistoryEvent], int | None]:
+        total: int | None
         with self._reading() as conn:
             known = self._owners_known
             read = (
@@ -1049,7 +1064,7 @@ class HistoryStore:
             if 0 < len(rows) < query.limit or (not rows and query.offset == 0):
                 total = query.offset + len(rows)  # the page ends before the limit: no count
             else:
-                total = read.count(conn)
+                total = read.count(conn) if count else None
         return [_decode_event(row) for row in rows], total
 
     def get_event_chain(
