@@ -9,11 +9,13 @@ from typing import Any
 
 import pytest
 
+from custom_components.azure_openai_memory.memory import history
 from custom_components.azure_openai_memory.memory.history import (
     PERSON_KEY,
     SCHEMA_VERSION,
     AgentHistoryEvent,
     HistoryEventType,
+    HistoryQuery,
     HistorySnapshot,
     HistoryStore,
     NotVisible,
@@ -88,9 +90,17 @@ def store(tmp_path: Path, events: list[AgentHistoryEvent]) -> Iterator[HistorySt
 
 
 @pytest.mark.parametrize("reader", [ANNA, BEN, NOBODY], ids=["anna", "ben", "nobody"])
+@pytest.mark.parametrize("probe", [history.PROBE_ROWS, 40, 1], ids=["probed", "mixed", "by-class"])
 def test_a_reader_s_pages_totals_and_statistics_are_of_what_they_may_see(
-    store: HistoryStore, events: list[AgentHistoryEvent], reader: Visibility
+    store: HistoryStore,
+    events: list[AgentHistoryEvent],
+    reader: Visibility,
+    probe: int,
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
+    """A page is read from the newest events the query selects when they hold it (probe:
+    how many are looked through), else class by class: the same answer either way."""
+    monkeypatch.setattr(history, "PROBE_ROWS", probe)
     mine = seen(events, reader)
     assert 0 < len(mine) < len(events)
     for query in itertools.islice(queries(events), 0, None, 5):
@@ -177,3 +187,35 @@ def test_a_reader_follows_a_chain_and_reads_snapshots_only_of_what_they_may_see(
         assert store.get_statistics(None, BEN).total_snapshots == 1
     finally:
         store.close()
+
+
+def test_agents_beside_the_talk_prefix_are_told_apart(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Talk recorded before it named its person is nobody's when an agent whose id starts
+    with the talk prefix recorded it, and the household's otherwise: ids that sort right
+    before or after the prefix, or that are shorter than it, are not the reader's talk."""
+    agents = ["conversation", "conversatio", "conversation.", "conversation.x", "conversation/"]
+    recorded = [
+        AgentHistoryEvent.new(
+            agent,
+            HistoryEventType.COMMUNICATION,
+            {"n": n},
+            session_id=f"s{n}",
+            timestamp=NOW + n,
+        )
+        for n, agent in enumerate(agents * 3)
+    ]
+    opened = HistoryStore(path_in(tmp_path), batch_window=60)
+    opened.open()
+    try:
+        opened.record_events(recorded)
+        for probe in (history.PROBE_ROWS, 1):
+            monkeypatch.setattr(history, "PROBE_ROWS", probe)
+            page, total = opened.query_events(HistoryQuery(limit=100, visibility=BEN))
+            expected = [e for e in reversed(recorded) if not e.agent_id.startswith(TALK)]
+            assert [e.agent_id for e in page] == [e.agent_id for e in expected]
+            assert total == 9
+        assert opened.get_statistics(None, BEN).total_events == 9
+    finally:
+        opened.close()

@@ -144,6 +144,7 @@ __all__ = [
     "MAX_QUERY_LIMIT",
     "MAX_QUERY_OFFSET",
     "PERSON_KEY",
+    "PROBE_ROWS",
     "PURGE_BATCH",
     "PURGE_FIRST_STEP",
     "PURGE_STEP",
@@ -322,6 +323,9 @@ _E_COLUMNS = ", ".join(f"e.{column}" for column in _EVENT_COLUMNS.split(", "))
 # A type and agent with at most this many events are read whole and sorted by time; more
 # are read in time order from the index that holds them most densely, until a page is full.
 _SORTED_AT_MOST = 5000
+# The newest events looked through for a page of a reader who sees part of the history,
+# before their page is read class by class (EventRead.rows).
+PROBE_ROWS = 5000
 # Whether an event carries a tag, answered from the tags' table (no JSON is read); {0} is
 # the table whose row names the event: the lead tag's row when there is one, so that an
 # event without the other tags is passed over before it is read.
@@ -504,6 +508,64 @@ class EventRead:
             f"ORDER BY {self.time} {order}, e.rowid {order} LIMIT ? OFFSET ?",
             [*params, limit, offset],
         )
+
+    def rows(self, conn: sqlite3.Connection, limit: int, offset: int) -> list[Any]:
+        """One page's rows (of page()'s columns and order).
+
+        For a reader who sees part of the history, with every event's class known, the
+        newest PROBE_ROWS events the other filters select are looked through first; when
+        they hold no full page (the reader sees few of them: a year of other people's
+        talk), the page is read class by class from the classes' index instead, each
+        class's first offset + limit events merged, rather than through every event.
+        """
+        if (
+            self.classes is None
+            or self.counted_from is None
+            or not self.source.startswith("agent_history_events e INDEXED BY")
+        ):
+            return conn.execute(*self.page(limit, offset)).fetchall()
+        order = "ASC" if self.ascending else "DESC"
+        at, first, width = self.visibility_at
+        seen, seen_params = self.terms[at], self.params[first : first + width]
+        others = self.terms[:at] + self.terms[at + 1 :]
+        other_params = self.params[:first] + self.params[first + width :]
+        unseen = EventRead(
+            self.source, others, other_params, self.time, self.ascending, self.start, self.end
+        )
+        where, params = unseen._where(self.start, self.end)
+        columns = ", ".join(_EVENT_COLUMNS.split(", "))
+        order_by = f"ORDER BY timestamp {order}, rid {order}"
+        if offset + limit <= PROBE_ROWS:
+            probed = conn.execute(
+                f"SELECT {columns} FROM (SELECT {_E_COLUMNS}, e.owner, e.rowid AS rid "
+                f"FROM {self.source} {where} ORDER BY {self.time} {order}, e.rowid {order} "
+                f"LIMIT ?) e WHERE {seen} {order_by} LIMIT ? OFFSET ?",
+                [*params, PROBE_ROWS, *seen_params, limit, offset],
+            ).fetchall()
+            if len(probed) == limit:
+                return probed
+        parts: list[str] = []
+        part_params: list[Any] = []
+        for term, class_params in self.classes:
+            read = EventRead(
+                "agent_history_events e INDEXED BY idx_history_owner",
+                [*others, term],
+                [*other_params, *class_params],
+                self.time,
+                self.ascending,
+                self.start,
+                self.end,
+            )
+            class_where, class_all = read._where(self.start, self.end)
+            parts.append(
+                f"SELECT * FROM (SELECT {_E_COLUMNS}, e.rowid AS rid FROM {read.source} "
+                f"{class_where} ORDER BY e.timestamp {order}, e.rowid {order} LIMIT ?)"
+            )
+            part_params.extend([*class_all, offset + limit])
+        return conn.execute(
+            f"SELECT {columns} FROM ({' UNION ALL '.join(parts)}) {order_by} LIMIT ? OFFSET ?",
+            [*part_params, limit, offset],
+        ).fetchall()
 
     def _counted(self, conn: sqlite3.Connection, start: int | None, end: int | None) -> int:
         if self.counted_from is not None and self.classes is not None:
@@ -1060,7 +1122,7 @@ class HistoryStore:
                 if self._indexed
                 else EventRead.plain(query, known)
             )
-            rows = conn.execute(*read.page(query.limit, query.offset)).fetchall()
+            rows = read.rows(conn, query.limit, query.offset)
             if 0 < len(rows) < query.limit or (not rows and query.offset == 0):
                 total = query.offset + len(rows)  # the page ends before the limit: no count
             else:

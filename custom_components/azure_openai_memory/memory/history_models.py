@@ -293,12 +293,16 @@ class Visibility:
         seen: list[tuple[str, list[Any]]] = [(f"{row}.owner = '*'", [])]
         if self.person_id is not None:
             seen.insert(0, (f"{row}.owner = ?", [OWNER_PERSON + self.person_id]))
-        seen.append(
-            (
-                f"{row}.owner = '~' AND substr({row}.agent_id, 1, ?) <> ?",
-                [len(self.talk_prefix), self.talk_prefix],
+        if prefix := self.talk_prefix:
+            # Agents whose id does not start with the prefix, as two ranges of the index
+            # (ids sort by code point): it reads none of the agents whose id does.
+            after = prefix[:-1] + chr(ord(prefix[-1]) + 1)
+            seen.append(
+                (
+                    f"{row}.owner = '~' AND ({row}.agent_id < ? OR {row}.agent_id >= ?)",
+                    [prefix, after],
+                )
             )
-        )
         return seen
 
 
