@@ -189,13 +189,16 @@ def test_a_reader_follows_a_chain_and_reads_snapshots_only_of_what_they_may_see(
         store.close()
 
 
+@pytest.mark.parametrize("talk", [TALK, "gespräch."])
 def test_agents_beside_the_talk_prefix_are_told_apart(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, talk: str
 ) -> None:
     """Talk recorded before it named its person is nobody's when an agent whose id starts
     with the talk prefix recorded it, and the household's otherwise: ids that sort right
     before or after the prefix, or that are shorter than it, are not the reader's talk."""
-    agents = ["conversation", "conversatio", "conversation.", "conversation.x", "conversation/"]
+    after = talk[:-1] + chr(ord(talk[-1]) + 1)
+    agents = [talk[:-1], talk[:-2], talk, f"{talk}x", after]
+    reader = Visibility("person.ben", talk)
     recorded = [
         AgentHistoryEvent.new(
             agent,
@@ -212,10 +215,10 @@ def test_agents_beside_the_talk_prefix_are_told_apart(
         opened.record_events(recorded)
         for probe in (history.PROBE_ROWS, 1):
             monkeypatch.setattr(history, "PROBE_ROWS", probe)
-            page, total = opened.query_events(HistoryQuery(limit=100, visibility=BEN))
-            expected = [e for e in reversed(recorded) if not e.agent_id.startswith(TALK)]
+            page, total = opened.query_events(HistoryQuery(limit=100, visibility=reader))
+            expected = [e for e in reversed(recorded) if not e.agent_id.startswith(talk)]
             assert [e.agent_id for e in page] == [e.agent_id for e in expected]
             assert total == 9
-        assert opened.get_statistics(None, BEN).total_events == 9
+        assert opened.get_statistics(None, reader).total_events == 9
     finally:
         opened.close()

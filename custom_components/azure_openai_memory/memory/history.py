@@ -544,6 +544,13 @@ class EventRead:
             ).fetchall()
             if len(probed) == limit:
                 return probed
+            # Fewer: exact when the filters select fewer events than were looked through.
+            looked: int = conn.execute(
+                f"SELECT COUNT(*) FROM (SELECT 1 FROM {self.source} {where} LIMIT ?)",
+                [*params, PROBE_ROWS],
+            ).fetchone()[0]
+            if looked < PROBE_ROWS:
+                return probed
         parts: list[str] = []
         part_params: list[Any] = []
         for term, class_params in self.classes:
@@ -782,6 +789,8 @@ class HistoryStore:
             )
             self._thread.start()
         self._checkpoint_stopping.clear()
+        self._checkpoint_due.clear()
+        self._writes_unchecked = self._changes_checked = 0  # the new connection counts from 0
         self._checkpointer = threading.Thread(
             target=self._checkpoint_loop,
             args=(checkpoint_conn,),

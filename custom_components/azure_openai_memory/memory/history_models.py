@@ -293,7 +293,8 @@ class Visibility:
         seen: list[tuple[str, list[Any]]] = [(f"{row}.owner = '*'", [])]
         if self.person_id is not None:
             seen.insert(0, (f"{row}.owner = ?", [OWNER_PERSON + self.person_id]))
-        if prefix := self.talk_prefix:
+        prefix = self.talk_prefix
+        if prefix and prefix.isascii():
             # Agents whose id does not start with the prefix, as two ranges of the index
             # (ids sort by code point): it reads none of the agents whose id does.
             after = prefix[:-1] + chr(ord(prefix[-1]) + 1)
@@ -301,6 +302,13 @@ class Visibility:
                 (
                     f"{row}.owner = '~' AND ({row}.agent_id < ? OR {row}.agent_id >= ?)",
                     [prefix, after],
+                )
+            )
+        elif prefix:
+            seen.append(
+                (
+                    f"{row}.owner = '~' AND substr({row}.agent_id, 1, ?) <> ?",
+                    [len(prefix), prefix],
                 )
             )
         return seen
