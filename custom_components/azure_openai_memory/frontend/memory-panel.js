@@ -592,7 +592,7 @@ class MemoryPanel extends HTMLElement {
    * shows as "…", with the rows shown (shown) telling whether there is a next page. */
   _pager(offset, size, total, go, shown = 0) {
     if (total !== null && total <= size && offset === 0) return h("div", { class: "pager" });
-    const last = total === null ? offset + shown : Math.min(offset + size, total);
+    const last = total === null ? (shown ? offset + shown : 0) : Math.min(offset + size, total);
     const first = last > offset ? offset + 1 : 0;
     return h(
       "div",
@@ -1041,16 +1041,21 @@ class MemoryPanel extends HTMLElement {
       state.offset = offset;
       this._load(true);
     };
-    let pager = this._pager(state.offset, PAGE, page.total, go, page.events.length);
+    const shown = page.events.length;
+    const pager = this._pager(state.offset, PAGE, page.total, go, shown);
     if (page.total === null) {
+      // Filled in where it is (a focused "Next" keeps its focus).
+      const counted = (total) => {
+        pager.removeAttribute("aria-busy");
+        const [previous, range, next] = pager.children;
+        if (!previous) return;
+        range.textContent = TEXT.showing(shown ? state.offset + 1 : 0, state.offset + shown, total);
+        if (typeof total === "number") next.disabled = state.offset + PAGE >= total;
+      };
       this._ws("history/events", fields).then(
-        (counted) => {
-          if (token !== this._loadToken) return;
-          const next = this._pager(state.offset, PAGE, counted.total, go);
-          pager.replaceWith(next);
-          pager = next;
-        },
+        (answer) => counted(answer.total),
         (err) => {
+          counted("?");
           if (token === this._loadToken && err?.code !== "unauthorized") this._showError(err);
         },
       );
