@@ -202,7 +202,7 @@ def async_register_memory_services(
             raise translated(err) from err
         if records.scopes:
             export_scopes(caller, call.context, sorted(records.scopes))
-        result = memories.import_records(records, dry_run=call.data["dry_run"])
+        result = await memories.async_import_records(records, dry_run=call.data["dry_run"])
         if not result.dry_run:
             record_service_call(
                 history,

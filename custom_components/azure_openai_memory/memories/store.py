@@ -464,8 +464,12 @@ class Memories:
             self.async_changed()
         return result
 
-    def import_records(self, records: ExportRecords, *, dry_run: bool = False) -> ImportResult:
-        """Add what an export holds that the store lacks; save soon and embed what came."""
+    async def async_import_records(
+        self, records: ExportRecords, *, dry_run: bool = False
+    ) -> ImportResult:
+        """Add what an export holds that the store lacks; save soon and embed what came.
+        (Repeats are found by the loaded words' index: built in the executor first.)"""
+        await self._async_words_indexed()
         result = self.facts.import_records(records, dry_run=dry_run)
         if not dry_run and result.added:
             self.async_changed()
@@ -502,8 +506,11 @@ class Memories:
         self.async_changed()
         return memory
 
-    def restore(self, memory_id: str) -> SaveResult:
-        """An archived memory back in use; embedded again in the background."""
+    async def async_restore(self, memory_id: str) -> SaveResult:
+        """An archived memory back in use; embedded again in the background. (A memory
+        saying the same words is found by the loaded words' index: built in the executor
+        first.)"""
+        await self._async_words_indexed()
         result = self.facts.restore(memory_id)
         self.async_changed()
         self._async_report_cap(result.evicted)

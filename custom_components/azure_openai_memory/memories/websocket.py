@@ -271,7 +271,7 @@ class MemoryCommands:
         if gone is None:
             raise_unknown(memory_id)
         ensure(rights.sees(gone.memory) and RESTORE in rights.actions(gone.memory, archived=True))
-        result = self.memories.restore(memory_id)
+        result = await self.memories.async_restore(memory_id)
         record_change(self.history, "memory_restore", context, {"id": memory_id})
         return {
             "memory": _row(rights, result.memory),
