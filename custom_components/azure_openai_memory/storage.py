@@ -54,13 +54,17 @@ class _VersionedStore(Store[dict[str, Any]]):
 
 
 class DebouncedStore:
-    """One JSON file, written at most every SAVE_DELAY and never later than MAX_SAVE_WAIT."""
+    """One JSON file, written at most every SAVE_DELAY and never later than MAX_SAVE_WAIT.
+
+    snapshot gives the data in the event loop, or a function that makes it in the
+    executor (for data too large to make in the loop).
+    """
 
     def __init__(
         self,
         hass: HomeAssistant,
         key: str,
-        snapshot: Callable[[], dict[str, Any]],
+        snapshot: Callable[[], dict[str, Any] | Callable[[], dict[str, Any]]],
         *,
         version: int = 1,
         migrate: Callable[[int, dict[str, Any]], dict[str, Any]] | None = None,
@@ -160,7 +164,11 @@ class DebouncedStore:
         if self._dirty_since is None:
             return
         self._dirty_since = None
-        await self._store.async_save(self._snapshot())
+        data = self._snapshot()
+        if callable(data):
+            # A large store's data is made in the executor from what it took in the loop.
+            data = await self.hass.async_add_executor_job(data)
+        await self._store.async_save(data)
 
     async def _async_final_write(self, _event: Event) -> None:
         self._cancel_final_write = None

@@ -134,6 +134,21 @@ def test_the_stored_form_comes_back_unchanged(with_vectors: bool) -> None:
     assert FactStore.from_dict(data).as_dict() == data
 
 
+def test_a_stored_form_is_made_of_the_records_as_they_were_when_taken() -> None:
+    """The part of a save that runs in another thread reads what was taken in the store's
+    own: vectors written meanwhile, into a row a forgotten memory freed or over another
+    memory's, go to a copy of the matrix, and new records are not in it."""
+    store = FactStore.from_dict(_stored(True))
+    before = store.as_dict()
+    form = store.stored_form()
+    gone, changed = list(store)[:2]
+    store.forget(gone.id)
+    store.save("The cellar light is on a timer", "routine", vector=hashed_embedding("x"), now=NOW)
+    assert store.set_vector(changed.id, hashed_embedding("another text altogether"))
+    assert form() == before
+    assert store.as_dict() != before
+
+
 def test_loaded_memories_share_their_tags() -> None:
     store = FactStore.from_dict(_stored(False))
     anna = [m for m in store if "person:anna" in m.tags]

@@ -8,7 +8,7 @@ the background, a batch at a time, while keyword ranking answers meanwhile.
 """
 
 import asyncio
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import asdict
 import logging
 from typing import Any
@@ -124,11 +124,19 @@ class Memories:
         if not self.facts.keywords_ready:
             await self.hass.async_add_executor_job(self.facts.build_keywords)
 
-    def _snapshot(self) -> dict[str, Any]:
-        data = self.facts.as_dict()
-        data["vectors_from"] = self._vectors_from
-        if self._settings_stored:
-            data["settings"] = asdict(self.facts.settings)
+    def _snapshot(self) -> Callable[[], dict[str, Any]]:
+        """What the file holds, made in the executor (FactRecords.stored_form)."""
+        stored = self.facts.stored_form()
+        vectors_from = self._vectors_from
+        settings = asdict(self.facts.settings) if self._settings_stored else None
+
+        def data() -> dict[str, Any]:
+            made = stored()
+            made["vectors_from"] = vectors_from
+            if settings is not None:
+                made["settings"] = settings
+            return made
+
         return data
 
     @callback

@@ -12,7 +12,7 @@ home's start should not wait for it. Until then the loop's changes to those inde
 noted and applied once they are built; whatever needs them first builds them.
 """
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import replace
 import threading
 from typing import Any, Self
@@ -97,6 +97,8 @@ class FactRecords:
         self._free: list[int] = []
         self._dims = 0
         self._vectors: npt.NDArray[np.float32] = np.zeros((0, 0), dtype=np.float32)
+        # Whether a stored form being made may still read _vectors (stored_form).
+        self._vectors_shared = False
         self._has_vector: npt.NDArray[np.bool_] = np.zeros(0, dtype=bool)
         self._boost: npt.NDArray[np.float32] = np.zeros(0, dtype=np.float32)
         self._updated: npt.NDArray[np.float64] = np.zeros(0, dtype=np.float64)
@@ -316,6 +318,10 @@ class FactRecords:
             self._dims = vector.shape[0]
             self._vectors = np.zeros((len(self._ids), self._dims), dtype=np.float32)
             self._has_vector[:] = False
+        elif self._vectors_shared:
+            # A stored form still being made reads the matrix as it was.
+            self._vectors = self._vectors.copy()
+        self._vectors_shared = False
         self._vectors[row] = vector
         self._has_vector[row] = True
 
@@ -409,24 +415,41 @@ class FactRecords:
     # -- storage --
 
     def as_dict(self) -> dict[str, Any]:
-        """The stored form, made afresh at each save (so safe to hand to a writer thread).
+        """The stored form, made afresh (see stored_form)."""
+        return self.stored_form()()
+
+    def stored_form(self) -> Callable[[], dict[str, Any]]:
+        """The stored form in two parts: what this takes now, in the thread that changes the
+        records, is cheap (which records there are, their rows, and the vectors' matrix,
+        shared until a vector is next written, which copies it first); the function it
+        returns makes the stored form of that in any thread (the executor, where a save
+        writes the file): encoding 10,000 vectors takes far longer than the event loop
+        may be held.
 
         Nothing of it is kept between saves: the records' stored forms, vectors in
-        base64, would take more memory than the records themselves.
+        base64, would take more memory than the records themselves. A record changed
+        while the function runs (a sighting counted) is written as it is then; the change
+        asked for a save of its own, which follows.
         """
         active = list(self._active.values())
+        archived = list(self._archived.values())
         row_of = self._row
         rows = np.fromiter((row_of[m.id] for m in active), dtype=np.int64, count=len(active))
         with_vector = self._has_vector[rows]
-        encoded = iter(encode_vectors(self._vectors, rows[with_vector]))
-        memories = []
-        for memory, has_vector in zip(active, map(bool, with_vector), strict=True):
-            data = memory.as_dict()
-            if has_vector:
-                data["vector"] = next(encoded)
-            memories.append(data)
-        archived = [one.as_dict() for one in self._archived.values()]
-        return {"memories": memories, "archived": archived}
+        matrix = self._vectors
+        self._vectors_shared = True
+
+        def stored() -> dict[str, Any]:
+            encoded = iter(encode_vectors(matrix, rows[with_vector]))
+            memories = []
+            for memory, has_vector in zip(active, map(bool, with_vector), strict=True):
+                data = memory.as_dict()
+                if has_vector:
+                    data["vector"] = next(encoded)
+                memories.append(data)
+            return {"memories": memories, "archived": [one.as_dict() for one in archived]}
+
+        return stored
 
     @classmethod
     def from_dict(cls, data: dict[str, Any], settings: FactSettings | None = None) -> Self:
