@@ -1,6 +1,7 @@
 """The memories a start reads: their words are indexed in the background once Home
 Assistant has started, and a search or save before that answers as it would after."""
 
+import asyncio
 import time
 from typing import Any
 
@@ -10,7 +11,8 @@ from homeassistant.setup import async_setup_component
 
 from custom_components.azure_openai_memory.const import DOMAIN
 from custom_components.azure_openai_memory.data import DATA_MEMORIES
-from custom_components.azure_openai_memory.memory.facts import FactStore
+from custom_components.azure_openai_memory.memories.store import Memories
+from custom_components.azure_openai_memory.memory.facts import FactStore, SaveAction
 
 from .conftest import MEMORIES_KEY, memories_file, memory_record, stored_memories
 from .memory.test_facts import household_facts
@@ -87,3 +89,40 @@ async def test_the_words_are_indexed_once_home_assistant_has_started(
     hass.bus.async_fire(EVENT_HOMEASSISTANT_STARTED)
     await hass.async_block_till_done(wait_background_tasks=True)
     assert memories.facts.keywords_ready  # before any question asked for it
+
+
+async def test_what_uses_the_memories_waits_for_them_to_be_read(
+    hass: HomeAssistant, hass_storage: dict[str, Any]
+) -> None:
+    """The file is read in the background (the set-up does not wait for it): a search and
+    a save made while it is read answer from the stored memories, and the save is kept
+    beside them."""
+    hass_storage[MEMORIES_KEY] = _file()
+    memories = Memories(hass)
+    memories.async_start_loading()
+    assert not memories.loaded  # reading takes the executor: not done yet
+    text, tags = household_facts()[12]
+    found, saved = await asyncio.gather(
+        memories.async_search(text, limit=3),
+        memories.async_save("The cellar light is on a timer", "routine"),
+    )
+    assert memories.loaded
+    assert found.memories[0][0].id == memory_record(12, text, "preference", tags)["id"]
+    assert saved.action is SaveAction.CREATED
+    assert len(memories.facts) == len(household_facts()) + 1
+    await memories.async_close()
+    stored = await stored_memories(hass, hass_storage)
+    assert len(stored["memories"]) == len(household_facts()) + 1
+
+
+async def test_closing_just_after_the_start_loses_nothing(
+    hass: HomeAssistant, hass_storage: dict[str, Any]
+) -> None:
+    """Closed at once (a start that fails, a reload), whether or not the file was read
+    by then: what it holds stays."""
+    hass_storage[MEMORIES_KEY] = _file()
+    assert await async_setup_component(hass, DOMAIN, {})
+    await hass.data[DATA_MEMORIES].async_close()
+    await hass.async_block_till_done(wait_background_tasks=True)
+    stored = await stored_memories(hass, hass_storage)
+    assert [m["id"] for m in stored["memories"]] == [m["id"] for m in _file()["data"]["memories"]]

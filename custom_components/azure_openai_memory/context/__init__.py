@@ -63,6 +63,8 @@ async def async_turn_data(
     used = 0
     memories = hass.data.get(DATA_MEMORIES)
     about = speaker_block(speaker) if speaker is not None and memories_budget > 0 else None
+    if memories is not None and memories_budget > 0:
+        await memories.async_loaded()  # just after a start, the file may still be read
     if memories_budget > 0 and memories is not None and len(memories.facts) and budget > 0:
         found = await memories.async_search(text, limit=MEMORY_CONTEXT_LIMIT, scopes=scopes)
         if found.memories:

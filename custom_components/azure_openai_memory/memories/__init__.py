@@ -38,11 +38,10 @@ ARCHIVE_CLEANUP_INTERVAL = timedelta(days=1)
 
 
 async def async_setup_memories(hass: HomeAssistant, history: HistoryRecorder) -> None:
-    """Load the memories, clean the archive now and daily, register the services."""
+    """Start loading the memories (the set-up does not wait for it; the archive is
+    cleaned once they are read, and daily), register the services."""
     memories = hass.data[DATA_MEMORIES] = Memories(hass, _defaults())
-    await memories.async_load()
-    # Also now: a home restarted within every day would never reach the daily clean-up.
-    memories.cleanup_archived()
+    memories.async_start_loading()
     async_register_memory_services(hass, memories, history)
     async_register_memory_commands(hass, memories, history)
 
@@ -54,7 +53,8 @@ async def async_setup_memories(hass: HomeAssistant, history: HistoryRecorder) ->
     @callback
     def _cleanup_archived(_now: Any) -> None:
         """Archived memories past "days archived memories are kept" go, once a day."""
-        memories.cleanup_archived()
+        if memories.loaded:
+            memories.cleanup_archived()
 
     async_track_time_interval(
         hass, _cleanup_archived, ARCHIVE_CLEANUP_INTERVAL, cancel_on_shutdown=True
@@ -89,6 +89,12 @@ def async_apply_options(hass: HomeAssistant, options: dict[str, Any]) -> None:
     if not given:
         return
     memories = hass.data[DATA_MEMORIES]
+    # What is not given keeps the stored value: applied once the memories are read.
+    memories.async_when_loaded(lambda: _carry_settings(memories, given))
+
+
+@callback
+def _carry_settings(memories: Memories, given: dict[str, Any]) -> None:
     current = memories.settings
     try:
         settings = FactSettings(
@@ -129,7 +135,13 @@ def async_use_embeddings(hass: HomeAssistant, entry: AzureOpenAIMemoryConfigEntr
         if agent is not None
         else None
     )
-    memories.async_use_embeddings(
-        entry.entry_id, Embedder(runtime.client, deployment, identity), judge
+    embedder = Embedder(runtime.client, deployment, identity)
+    # Which vectors are stored is known once the memories are read.
+    memories.async_when_loaded(
+        lambda: memories.async_use_embeddings(entry.entry_id, embedder, judge)
     )
-    entry.async_on_unload(lambda: memories.async_use_embeddings(entry.entry_id, None))
+    entry.async_on_unload(
+        lambda: memories.async_when_loaded(
+            lambda: memories.async_use_embeddings(entry.entry_id, None)
+        )
+    )

@@ -2,6 +2,7 @@
 caller may use; forget for administrators and for a person's own memories; cleanup for
 administrators."""
 
+from dataclasses import replace
 from typing import Any
 
 from homeassistant.core import HomeAssistant, ServiceCall, ServiceResponse, SupportsResponse
@@ -21,7 +22,7 @@ from ..memory.facts import (
     read_export,
 )
 from ..people import async_caller
-from ..services import Refused, ServiceSpec, async_register, translated
+from ..services import Handler, Refused, ServiceSpec, async_register, translated
 from .answers import archived_response, async_save, async_search_answer
 from .scopes import (
     export_scopes,
@@ -229,25 +230,30 @@ def async_register_memory_services(
         record_service_call(history, call, dict(result))
         return result
 
-    async_register(
-        hass,
-        (
-            ServiceSpec(SERVICE_MEMORY_SAVE, save, MEMORY_SAVE_SCHEMA, SupportsResponse.OPTIONAL),
-            ServiceSpec(SERVICE_MEMORY_SEARCH, search, MEMORY_SEARCH_SCHEMA, SupportsResponse.ONLY),
-            ServiceSpec(SERVICE_MEMORY_PATTERNS, patterns, vol.Schema({}), SupportsResponse.ONLY),
-            ServiceSpec(
-                SERVICE_MEMORY_FORGET, forget, MEMORY_FORGET_SCHEMA, SupportsResponse.OPTIONAL
-            ),
-            ServiceSpec(SERVICE_MEMORY_EXPORT, export, MEMORY_EXPORT_SCHEMA, SupportsResponse.ONLY),
-            ServiceSpec(
-                SERVICE_MEMORY_IMPORT, import_, MEMORY_IMPORT_SCHEMA, SupportsResponse.OPTIONAL
-            ),
-            ServiceSpec(
-                SERVICE_MEMORY_CLEANUP_ARCHIVED,
-                cleanup,
-                MEMORY_CLEANUP_SCHEMA,
-                SupportsResponse.OPTIONAL,
-                admin=True,
-            ),
+    def once_loaded(handler: Handler) -> Handler:
+        """The handler, once the stored memories are read (just after a start)."""
+
+        async def handle(call: ServiceCall) -> ServiceResponse:
+            await memories.async_loaded()
+            return await handler(call)
+
+        return handle
+
+    specs = (
+        ServiceSpec(SERVICE_MEMORY_SAVE, save, MEMORY_SAVE_SCHEMA, SupportsResponse.OPTIONAL),
+        ServiceSpec(SERVICE_MEMORY_SEARCH, search, MEMORY_SEARCH_SCHEMA, SupportsResponse.ONLY),
+        ServiceSpec(SERVICE_MEMORY_PATTERNS, patterns, vol.Schema({}), SupportsResponse.ONLY),
+        ServiceSpec(SERVICE_MEMORY_FORGET, forget, MEMORY_FORGET_SCHEMA, SupportsResponse.OPTIONAL),
+        ServiceSpec(SERVICE_MEMORY_EXPORT, export, MEMORY_EXPORT_SCHEMA, SupportsResponse.ONLY),
+        ServiceSpec(
+            SERVICE_MEMORY_IMPORT, import_, MEMORY_IMPORT_SCHEMA, SupportsResponse.OPTIONAL
+        ),
+        ServiceSpec(
+            SERVICE_MEMORY_CLEANUP_ARCHIVED,
+            cleanup,
+            MEMORY_CLEANUP_SCHEMA,
+            SupportsResponse.OPTIONAL,
+            admin=True,
         ),
     )
+    async_register(hass, [replace(spec, handler=once_loaded(spec.handler)) for spec in specs])

@@ -9,6 +9,7 @@ the background, a batch at a time, while keyword ranking answers meanwhile.
 
 import asyncio
 from collections.abc import Callable, Iterable
+import contextlib
 from dataclasses import asdict
 import logging
 from typing import Any
@@ -83,12 +84,60 @@ class Memories:
         self._cancel_indexing: CALLBACK_TYPE | None = None
         # Memories each type's cap pushed out since the start (or the cap was raised).
         self._pushed_out: dict[str, int] = {}
+        # The file is read after the set-up (async_start_loading); what reads or changes
+        # the memories waits for it (async_loaded), what entries ask meanwhile follows it.
+        self._loaded = asyncio.Event()
+        self._loading: asyncio.Task[None] | None = None
+        self._after_load: list[Callable[[], None]] = []
         self.file = DebouncedStore(
             hass, STORAGE_KEY, self._snapshot, version=FACTS_VERSION, migrate=migrate_facts
         )
 
+    @callback
+    def async_start_loading(self) -> None:
+        """Read the file in the background: Home Assistant's set-up does not wait for
+        10,000 memories to be parsed; whatever needs them does (async_loaded)."""
+        self._loading = self.hass.async_create_background_task(
+            self._async_load_in_background(), f"{DOMAIN} load memories"
+        )
+
+    async def _async_load_in_background(self) -> None:
+        try:
+            await self.async_load()
+        except Exception:
+            _LOGGER.exception("Memories could not be loaded; starting without them")
+        finally:
+            self._loaded.set()
+            actions, self._after_load = self._after_load, []
+            for action in actions:
+                action()
+
+    @property
+    def loaded(self) -> bool:
+        """Whether the stored memories were read (or there were none to read)."""
+        return self._loaded.is_set()
+
+    async def async_loaded(self) -> None:
+        """Return once the stored memories are read."""
+        if not self._loaded.is_set():
+            await self._loaded.wait()
+
+    @callback
+    def async_when_loaded(self, action: Callable[[], None]) -> None:
+        """Run action now when the memories are read, else once they are (in order)."""
+        if self._loaded.is_set():
+            action()
+        else:
+            self._after_load.append(action)
+
     async def async_load(self) -> None:
-        """Read the file in the executor; a file that cannot be read starts empty (repaired)."""
+        """Read the file in the executor; a file that cannot be read starts empty (repaired).
+        Then archived memories past their retention go (a home restarted every day would
+        never reach the daily clean-up)."""
+        await self._async_read()
+        self.cleanup_archived()
+
+    async def _async_read(self) -> None:
         data = await self.file.async_load()
         if not data:
             return
@@ -374,6 +423,7 @@ class Memories:
         """Validate, embed (one request), ask the model about a memory of the same subject
         (one request, when there is such a memory and a model), deduplicate and save;
         FactError on bad input."""
+        await self.async_loaded()
         content = validate_content(content)
         kind = parse_type(memory_type)
         tags = validate_tags(tags)
@@ -435,6 +485,7 @@ class Memories:
         """Rank by meaning when the deployment answers, else by words; only memories of
         these scopes (None: every scope), matching by words or by meaning from
         min_similarity on."""
+        await self.async_loaded()
         validate_limit(limit)
         if memory_type is not None:
             parse_type(memory_type)
@@ -477,6 +528,7 @@ class Memories:
     ) -> ImportResult:
         """Add what an export holds that the store lacks; save soon and embed what came.
         (Repeats are found by the loaded words' index: built in the executor first.)"""
+        await self.async_loaded()
         await self._async_words_indexed()
         result = self.facts.import_records(records, dry_run=dry_run)
         if not dry_run and result.added:
@@ -491,6 +543,7 @@ class Memories:
         """A person's correction: embedded (one request), never judged by a model; the
         old words go to the archive as edited. None when nothing changed; FactError on
         bad input."""
+        await self.async_loaded()
         checked = validate_content(content)
         if tags is not None:
             validate_tags(tags)
@@ -518,6 +571,7 @@ class Memories:
         """An archived memory back in use; embedded again in the background. (A memory
         saying the same words is found by the loaded words' index: built in the executor
         first.)"""
+        await self.async_loaded()
         await self._async_words_indexed()
         result = self.facts.restore(memory_id)
         self.async_changed()
@@ -534,6 +588,11 @@ class Memories:
 
     async def async_close(self) -> None:
         """Stop embedding (and its retry) and write what is pending."""
+        if self._loading is not None and not self._loading.done():
+            # Nothing changed before the memories were read: nothing to write either.
+            self._loading.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._loading
         if self._cancel_indexing is not None:
             self._cancel_indexing()
             self._cancel_indexing = None

@@ -30,6 +30,7 @@ from ..memory.timeseries import format_time
 from ..people import Speaker
 from ..websocket import (
     PAGE_SCHEMA,
+    CommandHandler,
     CommandSpec,
     async_register_commands,
     ensure,
@@ -295,14 +296,24 @@ def async_register_memory_commands(
 ) -> None:
     """memories/list, /edit, /pin, /forget, /erase, /restore."""
     commands = MemoryCommands(memories, history)
+
+    def once_loaded(handler: CommandHandler) -> CommandHandler:
+        """The command, once the stored memories are read (just after a start)."""
+
+        async def handle(speaker: Speaker, fields: dict[str, Any], context: Context) -> Any:
+            await memories.async_loaded()
+            return await handler(speaker, fields, context)
+
+        return handle
+
     async_register_commands(
         hass,
         (
-            CommandSpec("memories/list", commands.list, LIST_SCHEMA),
-            CommandSpec("memories/edit", commands.edit, EDIT_SCHEMA),
-            CommandSpec("memories/pin", commands.pin, PIN_SCHEMA),
-            CommandSpec("memories/forget", commands.forget, ID_SCHEMA),
-            CommandSpec("memories/erase", commands.erase, ID_SCHEMA),
-            CommandSpec("memories/restore", commands.restore, ID_SCHEMA),
+            CommandSpec("memories/list", once_loaded(commands.list), LIST_SCHEMA),
+            CommandSpec("memories/edit", once_loaded(commands.edit), EDIT_SCHEMA),
+            CommandSpec("memories/pin", once_loaded(commands.pin), PIN_SCHEMA),
+            CommandSpec("memories/forget", once_loaded(commands.forget), ID_SCHEMA),
+            CommandSpec("memories/erase", once_loaded(commands.erase), ID_SCHEMA),
+            CommandSpec("memories/restore", once_loaded(commands.restore), ID_SCHEMA),
         ),
     )
