@@ -7,15 +7,24 @@ from typing import Any
 
 from homeassistant.const import EVENT_HOMEASSISTANT_STARTED
 from homeassistant.core import CoreState, HomeAssistant
+from homeassistant.helpers import issue_registry as ir
 from homeassistant.setup import async_setup_component
 
-from custom_components.azure_openai_memory.const import DOMAIN
+from custom_components.azure_openai_memory.const import API_STYLE_V1, DOMAIN
 from custom_components.azure_openai_memory.data import DATA_MEMORIES
+from custom_components.azure_openai_memory.llm.client import ResourceSettings, build_client
+from custom_components.azure_openai_memory.llm.embeddings import Embedder
 from custom_components.azure_openai_memory.memories.store import Memories
-from custom_components.azure_openai_memory.memory.facts import FactStore, SaveAction
+from custom_components.azure_openai_memory.memory.facts import (
+    FactSettings,
+    FactStore,
+    SaveAction,
+)
 
+from .azure_stub import DEFAULT_KEY, AzureStub
 from .conftest import MEMORIES_KEY, memories_file, memory_record, stored_memories
 from .memory.test_facts import household_facts
+from .test_memory_services import EMBEDDINGS, embedding_calls
 
 QUESTIONS = ["garage fan speed", "what does anna like in the kitchen", "jazz playlist"]
 
@@ -126,3 +135,68 @@ async def test_closing_just_after_the_start_loses_nothing(
     await hass.async_block_till_done(wait_background_tasks=True)
     stored = await stored_memories(hass, hass_storage)
     assert [m["id"] for m in stored["memories"]] == [m["id"] for m in _file()["data"]["memories"]]
+
+
+async def test_a_stop_while_the_memories_are_read_writes_nothing(
+    hass: HomeAssistant, hass_storage: dict[str, Any]
+) -> None:
+    """Closed before the file was read, with entries' settings waiting for it: nothing is
+    applied and nothing written (the store holds none of the file's memories)."""
+    hass_storage[MEMORIES_KEY] = _file()
+    memories = Memories(hass)
+    memories.async_start_loading()
+    memories.async_when_loaded(
+        lambda: memories.async_update_settings(FactSettings(max_memories_per_type=500))
+    )
+    assert not memories.loaded
+    before = await stored_memories(hass, hass_storage)
+    await memories.async_close()
+    after = await stored_memories(hass, hass_storage)
+    assert after == before
+    assert len(after["memories"]) == len(household_facts())
+
+
+async def test_a_file_that_stops_the_read_is_kept_aside(
+    hass: HomeAssistant, hass_storage: dict[str, Any]
+) -> None:
+    """Whatever stops the read (here a cap no number can hold) keeps the file as it was,
+    aside; the memories start empty and are written anew."""
+    file = _file()
+    file["data"]["settings"] = {"max_memories_per_type": float("inf")}
+    hass_storage[MEMORIES_KEY] = file
+    memories = Memories(hass)
+    memories.async_start_loading()
+    await memories.async_loaded()
+    assert len(memories.facts) == 0
+    issues = ir.async_get(hass).issues
+    assert (DOMAIN, "corrupt_azure_openai_memory.memories") in issues
+
+
+async def test_the_stored_vectors_deployment_is_kept_whatever_entry_came_first(
+    hass: HomeAssistant, hass_storage: dict[str, Any], azure: AzureStub
+) -> None:
+    """Entries that set up while the file is read are all counted before a deployment is
+    chosen: the one the stored vectors came from, not the first to ask."""
+    mine, other = f"{azure.endpoint}|{EMBEDDINGS}", f"{azure.endpoint}|other"
+    vector = [1.0, 0.0, 0.5]
+    hass_storage[MEMORIES_KEY] = memories_file(
+        [memory_record(1, "The spare key is under the blue pot", vector=vector)],
+        vectors_from=mine,
+    )
+    settings = ResourceSettings(azure.endpoint, DEFAULT_KEY, API_STYLE_V1, "")
+    client = await hass.async_add_executor_job(build_client, settings, None)
+    memories = Memories(hass)
+    memories.async_start_loading()
+    for entry_id, identity in (("b", other), ("a", mine)):
+        embedder = Embedder(client, identity.rsplit("|", 1)[1], identity)
+        memories.async_when_loaded(
+            lambda entry_id=entry_id, embedder=embedder: memories.async_use_embeddings(
+                entry_id, embedder
+            )
+        )
+    await memories.async_loaded()
+    await hass.async_block_till_done(wait_background_tasks=True)
+    assert memories.embedder_identity == mine
+    assert embedding_calls(azure) == []
+    assert memories.facts.vector("mem_0000000000000001") is not None
+    await memories.async_close()

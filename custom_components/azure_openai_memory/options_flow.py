@@ -320,6 +320,8 @@ class MemoryOptionsFlow(OptionsFlow):
     async def _async_home_settings(self) -> tuple[dict[str, Any], bool]:
         """The installation's settings as their stores hold them; whether history answered."""
         series = self.hass.data[DATA_TIMESERIES].settings
+        # Read once the memories file is (just after a start it may still be).
+        await self.hass.data[DATA_MEMORIES].async_loaded()
         memories = self.hass.data[DATA_MEMORIES].settings
         try:
             retention = await self.hass.data[DATA_HISTORY].async_retention_days()

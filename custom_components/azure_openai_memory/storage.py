@@ -7,6 +7,7 @@ finished dict. A corrupt file is renamed by Store (`<key>.corrupt.<time>`, with 
 Repairs issue) and that part starts empty.
 """
 
+import asyncio
 from collections.abc import Callable
 import logging
 import os
@@ -80,6 +81,10 @@ class DebouncedStore:
         self._cancel_timer: CALLBACK_TYPE | None = None
         self._cancel_final_write: CALLBACK_TYPE | None = None
         self._closed = False
+        # Held: never written (what is in memory was not read from the file).
+        self._held = False
+        # One write at a time: a flush waits for the one under way, then sees what is left.
+        self._writing = asyncio.Lock()
 
     @property
     def path(self) -> str:
@@ -139,9 +144,16 @@ class DebouncedStore:
         return copy_to
 
     @callback
+    def async_hold(self) -> None:
+        """Never write the file: the data it would be written from was not read from it
+        (a stop while it was being read), so writing would replace it with less."""
+        self._held = True
+        self._dirty_since = None
+
+    @callback
     def async_schedule_save(self) -> None:
         """Note a change; the write follows after a quiet spell, or at the latest max_wait."""
-        if self._closed:
+        if self._closed or self._held:
             # A late answer finishing after unload: the reloaded entry owns the file now.
             return
         now = time.monotonic()
@@ -157,18 +169,19 @@ class DebouncedStore:
         await self.async_flush()
 
     async def async_flush(self) -> None:
-        """Write now if anything changed."""
+        """Write now if anything changed (after a write under way, never beside it)."""
         if self._cancel_timer is not None:
             self._cancel_timer()
             self._cancel_timer = None
-        if self._dirty_since is None:
-            return
-        self._dirty_since = None
-        data = self._snapshot()
-        if callable(data):
-            # A large store's data is made in the executor from what it took in the loop.
-            data = await self.hass.async_add_executor_job(data)
-        await self._store.async_save(data)
+        async with self._writing:
+            if self._dirty_since is None or self._held:
+                return
+            self._dirty_since = None
+            data = self._snapshot()
+            if callable(data):
+                # A large store's data is made in the executor from what it took in the loop.
+                data = await self.hass.async_add_executor_job(data)
+            await self._store.async_save(data)
 
     async def _async_final_write(self, _event: Event) -> None:
         self._cancel_final_write = None

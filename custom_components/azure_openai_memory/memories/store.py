@@ -89,6 +89,7 @@ class Memories:
         self._loaded = asyncio.Event()
         self._loading: asyncio.Task[None] | None = None
         self._after_load: list[Callable[[], None]] = []
+        self._replaying = False
         self.file = DebouncedStore(
             hass, STORAGE_KEY, self._snapshot, version=FACTS_VERSION, migrate=migrate_facts
         )
@@ -104,13 +105,27 @@ class Memories:
     async def _async_load_in_background(self) -> None:
         try:
             await self.async_load()
-        except Exception:
-            _LOGGER.exception("Memories could not be loaded; starting without them")
-        finally:
+        except BaseException as err:
+            # Stopped (or failed) before the file was read: what is held is not the file's,
+            # so it is never written, and what waited for it does nothing that would be.
+            self.file.async_hold()
+            self._after_load.clear()
             self._loaded.set()
-            actions, self._after_load = self._after_load, []
+            if not isinstance(err, Exception):
+                raise
+            _LOGGER.exception("Memories could not be read; the file is kept as it is")
+            return
+        self._loaded.set()
+        actions, self._after_load = self._after_load, []
+        # Entries' embeddings deployments are all counted before one is chosen (the
+        # stored vectors' own, if it is among them).
+        self._replaying = True
+        try:
             for action in actions:
                 action()
+        finally:
+            self._replaying = False
+        self._async_embeddings_changed()
 
     @property
     def loaded(self) -> bool:
@@ -145,7 +160,7 @@ class Memories:
         try:
             settings = _settings(data.get("settings"), defaults)
             facts = await self.hass.async_add_executor_job(FactStore.from_dict, data, settings)
-        except (AttributeError, KeyError, TypeError, ValueError) as err:
+        except Exception as err:  # whatever stops the read: the file is kept aside, repaired
             await self.file.async_set_aside(str(err) or type(err).__name__)
             return
         if facts.skipped:
@@ -285,6 +300,13 @@ class Memories:
             self._embedders[entry_id] = embedder
             if judge is not None:
                 self._judges[entry_id] = judge
+        if not self._replaying:
+            self._async_embeddings_changed()
+
+    @callback
+    def _async_embeddings_changed(self) -> None:
+        """Which deployment embeds: none left stops it; the stored vectors' own, when it
+        may still come, is waited for; then what lacks a vector is embedded."""
         if not self._embedders:
             self._async_stop_embedding()
         elif self._vectors_missing_their_deployment() and self._entries_setting_up():

@@ -473,7 +473,7 @@ class FactRecords:
             try:
                 memory = Memory.from_dict(raw)
                 vector = decode_raw_vector(raw["vector"]) if raw.get("vector") else b""
-            except (AttributeError, KeyError, TypeError, ValueError):
+            except (AttributeError, KeyError, OverflowError, TypeError, ValueError):
                 store.skipped += 1
                 continue
             if memory.id in loaded:
@@ -497,7 +497,7 @@ class FactRecords:
         for raw in data.get("archived") or []:
             try:
                 archived = ArchivedMemory.from_dict(raw)
-            except (AttributeError, KeyError, TypeError, ValueError):
+            except (AttributeError, KeyError, OverflowError, TypeError, ValueError):
                 store.skipped += 1
                 continue
             store._archived[archived.id] = archived
