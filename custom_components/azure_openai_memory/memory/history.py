@@ -489,7 +489,9 @@ class EventRead:
             self.terms.append(term)
             self.params.extend(params)
 
-    def _where(self, start: int | None, end: int | None) -> tuple[str, list[Any]]:
+    def where_clause(self, start: int | None, end: int | None) -> tuple[str, list[Any]]:
+        """The WHERE clause (empty when nothing is selected) and its parameters, the time
+        taken from start to end."""
         terms, params = list(self.terms), list(self.params)
         if start is not None:
             terms.append(f"{self.time} >= ?")
@@ -501,7 +503,7 @@ class EventRead:
 
     def page(self, limit: int, offset: int) -> tuple[str, list[Any]]:
         """The statement of one page, ordered by (timestamp, rowid)."""
-        where, params = self._where(self.start, self.end)
+        where, params = self.where_clause(self.start, self.end)
         order = "ASC" if self.ascending else "DESC"
         return (
             f"SELECT {_E_COLUMNS} FROM {self.source} {where} "
@@ -525,14 +527,8 @@ class EventRead:
         ):
             return conn.execute(*self.page(limit, offset)).fetchall()
         order = "ASC" if self.ascending else "DESC"
-        at, first, width = self.visibility_at
-        seen, seen_params = self.terms[at], self.params[first : first + width]
-        others = self.terms[:at] + self.terms[at + 1 :]
-        other_params = self.params[:first] + self.params[first + width :]
-        unseen = EventRead(
-            self.source, others, other_params, self.time, self.ascending, self.start, self.end
-        )
-        where, params = unseen._where(self.start, self.end)
+        seen, seen_params, unseen = self._without_visibility()
+        where, params = unseen.where_clause(self.start, self.end)
         columns = ", ".join(_EVENT_COLUMNS.split(", "))
         order_by = f"ORDER BY timestamp {order}, rid {order}"
         if offset + limit <= PROBE_ROWS:
@@ -553,17 +549,8 @@ class EventRead:
                 return probed
         parts: list[str] = []
         part_params: list[Any] = []
-        for term, class_params in self.classes:
-            read = EventRead(
-                "agent_history_events e INDEXED BY idx_history_owner",
-                [*others, term],
-                [*other_params, *class_params],
-                self.time,
-                self.ascending,
-                self.start,
-                self.end,
-            )
-            class_where, class_all = read._where(self.start, self.end)
+        for read in self._class_reads():
+            class_where, class_all = read.where_clause(self.start, self.end)
             parts.append(
                 f"SELECT * FROM (SELECT {_E_COLUMNS}, e.rowid AS rid FROM {read.source} "
                 f"{class_where} ORDER BY e.timestamp {order}, e.rowid {order} LIMIT ?)"
@@ -574,10 +561,41 @@ class EventRead:
             [*part_params, limit, offset],
         ).fetchall()
 
+    def _without_visibility(self) -> tuple[str, list[Any], "EventRead"]:
+        """The reader's condition, its parameters, and this read without it."""
+        at, first, width = self.visibility_at
+        unseen = EventRead(
+            self.source,
+            self.terms[:at] + self.terms[at + 1 :],
+            self.params[:first] + self.params[first + width :],
+            self.time,
+            self.ascending,
+            self.start,
+            self.end,
+        )
+        return self.terms[at], self.params[first : first + width], unseen
+
+    def _class_reads(self) -> list["EventRead"]:
+        """This read once per reader class the reader sees, each through the classes'
+        index (no event is in two classes)."""
+        _seen, _params, unseen = self._without_visibility()
+        return [
+            EventRead(
+                "agent_history_events e INDEXED BY idx_history_owner",
+                [*unseen.terms, term],
+                [*unseen.params, *params],
+                self.time,
+                self.ascending,
+                self.start,
+                self.end,
+            )
+            for term, params in self.classes or ()
+        ]
+
     def _counted(self, conn: sqlite3.Connection, start: int | None, end: int | None) -> int:
         if self.counted_from is not None and self.classes is not None:
             return self._counted_by_class(conn, start, end)
-        where, params = self._where(start, end)
+        where, params = self.where_clause(start, end)
         counted: int = conn.execute(
             f"SELECT COUNT(*) FROM {self.counted_from or self.source} {where}", params
         ).fetchone()[0]
@@ -586,21 +604,9 @@ class EventRead:
     def _counted_by_class(
         self, conn: sqlite3.Connection, start: int | None, end: int | None
     ) -> int:
-        at, first, width = self.visibility_at
-        others = self.terms[:at] + self.terms[at + 1 :]
-        other_params = self.params[:first] + self.params[first + width :]
         total = 0
-        for term, params in self.classes or ():
-            read = EventRead(
-                "agent_history_events e INDEXED BY idx_history_owner",
-                [*others, term],
-                [*other_params, *params],
-                self.time,
-                self.ascending,
-                start,
-                end,
-            )
-            where, all_params = read._where(start, end)
+        for read in self._class_reads():
+            where, all_params = read.where_clause(start, end)
             counted: int = conn.execute(
                 f"SELECT COUNT(*) FROM {read.source} {where}", all_params
             ).fetchone()[0]
