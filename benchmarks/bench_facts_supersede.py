@@ -47,13 +47,13 @@ from custom_components.azure_openai_memory.const import (
     API_STYLE_V1,
     CONF_DEPLOYMENT,
 )
-from custom_components.azure_openai_memory.llm.client import (
+from custom_components.azure_openai_memory.azure.client import (
     ResourceSettings,
     build_client,
     normalize_endpoint,
     request_options,
 )
-from custom_components.azure_openai_memory.llm.supersede import SupersedeJudge
+from custom_components.azure_openai_memory.azure.supersede import SupersedeJudge
 from custom_components.azure_openai_memory.memory.facts import (
     FactSettings,
     FactStore,

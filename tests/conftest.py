@@ -4,6 +4,7 @@ import base64
 from collections.abc import AsyncIterator, Awaitable, Iterable, Iterator, Sequence
 from contextlib import AsyncExitStack, contextmanager
 from datetime import timedelta
+import importlib.util
 import json
 import os
 from pathlib import Path
@@ -57,6 +58,19 @@ pytest_plugins = ["pytest_homeassistant_custom_component"]
 # Agents for tests of the LLM route: no local intents, no early answer; with or without tools.
 LLM_ONLY = {**RECOMMENDED_AGENT, CONF_PREFER_LOCAL_INTENTS: False, CONF_EARLY_TIMEOUT: 0}
 NO_TOOLS = {**LLM_ONLY, CONF_LLM_HASS_API: None}
+
+
+# 2026.10's Assist API names each tool after the integration that gives it
+# ("intent__HassTurnOn"); earlier versions give the tool's own name.
+ASSIST_TOOLS_NAMESPACED = importlib.util.find_spec("homeassistant.components.llm") is not None
+_ASSIST_TOOL_DOMAINS = {"GetDateTime": "llm", "GetLiveContext": "homeassistant"}
+
+
+def assist_tool(name: str) -> str:
+    """An Assist API tool's name as an agent is offered it (intents come from `intent`)."""
+    if not ASSIST_TOOLS_NAMESPACED:
+        return name
+    return f"{_ASSIST_TOOL_DOMAINS.get(name, 'intent')}__{name}"
 
 
 @pytest.fixture(autouse=True)

@@ -21,6 +21,7 @@ from pytest_homeassistant_custom_component.common import MockConfigEntry
 import voluptuous as vol
 
 from custom_components.azure_openai_memory import PLATFORMS
+from custom_components.azure_openai_memory.azure.structure import structured_output_schema
 from custom_components.azure_openai_memory.compat import HAS_AI_TASK
 from custom_components.azure_openai_memory.const import (
     API_STYLE_DEPLOYMENT,
@@ -37,10 +38,9 @@ from custom_components.azure_openai_memory.const import (
     SUBENTRY_AI_TASK,
 )
 from custom_components.azure_openai_memory.context import DATA_NOTICE
-from custom_components.azure_openai_memory.llm.structure import structured_output_schema
 
 from .azure_stub import AzureStub, Reply, ToolCall
-from .conftest import DEFAULT_KEY, entry_data, statistics
+from .conftest import DEFAULT_KEY, assist_tool, entry_data, statistics
 
 needs_ai_task = pytest.mark.skipif(not HAS_AI_TASK, reason="AI tasks exist from HA 2025.8")
 
@@ -450,7 +450,7 @@ async def test_a_tool_call_without_tools_is_a_translated_error(
 ) -> None:
     """An error the API layer does not know still reaches the user translated, logged once."""
     entity_id = _task_entity_id(hass, task_entry)
-    azure.queue(Reply(tool_calls=[ToolCall("HassTurnOn", {"name": "kitchen"})]))
+    azure.queue(Reply(tool_calls=[ToolCall(assist_tool("HassTurnOn"), {"name": "kitchen"})]))
     with pytest.raises(HomeAssistantError) as err:
         await _generate(hass, entity_id, "Write one line.")
     assert err.value.translation_domain == DOMAIN
@@ -477,7 +477,7 @@ async def test_a_task_given_an_llm_api_can_use_its_tools(
     (assist,) = [api for api in llm.async_get_apis(hass) if api.id == llm.LLM_API_ASSIST]
     entity_id = _task_entity_id(hass, task_entry)
     azure.queue(
-        Reply(tool_calls=[ToolCall("GetDateTime", {})]),
+        Reply(tool_calls=[ToolCall(assist_tool("GetDateTime"), {})]),
         Reply(text="It is Thursday."),
     )
     result = await ai_task.async_generate_data(
@@ -489,7 +489,7 @@ async def test_a_task_given_an_llm_api_can_use_its_tools(
     )
     assert result.data == "It is Thursday."
     first, second = _chat_bodies(azure)
-    assert "GetDateTime" in [t["function"]["name"] for t in first["tools"]]
+    assert assist_tool("GetDateTime") in [t["function"]["name"] for t in first["tools"]]
     assert [m["role"] for m in second["messages"]] == [
         "system",
         "user",

@@ -251,7 +251,9 @@ async def test_user_flow_timeout(
     hass: HomeAssistant, azure: AzureStub, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """An endpoint that does not answer in time gets its own message."""
-    monkeypatch.setattr("custom_components.azure_openai_memory.llm.client.VALIDATION_TIMEOUT", 0.2)
+    monkeypatch.setattr(
+        "custom_components.azure_openai_memory.azure.client.VALIDATION_TIMEOUT", 0.2
+    )
     azure.models_delay = 1.0
     result = await _start_user_flow(hass)
     result = await hass.config_entries.flow.async_configure(result["flow_id"], _user_input(azure))
@@ -852,7 +854,9 @@ async def test_user_flow_timeout_then_recovers(
     hass: HomeAssistant, azure: AzureStub, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """A slow endpoint is reported; once it answers in time, the entry is created."""
-    monkeypatch.setattr("custom_components.azure_openai_memory.llm.client.VALIDATION_TIMEOUT", 0.2)
+    monkeypatch.setattr(
+        "custom_components.azure_openai_memory.azure.client.VALIDATION_TIMEOUT", 0.2
+    )
     azure.models_delay = 1.0
     result = await _start_user_flow(hass)
     result = await hass.config_entries.flow.async_configure(result["flow_id"], _user_input(azure))
@@ -869,7 +873,9 @@ async def test_reauth_timeout_then_recovers(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     """Reauthentication reports a slow endpoint, then stores the key once it answers."""
-    monkeypatch.setattr("custom_components.azure_openai_memory.llm.client.VALIDATION_TIMEOUT", 0.2)
+    monkeypatch.setattr(
+        "custom_components.azure_openai_memory.azure.client.VALIDATION_TIMEOUT", 0.2
+    )
     result = await loaded_entry.start_reauth_flow(hass)
     azure.api_key = "new-key"
     azure.models_delay = 1.0
@@ -999,7 +1005,9 @@ async def test_agent_flow_errors_then_recovers(
     source: str,
 ) -> None:
     """Adding or editing an agent: each error is shown, nothing saved; fixing it saves."""
-    monkeypatch.setattr("custom_components.azure_openai_memory.llm.client.VALIDATION_TIMEOUT", 0.2)
+    monkeypatch.setattr(
+        "custom_components.azure_openai_memory.azure.client.VALIDATION_TIMEOUT", 0.2
+    )
     (subentry,) = loaded_entry.subentries.values()
     context: dict[str, Any] = {"source": source}
     name: dict[str, Any] = {CONF_NAME: "Second"}

@@ -31,6 +31,7 @@ from .conftest import (
     CLOCK_NOTE,
     LLM_ONLY,
     NO_TOOLS,
+    assist_tool,
     converse,
     exception_text,
     speech,
@@ -168,21 +169,21 @@ async def test_tool_round_trip(
 ) -> None:
     """The model calls HA's tool; the call and its result go back and into the window."""
     azure.queue(
-        Reply(tool_calls=[ToolCall("HassTurnOn", {"name": "Kitchen"})]),
+        Reply(tool_calls=[ToolCall(assist_tool("HassTurnOn"), {"name": "Kitchen"})]),
         Reply(text="The kitchen light is on."),
     )
     result = await converse(hass, loaded_entry, "It is dark in the kitchen", "c")
     assert speech(result) == "The kitchen light is on."
     assert len(kitchen_light) == 1
     first, second = chat_calls(azure)
-    assert any(t["function"]["name"] == "HassTurnOn" for t in first.body["tools"])
+    assert any(t["function"]["name"] == assist_tool("HassTurnOn") for t in first.body["tools"])
     sent = second.body["messages"]
-    assert sent[-2]["tool_calls"][0]["function"]["name"] == "HassTurnOn"
+    assert sent[-2]["tool_calls"][0]["function"]["name"] == assist_tool("HassTurnOn")
     assert sent[-1]["role"] == "tool"
     assert sent[-1]["tool_call_id"] == "call_0"
     window = await stored_window(hass, hass_storage, loaded_entry, "c")
     assert [m["role"] for m in window] == ["user", "assistant", "tool", "assistant"]
-    assert window[1]["tool_calls"][0]["name"] == "HassTurnOn"
+    assert window[1]["tool_calls"][0]["name"] == assist_tool("HassTurnOn")
     assert window[2]["tool_call_id"] == window[1]["tool_calls"][0]["id"]
 
 
@@ -199,7 +200,7 @@ async def test_responses_api_with_tools(
 ) -> None:
     """The Responses API streams text and function calls the same way."""
     azure.queue(
-        Reply(tool_calls=[ToolCall("HassTurnOn", {"name": "Kitchen"})]),
+        Reply(tool_calls=[ToolCall(assist_tool("HassTurnOn"), {"name": "Kitchen"})]),
         Reply(text="Done, it is on."),
     )
     result = await converse(hass, loaded_entry, "Brighten the kitchen please", "c")
@@ -261,7 +262,7 @@ ERROR_CASES = [
         id="filtered_completion",
     ),
     pytest.param(
-        [Reply(tool_calls=[ToolCall("HassTurnOn", '{"name": "Kit')])],
+        [Reply(tool_calls=[ToolCall(assist_tool("HassTurnOn"), '{"name": "Kit')])],
         "malformed_tool_arguments",
         id="malformed_tool_args",
     ),
@@ -509,7 +510,9 @@ async def test_tool_rounds_are_capped(
     hass_storage: dict[str, Any],
 ) -> None:
     """A model that keeps calling tools is stopped after 10 rounds, with a spoken answer."""
-    azure.queue(*[Reply(tool_calls=[ToolCall("HassTurnOn", {"name": "Kitchen"})])] * 12)
+    azure.queue(
+        *[Reply(tool_calls=[ToolCall(assist_tool("HassTurnOn"), {"name": "Kitchen"})])] * 12
+    )
     result = await converse(hass, loaded_entry, "Keep the kitchen bright", "c")
     assert len(chat_calls(azure)) == 10
     assert len(kitchen_light) == 10

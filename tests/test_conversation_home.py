@@ -40,6 +40,7 @@ from .conftest import (
     TEST_ENCODING,
     agent_entity_id,
     agent_memory,
+    assist_tool,
     converse,
     count_tokens,
     exception_text,
@@ -209,7 +210,8 @@ async def test_tool_calls_without_ids_keep_the_window_bounded(
     for i in range(8):
         azure.queue(
             Reply(
-                tool_calls=[ToolCall("HassTurnOn", {"name": "Kitchen"})], omit_tool_call_ids=True
+                tool_calls=[ToolCall(assist_tool("HassTurnOn"), {"name": "Kitchen"})],
+                omit_tool_call_ids=True,
             ),
             Reply(text=f"The kitchen is lit, time number {i}."),
         )
@@ -415,7 +417,10 @@ RESPONSES_FAILURES = [
     ),
     pytest.param(Reply(text="half", responses_ending="error"), "unknown", id="error_event"),
     pytest.param(
-        Reply(tool_calls=[ToolCall("HassTurnOn", {"name": "Kitchen"})], unknown_item_id=True),
+        Reply(
+            tool_calls=[ToolCall(assist_tool("HassTurnOn"), {"name": "Kitchen"})],
+            unknown_item_id=True,
+        ),
         "server_error",
         id="unknown_item",
     ),

@@ -39,6 +39,7 @@ from .conftest import (
     LLM_ONLY,
     NO_TOOLS,
     agent_entity_id,
+    assist_tool,
     converse,
     options_shown,
     submit_options,
@@ -90,7 +91,7 @@ async def test_llm_turn_leaves_its_chain(
 
     hass.bus.async_listen(EVENT_HISTORY, heard)
     azure.queue(
-        Reply(tool_calls=[ToolCall("HassTurnOn", {"name": "Kitchen"})]),
+        Reply(tool_calls=[ToolCall(assist_tool("HassTurnOn"), {"name": "Kitchen"})]),
         Reply(text="The kitchen light is on."),
     )
     await converse(hass, loaded_entry, "It is dark in the kitchen", "c1", device_id="d1")
@@ -120,7 +121,7 @@ async def test_llm_turn_leaves_its_chain(
         "reason": "local intents are off for this agent",
         "person_id": None,
     }
-    assert tool["tool"] == "HassTurnOn"
+    assert tool["tool"] == assist_tool("HassTurnOn")
     assert tool["arguments"] == {"name": "Kitchen"}
     assert tool["result"]["response_type"] == "action_done"
     assert action == {
@@ -524,7 +525,7 @@ async def test_tool_before_failure_keeps_its_order(
 ) -> None:
     """A tool ran, then the next request failed: the tool's events come before the error."""
     azure.queue(
-        Reply(tool_calls=[ToolCall("HassTurnOn", {"name": "Kitchen"})]),
+        Reply(tool_calls=[ToolCall(assist_tool("HassTurnOn"), {"name": "Kitchen"})]),
         Reply.failure(401, "401", "Access denied"),
     )
     await converse(hass, loaded_entry, "Light the kitchen", "c")

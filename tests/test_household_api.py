@@ -32,9 +32,11 @@ from pytest_homeassistant_custom_component.common import MockConfigEntry, MockUs
 from pytest_homeassistant_custom_component.typing import ClientSessionGenerator
 
 from custom_components.azure_openai_memory.compat import (
+    HAS_TOOL_RESULT,
     LLM_API_ACCEPTS_LIST,
     LLM_API_NONE,
     llm_api_option,
+    tool_call_output,
 )
 from custom_components.azure_openai_memory.const import (
     CONF_SUMMARIES,
@@ -53,7 +55,7 @@ from custom_components.azure_openai_memory.memory.summaries import (
 from custom_components.azure_openai_memory.memory.timeseries import format_time
 
 from .azure_stub import DEFAULT_KEY, AzureStub, Reply, ToolCall
-from .conftest import LLM_ONLY, call, converse, count_tokens, entry_data, speech
+from .conftest import LLM_ONLY, assist_tool, call, converse, count_tokens, entry_data, speech
 
 CORE = "openai_conversation"
 GUEST_ROOM = {
@@ -139,12 +141,19 @@ def response_tools(body: dict[str, Any]) -> list[str]:
 
 
 def tool_outputs(body: dict[str, Any]) -> list[dict[str, Any]]:
-    """What the request hands back of the tools the model called (Responses API)."""
-    return [
+    """What the request hands back of the tools the model called (Responses API).
+
+    Core's agent on 2026.10 hands back the whole ToolResult ({"data": …, "error": false}).
+    """
+    outputs = [
         json.loads(item["output"])
         for item in body["input"]
         if item.get("type") == "function_call_output"
     ]
+    if not HAS_TOOL_RESULT:
+        return outputs
+    assert [output["error"] for output in outputs] == [False] * len(outputs)
+    return [output["data"] for output in outputs]
 
 
 async def test_core_agent_remembers_and_recalls_through_the_household_memory(
@@ -310,7 +319,7 @@ async def test_our_agent_ignores_the_household_api_in_its_stored_choice(
     assert [n for n in names if n in ("recall", "remember")] == ["recall", "remember"]
     assert not [n for n in names if "__" in n or n == "series_lookup"], names
     with_assist = llm.LLM_API_ASSIST in (agent_options[CONF_LLM_HASS_API] or ())
-    assert ("HassTurnOn" in names) is with_assist, names
+    assert (assist_tool("HassTurnOn") in names) is with_assist, names
 
     (subentry,) = loaded_entry.subentries.values()
     result = await hass.config_entries.subentries.async_init(
@@ -406,7 +415,7 @@ async def household(hass: HomeAssistant) -> llm.APIInstance:
 
 async def lookup(hass: HomeAssistant, **args: Any) -> dict[str, Any]:
     api = await household(hass)
-    return dict(await api.async_call_tool(llm.ToolInput("series_lookup", args)))
+    return dict(tool_call_output(await api.async_call_tool(llm.ToolInput("series_lookup", args))))
 
 
 def price(hours_back: int, now: datetime, value: Any = 0.25) -> dict[str, Any]:

@@ -14,13 +14,14 @@ from homeassistant.components import sensor
 from homeassistant.config_entries import SOURCE_REAUTH, ConfigEntry, ConfigEntryState
 from homeassistant.const import CONF_API_KEY
 from homeassistant.core import HomeAssistant
-from homeassistant.helpers import device_registry as dr, entity_registry as er
+from homeassistant.helpers import entity_registry as er
 from homeassistant.helpers.httpx_client import get_async_client
 from homeassistant.util import dt as dt_util
 import pytest
 from pytest_homeassistant_custom_component.common import MockConfigEntry, async_fire_time_changed
 import tiktoken_ext
 
+from custom_components.azure_openai_memory.azure import client as client_module
 from custom_components.azure_openai_memory.const import (
     API_STYLE_DEPLOYMENT,
     CONF_API_STYLE,
@@ -33,7 +34,6 @@ from custom_components.azure_openai_memory.const import (
     CONF_SLIDING_WINDOW_MAX_TOKENS,
     DOMAIN,
 )
-from custom_components.azure_openai_memory.llm import client as client_module
 
 from .azure_stub import DEFAULT_KEY, AzureStub, Reply
 from .conftest import (
@@ -49,6 +49,7 @@ from .conftest import (
     window_stats,
     without_bundled_encoding,
 )
+from .devices import entry_device
 
 BUNDLED_CL100K = Path(tiktoken_ext.__path__[0]) / "data" / "cl100k_base.tiktoken"
 LOGGER_NAME = "custom_components.azure_openai_memory"
@@ -470,12 +471,11 @@ async def test_a_deleted_agent_takes_its_device_and_entity(
 ) -> None:
     """stale-devices: nothing of a removed agent stays behind; the entry's device does."""
     (subentry_id,) = loaded_entry.subentries
-    devices = dr.async_get(hass)
-    assert devices.async_get_device({(DOMAIN, subentry_id)}) is not None
+    assert entry_device(hass, loaded_entry.entry_id, subentry_id) is not None
     assert er.async_get(hass).async_get_entity_id("conversation", DOMAIN, subentry_id)
     assert hass.config_entries.async_remove_subentry(loaded_entry, subentry_id)
     await hass.async_block_till_done()
-    assert devices.async_get_device({(DOMAIN, subentry_id)}) is None
+    assert entry_device(hass, loaded_entry.entry_id, subentry_id) is None
     assert er.async_get(hass).async_get_entity_id("conversation", DOMAIN, subentry_id) is None
-    assert devices.async_get_device({(DOMAIN, loaded_entry.entry_id)}) is not None
+    assert entry_device(hass, loaded_entry.entry_id, loaded_entry.entry_id) is not None
     assert loaded_entry.state is ConfigEntryState.LOADED

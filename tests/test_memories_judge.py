@@ -16,13 +16,13 @@ from homeassistant.core import HomeAssistant
 import pytest
 from pytest_homeassistant_custom_component.common import MockConfigEntry
 
+from custom_components.azure_openai_memory.azure import supersede
 from custom_components.azure_openai_memory.const import (
     CONF_EMBEDDINGS_DEPLOYMENT,
     DOMAIN,
     RECOMMENDED_DEPLOYMENT,
 )
 from custom_components.azure_openai_memory.data import DATA_MEMORIES
-from custom_components.azure_openai_memory.llm import supersede
 from custom_components.azure_openai_memory.memories.store import Memories
 
 from .azure_stub import AzureStub, Reply, ToolCall

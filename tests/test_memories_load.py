@@ -10,10 +10,10 @@ from homeassistant.core import CoreState, HomeAssistant
 from homeassistant.helpers import issue_registry as ir
 from homeassistant.setup import async_setup_component
 
+from custom_components.azure_openai_memory.azure.client import ResourceSettings, build_client
+from custom_components.azure_openai_memory.azure.embeddings import Embedder
 from custom_components.azure_openai_memory.const import API_STYLE_V1, DOMAIN
 from custom_components.azure_openai_memory.data import DATA_MEMORIES
-from custom_components.azure_openai_memory.llm.client import ResourceSettings, build_client
-from custom_components.azure_openai_memory.llm.embeddings import Embedder
 from custom_components.azure_openai_memory.memories.store import Memories
 from custom_components.azure_openai_memory.memory.facts import (
     FactSettings,

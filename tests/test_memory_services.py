@@ -16,13 +16,13 @@ import numpy as np
 import pytest
 from pytest_homeassistant_custom_component.common import MockConfigEntry
 
+from custom_components.azure_openai_memory.azure import embeddings
 from custom_components.azure_openai_memory.const import (
     API_STYLE_DEPLOYMENT,
     CONF_EMBEDDINGS_DEPLOYMENT,
     CONF_MAX_MEMORIES_PER_TYPE,
     DOMAIN,
 )
-from custom_components.azure_openai_memory.llm import embeddings
 
 from .azure_stub import AzureStub, Reply
 from .conftest import (

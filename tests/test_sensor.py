@@ -3,7 +3,7 @@
 from homeassistant.components.sensor import SensorDeviceClass, SensorStateClass
 from homeassistant.const import EntityCategory, UnitOfTime
 from homeassistant.core import HomeAssistant
-from homeassistant.helpers import device_registry as dr, entity_registry as er
+from homeassistant.helpers import entity_registry as er
 import pytest
 from pytest_homeassistant_custom_component.common import MockConfigEntry
 
@@ -11,6 +11,7 @@ from custom_components.azure_openai_memory.const import DOMAIN
 
 from .azure_stub import AzureStub
 from .conftest import NO_TOOLS, converse
+from .devices import entry_device
 
 WATCHED = {"turns", "errors", "tokens_in", "tokens_out", "cached_input_share", "latency_p50"}
 HIDDEN = {
@@ -58,7 +59,7 @@ async def test_entity_ids_and_device_are_named_after_the_resource(
     """The device is the entry, titled "Azure OpenAI <resource>"; ids follow from it."""
     title = f"Azure OpenAI 127.0.0.1:{azure.port}"
     assert loaded_entry.title == title  # the fixture's host-name title was the old default
-    device = dr.async_get(hass).async_get_device({(DOMAIN, loaded_entry.entry_id)})
+    device = entry_device(hass, loaded_entry.entry_id, loaded_entry.entry_id)
     assert device is not None
     assert device.name == title
     assert _entity_id(hass, loaded_entry, "turns") == (

@@ -24,6 +24,8 @@ from homeassistant.helpers.event import async_track_time_interval
 from homeassistant.helpers.typing import ConfigType
 
 from .availability import async_clear_resolved_issues, async_remove_issues
+from .azure.client import async_check_resource, async_create_client, async_release_client
+from .azure.errors import API_ERRORS, ErrorKind, classify_error
 from .compat import platforms
 from .const import DOMAIN, MAINTENANCE_INTERVAL
 from .data import (
@@ -36,8 +38,6 @@ from .encodings import async_fetch_encodings
 from .history import async_apply_options as async_apply_history_options, async_setup_history
 from .household import async_register_household_api, async_unregister_household_api
 from .incognito import async_register_incognito_service
-from .llm.client import async_check_resource, async_create_client, async_release_client
-from .llm.errors import API_ERRORS, ErrorKind, classify_error
 from .memories import (
     async_apply_options as async_apply_memory_options,
     async_setup_memories,

@@ -22,6 +22,8 @@ from homeassistant.config_entries import ConfigSubentry
 from homeassistant.core import HomeAssistant
 from homeassistant.exceptions import HomeAssistantError
 
+from .azure.client import JsonFormat, RequestOptions, Usage, create_llm_client
+from .azure.structure import structured_output_schema
 from .compat import AddConfigEntryEntitiesCallback
 from .const import (
     CONF_DEPLOYMENT,
@@ -33,8 +35,6 @@ from .const import (
 from .context import MAX_CONTEXT_TOKENS, async_turn_data, memories_budget
 from .data import AzureOpenAIMemoryConfigEntry
 from .entity import AzureOpenAIMemoryBaseLLMEntity, RequestFailed, tool_specs
-from .llm.client import JsonFormat, RequestOptions, Usage, create_llm_client
-from .llm.structure import structured_output_schema
 from .memory.tokens import TokenCounter, load_counter
 from .memory.window import MESSAGE_OVERHEAD_TOKENS
 from .people import Speaker

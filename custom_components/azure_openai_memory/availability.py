@@ -14,8 +14,8 @@ from homeassistant.config_entries import ConfigEntry, ConfigSubentry
 from homeassistant.core import HomeAssistant, callback
 from homeassistant.helpers import issue_registry as ir
 
+from .azure.errors import ErrorKind
 from .const import CONF_DEPLOYMENT, DOMAIN, LOGGER
-from .llm.errors import ErrorKind
 
 # Failures that say the resource (or this agent's deployment) cannot answer at all, as
 # opposed to one request it would not answer (content filter, a garbled tool call).

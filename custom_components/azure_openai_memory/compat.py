@@ -10,16 +10,24 @@ from homeassistant.core import HomeAssistant
 from homeassistant.helpers import intent, llm
 from homeassistant.helpers.entity_platform import AddConfigEntryEntitiesCallback
 from homeassistant.helpers.selector import SelectOptionDict
+from homeassistant.util.json import JsonObjectType
+
+try:  # Home Assistant 2026.10 validates with probatio (voluptuous is an alias of it there).
+    import probatio
+except ImportError:  # pragma: no cover - 2026.10 and later have it
+    probatio = None
 
 __all__ = [
     "CLOCK_PROMPT",
     "HANDLE_INTENTS_TAKES_CHAT_LOG",
     "HAS_AI_TASK",
     "HAS_PROVIDE_LLM_DATA",
+    "HAS_TOOL_RESULT",
     "LLM_API_ACCEPTS_LIST",
     "LLM_API_NONE",
     "SELECTOR_SERIALIZER",
     "AddConfigEntryEntitiesCallback",
+    "IntegrationTool",
     "async_handle_intents",
     "async_provide_llm_data",
     "conversation_source",
@@ -29,6 +37,10 @@ __all__ = [
     "llm_api_suggested",
     "llm_context_of",
     "platforms",
+    "schema_to_json",
+    "tool_call_output",
+    "tool_result_content",
+    "tool_result_data",
 ]
 
 # What a config entry's platform gets to add its entities, with the subentry they belong
@@ -195,6 +207,77 @@ def platforms(*always: Platform) -> list[Platform]:
 SELECTOR_SERIALIZER: Callable[[Any], Any] = getattr(
     llm, "selector_serializer", getattr(llm, "_selector_serializer", repr)
 )
+
+
+def schema_to_json(schema: Any, serializer: Callable[[Any], Any] | None) -> dict[str, Any]:
+    """A validation schema (a tool's parameters, a task's structure) as JSON schema.
+
+    2026.10 validates with probatio and has no voluptuous_openapi; earlier versions convert
+    voluptuous schemas with voluptuous_openapi.
+    """
+    if probatio is not None:
+        result: dict[str, Any] = probatio.to_openapi(
+            schema, custom_serializer=serializer, openapi_version="3.1.0"
+        )
+        return result
+    from voluptuous_openapi import convert
+
+    converted: dict[str, Any] = convert(schema, custom_serializer=serializer)
+    return converted
+
+
+# 2026.10 gives a tool's answer as an llm.ToolResult (data, error); earlier versions the data.
+HAS_TOOL_RESULT: bool = hasattr(llm, "ToolResult")
+
+
+def tool_call_output(output: Any) -> JsonObjectType:
+    """What a tool answered (APIInstance.async_call_tool), as its JSON data."""
+    if HAS_TOOL_RESULT and isinstance(output, llm.ToolResult):
+        return cast(JsonObjectType, output.data)
+    return cast(JsonObjectType, output)
+
+
+class IntegrationTool(llm.Tool):
+    """An LLM tool of this integration, answering in the shape this version takes.
+
+    2026.10 wants an llm.ToolResult and the tool tagged with the integration that gives it
+    (subclasses set `integration`); earlier versions take the JSON data itself.
+    """
+
+    async def async_call(
+        self, hass: HomeAssistant, tool_input: llm.ToolInput, llm_context: llm.LLMContext
+    ) -> Any:
+        """Answer the call."""
+        data = await self.async_answer(hass, tool_input, llm_context)
+        return llm.ToolResult(data=data) if HAS_TOOL_RESULT else data
+
+    async def async_answer(
+        self, hass: HomeAssistant, tool_input: llm.ToolInput, llm_context: llm.LLMContext
+    ) -> JsonObjectType:
+        """What the tool answers, as JSON data."""
+        raise NotImplementedError
+
+
+def tool_result_data(content: conversation.ToolResultContent) -> JsonObjectType:
+    """The data of a tool result in the chat log (2026.10 keeps it in .result)."""
+    if HAS_TOOL_RESULT:
+        return cast(JsonObjectType, cast(Any, content).result.data)
+    return content.tool_result
+
+
+def tool_result_content(
+    agent_id: str, tool_call_id: str, tool_name: str, data: JsonObjectType
+) -> conversation.ToolResultContent:
+    """A tool result for the chat log, in the shape this version takes."""
+    make: Callable[..., conversation.ToolResultContent] = conversation.ToolResultContent
+    if HAS_TOOL_RESULT:
+        return make(
+            agent_id=agent_id,
+            tool_call_id=tool_call_id,
+            tool_name=tool_name,
+            result=llm.ToolResult(data=data),
+        )
+    return make(agent_id=agent_id, tool_call_id=tool_call_id, tool_name=tool_name, tool_result=data)
 
 
 def llm_context_of(user_input: conversation.ConversationInput, domain: str) -> llm.LLMContext:

@@ -15,6 +15,11 @@ from homeassistant.const import CONF_API_KEY
 from homeassistant.core import callback
 import voluptuous as vol
 
+from .azure.client import (
+    InvalidEndpoint,
+    normalize_endpoint,
+)
+from .azure.errors import ErrorKind
 from .compat import (
     HAS_AI_TASK,
 )
@@ -48,11 +53,6 @@ from .flow_common import (
     async_check_resource_form,
     select,
 )
-from .llm.client import (
-    InvalidEndpoint,
-    normalize_endpoint,
-)
-from .llm.errors import ErrorKind
 from .options_flow import MemoryOptionsFlow
 from .subentry_flow import LLMSubentryFlowHandler
 from .title import is_untouched_title, resource_title

@@ -19,6 +19,7 @@ from homeassistant.const import CONF_LLM_HASS_API, MATCH_ALL
 from homeassistant.core import HomeAssistant
 from homeassistant.helpers import intent
 
+from .azure.client import ILLMClient, RequestOptions, Usage, create_llm_client
 from .compat import (
     AddConfigEntryEntitiesCallback,
     async_handle_intents,
@@ -45,7 +46,6 @@ from .entity import AzureOpenAIMemoryBaseLLMEntity, RequestFailed, tool_specs
 from .history.recorder import HistoryRecorder, TurnRecording
 from .household import agent_llm_apis
 from .incognito import async_refuse_remember, is_incognito
-from .llm.client import ILLMClient, RequestOptions, Usage, create_llm_client
 from .memories.tools import MemoryTurn, async_add_memory_tools
 from .memory.window import AgentWindows
 from .request import Budget, PromptCount, RequestBuilder

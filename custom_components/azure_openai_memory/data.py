@@ -19,8 +19,8 @@ from homeassistant.helpers import entity_registry as er
 from homeassistant.util.hass_dict import HassKey
 
 from .availability import ResourceHealth
+from .azure.client import ResourceSettings, SDKClient
 from .const import CONF_API_STYLE, CONF_API_VERSION, CONF_ENDPOINT, DOMAIN, RECOMMENDED_API_VERSION
-from .llm.client import ResourceSettings, SDKClient
 from .memory.window import AgentWindows
 from .stats import TurnStatistics
 from .storage import DebouncedStore

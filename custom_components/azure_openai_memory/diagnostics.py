@@ -9,9 +9,9 @@ from homeassistant.const import CONF_API_KEY
 from homeassistant.core import HomeAssistant
 from homeassistant.exceptions import HomeAssistantError
 
+from .azure.client import SDK_TAKES_HTTPX
 from .const import CONF_ENDPOINT
 from .data import DATA_HISTORY, DATA_TIMESERIES, AzureOpenAIMemoryConfigEntry
-from .llm.client import SDK_TAKES_HTTPX
 
 
 def _redact_endpoint(endpoint: str) -> str:

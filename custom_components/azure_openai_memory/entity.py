@@ -17,9 +17,7 @@ from homeassistant.helpers import device_registry as dr
 from homeassistant.helpers.entity import Entity
 
 from .availability import async_request_failed, async_request_succeeded
-from .const import CONF_DEPLOYMENT, DOMAIN
-from .data import AzureOpenAIMemoryConfigEntry, Runtime
-from .llm.client import (
+from .azure.client import (
     Delta,
     PromptCacheKey,
     RequestOptions,
@@ -27,8 +25,10 @@ from .llm.client import (
     context_limit,
     request_options,
 )
-from .llm.errors import ErrorKind, classify_error
-from .llm.tools import tool_spec
+from .azure.errors import ErrorKind, classify_error
+from .azure.tools import tool_spec
+from .const import CONF_DEPLOYMENT, DOMAIN
+from .data import AzureOpenAIMemoryConfigEntry, Runtime
 from .memory.window import MessageEntry
 from .people import Speaker, async_speaker, device_people
 from .turn import pending_from_content

@@ -17,18 +17,18 @@ from homeassistant.helpers.selector import (
     TextSelectorType,
 )
 
-from .const import (
-    API_STYLE_DEPLOYMENT,
-    CONF_API_STYLE,
-)
-from .data import settings_from_entry_data
-from .llm.client import (
+from .azure.client import (
     async_check_deployment,
     async_check_resource,
     async_create_client,
     async_release_client,
 )
-from .llm.errors import API_ERRORS, ErrorKind, classify_error
+from .azure.errors import API_ERRORS, ErrorKind, classify_error
+from .const import (
+    API_STYLE_DEPLOYMENT,
+    CONF_API_STYLE,
+)
+from .data import settings_from_entry_data
 
 _LOGGER = logging.getLogger(__name__)
 

@@ -34,6 +34,7 @@ from homeassistant.util import dt as dt_util
 from homeassistant.util.json import JsonObjectType
 import voluptuous as vol
 
+from .compat import IntegrationTool
 from .const import (
     CONF_HISTORY_RECORDING,
     DOMAIN,
@@ -166,9 +167,11 @@ def _record_turned_on(
     )
 
 
-class IncognitoRemember(llm.Tool):
+class IncognitoRemember(IntegrationTool):
     """The remember tool while incognito: offered as always, it saves nothing and says so,
     so the model can tell the user instead of pretending."""
+
+    integration = DOMAIN
 
     def __init__(self, tool: llm.Tool) -> None:
         """The same name, description and parameters as the tool it stands in for."""
@@ -176,7 +179,7 @@ class IncognitoRemember(llm.Tool):
         self.description = tool.description
         self.parameters = tool.parameters
 
-    async def async_call(
+    async def async_answer(
         self, hass: HomeAssistant, tool_input: llm.ToolInput, llm_context: llm.LLMContext
     ) -> JsonObjectType:
         """Nothing is saved."""

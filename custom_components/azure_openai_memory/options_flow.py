@@ -33,6 +33,8 @@ from homeassistant.helpers.selector import (
 )
 import voluptuous as vol
 
+from .azure.embeddings import async_check_embeddings
+from .azure.errors import API_ERRORS, ErrorKind, classify_error
 from .const import (
     CONF_ARCHIVE_RETENTION_DAYS,
     CONF_CONTINUATION_MINUTES,
@@ -65,8 +67,6 @@ from .flow_common import (
     select,
     whole,
 )
-from .llm.embeddings import async_check_embeddings
-from .llm.errors import API_ERRORS, ErrorKind, classify_error
 from .people import PERSON_DOMAIN, device_people
 
 SECTION_CONVERSATIONS = "conversations"

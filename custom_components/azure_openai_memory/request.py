@@ -24,6 +24,7 @@ from homeassistant.core import HomeAssistant
 from homeassistant.util import dt as dt_util
 import orjson
 
+from .azure.client import Delta
 from .compat import CLOCK_PROMPT
 from .const import (
     CONF_SUMMARIES,
@@ -35,7 +36,6 @@ from .const import (
     RECOMMENDED_TIMESERIES_CONTEXT,
 )
 from .context import MAX_CONTEXT_TOKENS, async_past_context, async_turn_data, memories_budget
-from .llm.client import Delta
 from .memory.window import MESSAGE_OVERHEAD_TOKENS, AgentWindows
 from .summaries.keeper import summary_readable
 from .turn import TAG_INPUT, Turn, pending

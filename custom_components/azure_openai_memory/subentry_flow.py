@@ -18,6 +18,7 @@ from homeassistant.helpers.selector import (
 )
 import voluptuous as vol
 
+from .azure.errors import ErrorKind
 from .compat import (
     LLM_API_ACCEPTS_LIST,
     llm_api_choices,
@@ -59,7 +60,6 @@ from .flow_common import (
     whole,
 )
 from .household import agent_llm_apis
-from .llm.errors import ErrorKind
 
 
 class LLMSubentryFlowHandler(ConfigSubentryFlow):

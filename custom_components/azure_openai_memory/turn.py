@@ -20,6 +20,7 @@ from homeassistant.core import HomeAssistant
 from homeassistant.util import dt as dt_util
 import orjson
 
+from .compat import tool_result_data
 from .const import DOMAIN, LOGGER
 from .history.recorder import TurnRecording
 from .memory.summaries import HOME_GROUP
@@ -48,7 +49,7 @@ def pending_from_content(content: conversation.Content) -> MessageEntry:
     if isinstance(content, conversation.ToolResultContent):
         return pending(
             "tool",
-            json.dumps(content.tool_result),
+            json.dumps(tool_result_data(content)),
             frozenset({TAG_TOOL_CALL}),
             tool_call_id=content.tool_call_id,
         )

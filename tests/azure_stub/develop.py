@@ -84,10 +84,12 @@ def answer(messages: list[Message], tools: set[str]) -> DevelopAnswer:
     if last.role == "tool":
         return DevelopAnswer(text=f"Done: {_done_summary(last.text)} {seen}")
     if last.role == "user" and (match := _ON_OFF.search(last.text)):
-        tool = _TOOL_FOR[match.group(1).lower()]
+        wanted = _TOOL_FOR[match.group(1).lower()]
         name = _named_entity(last.text, messages)
-        if tool in tools and name:
-            return DevelopAnswer(tool=tool, arguments={"name": name})
+        # Offered as is, or namespaced by what gives it ("intent__HassTurnOn", 2026.10).
+        offered = sorted(t for t in tools if t == wanted or t.endswith(f"__{wanted}"))
+        if offered and name:
+            return DevelopAnswer(tool=offered[0], arguments={"name": name})
     return DevelopAnswer(text=f"You said: {last.text} {seen}")
 
 

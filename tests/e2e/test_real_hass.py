@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 
 from ..azure_stub import DEFAULT_KEY
+from ..conftest import assist_tool
 from ..devhome import ResourceSettings, agents_of, prepare
 from ..devhome.client import HomeAssistantError, spoken
 from .examples import DOMAIN, SERVICE_EXAMPLES, service_of
@@ -130,7 +131,7 @@ def test_second_agent_through_the_subentry_flow_and_the_llm_route(home: Home) ->
     assert home.state("light.kitchen_light") == "off"
     first, second = home.stand_in.calls("/chat/completions")[before:]
     assert first.body is not None
-    assert "HassTurnOff" in {t["function"]["name"] for t in first.body["tools"]}
+    assert assist_tool("HassTurnOff") in {t["function"]["name"] for t in first.body["tools"]}
     assert "names: Kitchen light" in first.body["messages"][0]["content"]
     assert second.body is not None
     assert second.body["messages"][-1]["role"] == "tool"

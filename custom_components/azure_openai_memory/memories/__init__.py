@@ -11,6 +11,9 @@ from homeassistant.const import EVENT_HOMEASSISTANT_FINAL_WRITE
 from homeassistant.core import Event, HomeAssistant, callback
 from homeassistant.helpers.event import async_track_time_interval
 
+from ..azure.client import request_options
+from ..azure.embeddings import Embedder
+from ..azure.supersede import SupersedeJudge
 from ..const import (
     CONF_ARCHIVE_RETENTION_DAYS,
     CONF_EMBEDDINGS_DEPLOYMENT,
@@ -26,9 +29,6 @@ from ..const import (
 )
 from ..data import DATA_MEMORIES, AzureOpenAIMemoryConfigEntry
 from ..history.recorder import HistoryRecorder
-from ..llm.client import request_options
-from ..llm.embeddings import Embedder
-from ..llm.supersede import SupersedeJudge
 from ..memory.facts import FactSettings
 from .services import async_register_memory_services
 from .store import Memories

@@ -20,9 +20,9 @@ from homeassistant.helpers import issue_registry as ir
 from homeassistant.helpers.event import async_call_later
 from homeassistant.helpers.start import async_at_started
 
+from ..azure.embeddings import BATCH_SIZE, RETRY_AFTER, Embedder
+from ..azure.supersede import SupersedeJudge
 from ..const import DOMAIN
-from ..llm.embeddings import BATCH_SIZE, RETRY_AFTER, Embedder
-from ..llm.supersede import SupersedeJudge
 from ..memory.facts import (
     FACTS_VERSION,
     HOUSEHOLD_SCOPE,

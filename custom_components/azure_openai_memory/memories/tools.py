@@ -23,7 +23,7 @@ from homeassistant.helpers import llm
 from homeassistant.util.json import JsonObjectType, JsonValueType
 import voluptuous as vol
 
-from ..compat import llm_context_of
+from ..compat import IntegrationTool, llm_context_of
 from ..const import DOMAIN, MEMORY_CONTEXT_LIMIT, TOOL_FORGET, TOOL_RECALL, TOOL_REMEMBER
 from ..context import memories_shown
 from ..data import DATA_MEMORIES
@@ -87,8 +87,10 @@ class MemoriesAPI(llm.API):
         return llm.APIInstance(self, "", llm_context, [])
 
 
-class RememberTool(llm.Tool):
+class RememberTool(IntegrationTool):
     """Save a fact, deduplicated like memory_save, with source conversation."""
+
+    integration = DOMAIN
 
     name = TOOL_REMEMBER
     description = (
@@ -131,7 +133,7 @@ class RememberTool(llm.Tool):
         """The turn it saves for."""
         self._turn = turn
 
-    async def async_call(
+    async def async_answer(
         self, hass: HomeAssistant, tool_input: llm.ToolInput, llm_context: llm.LLMContext
     ) -> JsonObjectType:
         """Save it; a refused fact comes back to the model as a translated error.
@@ -187,8 +189,10 @@ class RememberTool(llm.Tool):
         }
 
 
-class RecallTool(llm.Tool):
+class RecallTool(IntegrationTool):
     """Search like memory_search; the facts come back as a delimited, bounded data block."""
+
+    integration = DOMAIN
 
     name = TOOL_RECALL
     description = (
@@ -218,7 +222,7 @@ class RecallTool(llm.Tool):
         self._budget = budget
         self._speaker = turn.speaker
 
-    async def async_call(
+    async def async_answer(
         self, hass: HomeAssistant, tool_input: llm.ToolInput, llm_context: llm.LLMContext
     ) -> JsonObjectType:
         """Search (or list, without a query), and hand back the best memories that fit
@@ -252,8 +256,10 @@ class RecallTool(llm.Tool):
         }
 
 
-class ForgetTool(llm.Tool):
+class ForgetTool(IntegrationTool):
     """Archive what the speaker asks to be forgotten, found as recall finds it."""
+
+    integration = DOMAIN
 
     name = TOOL_FORGET
     description = (
@@ -278,7 +284,7 @@ class ForgetTool(llm.Tool):
         """The turn it forgets for."""
         self._speaker = turn.speaker
 
-    async def async_call(
+    async def async_answer(
         self, hass: HomeAssistant, tool_input: llm.ToolInput, llm_context: llm.LLMContext
     ) -> JsonObjectType:
         """Archive the best matches of the speaker's scopes; refused (nothing archived) for

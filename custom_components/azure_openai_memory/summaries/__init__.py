@@ -12,6 +12,8 @@ from homeassistant.core import CoreState, Event, HomeAssistant, callback
 from homeassistant.helpers import entity_registry as er
 from homeassistant.util import dt as dt_util
 
+from ..azure.client import context_limit, request_options
+from ..azure.summarize import Summarizer
 from ..const import (
     CONF_SUMMARIES,
     CONF_SUMMARY_GROUP_MODE,
@@ -23,8 +25,6 @@ from ..const import (
 )
 from ..data import DATA_SUMMARIES, AzureOpenAIMemoryConfigEntry
 from ..history.recorder import HistoryRecorder
-from ..llm.client import context_limit, request_options
-from ..llm.summarize import Summarizer
 from .keeper import SummaryKeeper, SummaryWriter, group_of
 from .services import async_register_summary_services
 from .store import SummaryStore

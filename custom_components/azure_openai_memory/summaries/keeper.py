@@ -21,6 +21,7 @@ from homeassistant.exceptions import HomeAssistantError
 from homeassistant.helpers.event import async_track_time_change
 from homeassistant.util import dt as dt_util, slugify
 
+from ..azure.summarize import Summarizer, SummaryUnavailable
 from ..const import (
     DOMAIN,
     RECOMMENDED_SUMMARY_GROUP_MODE,
@@ -28,7 +29,6 @@ from ..const import (
     SUMMARY_GROUP_USER,
 )
 from ..history.recorder import HistoryRecorder
-from ..llm.summarize import Summarizer, SummaryUnavailable
 from ..memory.history import PERSON_KEY, HistoryEventType, HistoryQuery
 from ..memory.history_models import MAX_QUERY_LIMIT
 from ..memory.summaries import (

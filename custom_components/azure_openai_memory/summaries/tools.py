@@ -18,7 +18,7 @@ from homeassistant.util import dt as dt_util
 from homeassistant.util.json import JsonObjectType
 import voluptuous as vol
 
-from ..compat import llm_context_of
+from ..compat import IntegrationTool, llm_context_of
 from ..const import DOMAIN
 from ..context.base import CLOSE, json_line
 from ..data import DATA_SUMMARIES
@@ -99,8 +99,10 @@ def past_talk_block(
     return "", 0
 
 
-class PastTalkTool(llm.Tool):
+class PastTalkTool(IntegrationTool):
     """Summaries of the speaker's group for the days asked about."""
+
+    integration = DOMAIN
 
     name = TOOL_PAST_TALK
     description = (
@@ -127,7 +129,7 @@ class PastTalkTool(llm.Tool):
         self._counter = counter
         self._budget = budget
 
-    async def async_call(
+    async def async_answer(
         self, hass: HomeAssistant, tool_input: llm.ToolInput, llm_context: llm.LLMContext
     ) -> JsonObjectType:
         """The finest summaries kept for those days, bounded; words that name no days are

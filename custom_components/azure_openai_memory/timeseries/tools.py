@@ -14,7 +14,8 @@ from homeassistant.util import dt as dt_util
 from homeassistant.util.json import JsonObjectType
 import voluptuous as vol
 
-from ..const import TOOL_SERIES_LOOKUP
+from ..compat import IntegrationTool
+from ..const import DOMAIN, TOOL_SERIES_LOOKUP
 from ..context import build_turn_context
 from ..data import DATA_TIMESERIES
 from ..memory.timeseries import TimeseriesError, format_time, validate_key
@@ -45,8 +46,10 @@ def _description(keys: Sequence[str]) -> str:
     return f"{text} Stored series: {listed}."
 
 
-class SeriesLookupTool(llm.Tool):
+class SeriesLookupTool(IntegrationTool):
     """Query like timeseries_query; the answer is a delimited, bounded data block."""
+
+    integration = DOMAIN
 
     name = TOOL_SERIES_LOOKUP
     parameters = vol.Schema(
@@ -66,7 +69,7 @@ class SeriesLookupTool(llm.Tool):
         self._budget = budget
         self.description = _description(keys)
 
-    async def async_call(
+    async def async_answer(
         self, hass: HomeAssistant, tool_input: llm.ToolInput, llm_context: llm.LLMContext
     ) -> JsonObjectType:
         """The asked range of the series; bad input comes back as a translated error."""

@@ -1,9 +1,25 @@
 """Turn openai SDK errors into one small vocabulary the rest of the integration speaks."""
 
 from enum import StrEnum
+from typing import Any
 
 import httpx
 import openai
+
+# The HTTP library the SDK itself speaks: httpx up to openai 2.x, httpx2 from openai 3.0 on
+# (whose errors are its own classes). Both are checked: the client may be either.
+_HTTP_LIBRARIES: list[Any] = [httpx]
+try:
+    import httpx2
+except ImportError:  # openai 1.x and 2.x
+    pass
+else:
+    _HTTP_LIBRARIES.append(httpx2)
+_TIMEOUTS: tuple[type[BaseException], ...] = tuple(lib.TimeoutException for lib in _HTTP_LIBRARIES)
+_TRANSPORT_ERRORS: tuple[type[BaseException], ...] = tuple(
+    lib.TransportError for lib in _HTTP_LIBRARIES
+)
+_HTTP_ERRORS: tuple[type[BaseException], ...] = tuple(lib.HTTPError for lib in _HTTP_LIBRARIES)
 
 
 class ErrorKind(StrEnum):
@@ -61,9 +77,9 @@ def classify_error(err: BaseException) -> ErrorKind:
         return ErrorKind.CONTENT_FILTER
     if isinstance(err, openai.BadRequestError):
         return ErrorKind.BAD_REQUEST
-    if isinstance(err, httpx.TimeoutException):
+    if isinstance(err, _TIMEOUTS):
         return ErrorKind.TIMEOUT
-    if isinstance(err, httpx.TransportError):
+    if isinstance(err, _TRANSPORT_ERRORS):
         # Raised while iterating a stream whose connection dropped mid-way.
         return ErrorKind.STREAM_INTERRUPTED
     return ErrorKind.UNKNOWN
@@ -71,7 +87,7 @@ def classify_error(err: BaseException) -> ErrorKind:
 
 API_ERRORS: tuple[type[BaseException], ...] = (
     openai.OpenAIError,
-    httpx.HTTPError,
+    *_HTTP_ERRORS,
     ContentFiltered,
     MalformedToolArguments,
     ResponseFailed,

@@ -4,7 +4,8 @@ from collections.abc import Callable
 from typing import Any
 
 from homeassistant.helpers import llm
-from voluptuous_openapi import convert
+
+from ..compat import schema_to_json
 
 
 def tool_spec(tool: llm.Tool, serializer: Callable[[Any], Any] | None) -> dict[str, Any]:
@@ -12,7 +13,7 @@ def tool_spec(tool: llm.Tool, serializer: Callable[[Any], Any] | None) -> dict[s
     return {
         "name": tool.name,
         "description": tool.description or "",
-        "parameters": convert(tool.parameters, custom_serializer=serializer),
+        "parameters": schema_to_json(tool.parameters, serializer),
     }
 
 

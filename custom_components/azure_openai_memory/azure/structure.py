@@ -3,9 +3,8 @@
 from typing import Any
 
 import voluptuous as vol
-from voluptuous_openapi import convert
 
-from ..compat import SELECTOR_SERIALIZER
+from ..compat import SELECTOR_SERIALIZER, schema_to_json
 
 
 def _make_strict(schema: dict[str, Any]) -> None:
@@ -30,6 +29,6 @@ def _make_strict(schema: dict[str, Any]) -> None:
 
 def structured_output_schema(structure: vol.Schema) -> dict[str, Any]:
     """The JSON schema of a task's structure, selectors included."""
-    result: dict[str, Any] = convert(structure, custom_serializer=SELECTOR_SERIALIZER)
+    result = schema_to_json(structure, SELECTOR_SERIALIZER)
     _make_strict(result)
     return result
