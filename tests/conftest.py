@@ -171,8 +171,11 @@ async def setup_ha(hass: HomeAssistant, tmp_path: Path) -> None:
 # The note a request carries after the history while the clock fixture holds the time.
 CLOCK_NOTE = "Now: 14:05, Thursday 26 November 2026 (Home Assistant's clock)."
 # Home Assistant's prompt tells the time, so the request carries the clock note, unless the
-# LLM API gives the model a tool to ask for it, as the Assist API does from 2025.5 on.
-ASSIST_CLOCK_NOTES: list[str] = [] if hasattr(llm, "GetDateTimeTool") else [CLOCK_NOTE]
+# LLM API gives the model a tool to ask for it, as the Assist API does from 2025.5 on
+# (helpers.llm's GetDateTimeTool; from 2026.10 on the llm integration's llm__GetDateTime).
+ASSIST_CLOCK_NOTES: list[str] = (
+    [] if hasattr(llm, "GetDateTimeTool") or ASSIST_TOOLS_NAMESPACED else [CLOCK_NOTE]
+)
 
 
 @contextmanager

@@ -19,6 +19,7 @@ from aiohttp import ClientResponse
 from aiohttp.test_utils import TestClient
 from freezegun.api import FrozenDateTimeFactory
 from homeassistant.components import conversation
+from homeassistant.components.mcp_server import const as mcp_server_const
 from homeassistant.config_entries import SOURCE_RECONFIGURE, ConfigEntryState
 from homeassistant.const import CONF_API_KEY, CONF_LLM_HASS_API
 from homeassistant.core import Context, HomeAssistant
@@ -58,6 +59,9 @@ from .azure_stub import DEFAULT_KEY, AzureStub, Reply, ToolCall
 from .conftest import LLM_ONLY, assist_tool, call, converse, count_tokens, entry_data, speech
 
 CORE = "openai_conversation"
+# The MCP server's entry serves every LLM API, or those chosen (2026.10 on); None before.
+MCP_ALL_LLM_APIS: str | None = getattr(mcp_server_const, "CONF_ALL_LLM_APIS", None)
+MCP_REQUIRE_ADMIN: str | None = getattr(mcp_server_const, "CONF_REQUIRE_ADMIN", None)
 GUEST_ROOM = {
     "content": "The guest room is Anna's",
     "type": "household",
@@ -293,6 +297,8 @@ def chat_tool_names(body: dict[str, Any]) -> list[str]:
     return [tool["function"]["name"] for tool in body.get("tools", [])]
 
 
+# What a merged API (several APIs) puts before each tool's name: its API's name as a slug.
+MERGED_API_PREFIXES = ("assist__", "household-memory__")
 STORED_CHOICES = [llm_api_option([HOUSEHOLD_API_ID])]
 if LLM_API_ACCEPTS_LIST:
     STORED_CHOICES.append(llm_api_option([llm.LLM_API_ASSIST, HOUSEHOLD_API_ID]))
@@ -317,7 +323,11 @@ async def test_our_agent_ignores_the_household_api_in_its_stored_choice(
     (request,) = azure.calls("/chat/completions")
     names = chat_tool_names(request.body or {})
     assert [n for n in names if n in ("recall", "remember")] == ["recall", "remember"]
-    assert not [n for n in names if "__" in n or n == "series_lookup"], names
+    # One API at most (Assist): no tool carries a merged API's prefix, and the API's own
+    # series lookup is not among them. (Assist's tools are named after the integration
+    # giving them from 2026.10 on, intent__HassTurnOn: that is not a merged API's prefix.)
+    assert not [n for n in names if n.startswith(MERGED_API_PREFIXES)], names
+    assert "series_lookup" not in names
     with_assist = llm.LLM_API_ASSIST in (agent_options[CONF_LLM_HASS_API] or ())
     assert (assist_tool("HassTurnOn") in names) is with_assist, names
 
@@ -577,18 +587,51 @@ async def mcp_session(client: TestClient) -> AsyncIterator[MCPSession]:
         yield session
 
 
+async def add_mcp_server(hass: HomeAssistant) -> str:
+    """Home Assistant's MCP server given the household memory alone, through its own forms;
+    the entry's title.
+
+    Up to 2026.2 its config form picks the APIs (2025.4: one). From 2026.10 on the entry
+    serves every API at first; its options form then narrows it to the chosen ones (the
+    form shows the API picker once "all APIs" is unticked).
+    """
+    if MCP_ALL_LLM_APIS is None:
+        chosen = [HOUSEHOLD_API_ID] if LLM_API_ACCEPTS_LIST else HOUSEHOLD_API_ID
+        result = await hass.config_entries.flow.async_init(
+            "mcp_server", context={"source": "user"}, data={CONF_LLM_HASS_API: chosen}
+        )
+        assert result["type"] is FlowResultType.CREATE_ENTRY, result
+        return str(result["title"])
+    result = await hass.config_entries.flow.async_init("mcp_server", context={"source": "user"})
+    result = await hass.config_entries.flow.async_configure(result["flow_id"], {})
+    assert result["type"] is FlowResultType.CREATE_ENTRY, result
+    assert result["title"] == "All LLM APIs"
+    entry = result["result"]
+    result = await hass.config_entries.options.async_init(entry.entry_id)
+    result = await hass.config_entries.options.async_configure(
+        result["flow_id"], {MCP_ALL_LLM_APIS: False, MCP_REQUIRE_ADMIN: True}
+    )
+    assert result["type"] is FlowResultType.FORM, result
+    result = await hass.config_entries.options.async_configure(
+        result["flow_id"],
+        {MCP_ALL_LLM_APIS: False, CONF_LLM_HASS_API: [HOUSEHOLD_API_ID], MCP_REQUIRE_ADMIN: True},
+    )
+    assert result["type"] is FlowResultType.CREATE_ENTRY, result
+    await hass.async_block_till_done()
+    assert (entry.data[MCP_ALL_LLM_APIS], entry.data[CONF_LLM_HASS_API]) == (
+        False,
+        [HOUSEHOLD_API_ID],
+    )
+    return str(entry.title)
+
+
 async def test_mcp_server_offers_the_household_memory(
     hass: HomeAssistant, loaded_entry: MockConfigEntry, hass_client: ClientSessionGenerator
 ) -> None:
     """An MCP server set up with the household memory lists its tools and prompt, and a
     client's call of a tool is answered by it."""
     assert await async_setup_component(hass, "mcp_server", {})
-    chosen = [HOUSEHOLD_API_ID] if LLM_API_ACCEPTS_LIST else HOUSEHOLD_API_ID
-    result = await hass.config_entries.flow.async_init(
-        "mcp_server", context={"source": "user"}, data={CONF_LLM_HASS_API: chosen}
-    )
-    assert result["type"] is FlowResultType.CREATE_ENTRY, result
-    assert result["title"] == "Household memory"
+    assert await add_mcp_server(hass) == "Household memory"
     await hass.async_block_till_done()
     await call(hass, "memory_save", GUEST_ROOM)
 

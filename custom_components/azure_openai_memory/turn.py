@@ -17,6 +17,7 @@ import weakref
 
 from homeassistant.components import conversation
 from homeassistant.core import HomeAssistant
+from homeassistant.helpers import llm
 from homeassistant.util import dt as dt_util
 import orjson
 
@@ -59,6 +60,21 @@ def pending_from_content(content: conversation.Content) -> MessageEntry:
     )
     tags = frozenset({TAG_TOOL_CALL}) if calls else frozenset({TAG_OUTPUT})
     return pending("assistant", content.content or "", tags, calls)
+
+
+def tool_intent(tool: llm.Tool) -> str | None:
+    """The intent an Assist tool runs, whatever the tool is named; None for other tools.
+
+    The tool's name is the intent's only on 2025.4 with one API: a merged API prefixes it
+    with its API's name (assist__HassTurnOn), and from 2026.10 on it is named after the
+    integration giving it (intent__HassTurnOn), keeping the intent in `intent_type`.
+    """
+    # A merged API's tool wraps the API's own (2025.5 on).
+    while isinstance(wrapped := getattr(tool, "tool", None), llm.Tool):
+        tool = wrapped
+    if not isinstance(tool, llm.IntentTool):
+        return None
+    return str(getattr(tool, "intent_type", tool.name))
 
 
 type DeltaListener = Callable[[conversation.ChatLog, dict[str, Any]], None]
@@ -106,6 +122,8 @@ class Turn:
     def record_tools(self) -> None:
         """Every tool call of the turn, with its result (also when the turn failed after it)."""
         results = {m.tool_call_id: m.content for m in self.pending if m.role == "tool"}
+        api = self.chat_log.llm_api
+        tools = {tool.name: tool for tool in api.tools} if api is not None else {}
         for message in self.pending:
             for call in message.tool_calls:
                 raw = results.get(call.id)
@@ -113,7 +131,9 @@ class Turn:
                     result = orjson.loads(raw) if raw is not None else None
                 except orjson.JSONDecodeError:
                     result = raw
-                self.recording.used_tool(call.name, call.arguments, result)
+                tool = tools.get(call.name)
+                intent = tool_intent(tool) if tool is not None else None
+                self.recording.used_tool(call.name, call.arguments, result, intent)
 
 
 class WindowWriter:

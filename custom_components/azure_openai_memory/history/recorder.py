@@ -317,9 +317,11 @@ def tool_events(
     arguments: dict[str, Any],
     result: Any,
     person_id: str | None = None,
+    intent: str | None = None,
 ) -> AgentHistoryEvent | None:
     """A ToolUse event, then an Action event per device the tool acted on; both part of
-    the talk of person_id (None: nobody known)."""
+    the talk of person_id (None: nobody known). The actions name the intent the tool ran
+    (`intent`; by default the tool's name, which an API's prefix may lengthen)."""
     used = recorder.record(
         agent_id,
         HistoryEventType.TOOL_USE,
@@ -332,7 +334,7 @@ def tool_events(
         session_id=session_id,
         parent=parent,
     )
-    action_events(recorder, agent_id, session_id, used, tool_name, result, person_id)
+    action_events(recorder, agent_id, session_id, used, intent or tool_name, result, person_id)
     return used
 
 
@@ -435,8 +437,10 @@ class TurnRecording:
             HistoryEventType.DECISION, {"route": route, "reason": reason}, self._question
         )
 
-    def used_tool(self, tool_name: str, arguments: dict[str, Any], result: Any) -> None:
-        """A tool call with its result, and the devices it acted on."""
+    def used_tool(
+        self, tool_name: str, arguments: dict[str, Any], result: Any, intent: str | None = None
+    ) -> None:
+        """A tool call with its result, and the devices it acted on (by the intent it ran)."""
         if self._recorder is not None:
             tool_events(
                 self._recorder,
@@ -447,6 +451,7 @@ class TurnRecording:
                 arguments,
                 result,
                 self._person_id,
+                intent,
             )
 
     def acted(self, response: intent.IntentResponse) -> None:
