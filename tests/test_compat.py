@@ -1,7 +1,6 @@
 """The compatibility module picks the right side on each Home Assistant version."""
 
 import dataclasses
-import inspect
 
 from awesomeversion import AwesomeVersion
 from homeassistant.components import conversation
@@ -72,5 +71,5 @@ def test_api_differences_detected_on_this_version() -> None:
 def test_config_entry_add_entities_type_takes_a_subentry() -> None:
     """Platforms add entities per agent subentry, on every supported version."""
     assert compat.AddConfigEntryEntitiesCallback is entity_platform.AddConfigEntryEntitiesCallback
-    call = inspect.signature(compat.AddConfigEntryEntitiesCallback.__call__)
+    call = compat.signature(compat.AddConfigEntryEntitiesCallback.__call__)
     assert "config_subentry_id" in call.parameters

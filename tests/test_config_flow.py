@@ -1,5 +1,6 @@
 """Config flow, reauth, reconfigure, options and agent subentries, against the stand-in."""
 
+from collections.abc import AsyncIterator
 from datetime import timedelta
 import json
 from pathlib import Path
@@ -951,17 +952,29 @@ async def test_reconfigure_errors_then_recovers(
     assert loaded_entry.data[CONF_API_VERSION] == "2024-10-21"
 
 
+@pytest.fixture
+async def other_azure(azure: AzureStub) -> AsyncIterator[AzureStub]:
+    """A second stand-in, on another port of 127.0.0.1: another server taking the same key.
+
+    (Not the first one as localhost: Home Assistant 2026.10's test plugin refuses to
+    resolve a host name the HTTP client hands over as bytes, localhost included.)
+    """
+    stub = AzureStub()
+    await stub.start()
+    yield stub
+    await stub.stop()
+
+
 async def test_reconfigure_retitles_an_untouched_title_only(
-    hass: HomeAssistant, loaded_entry: MockConfigEntry, azure: AzureStub
+    hass: HomeAssistant, loaded_entry: MockConfigEntry, azure: AzureStub, other_azure: AzureStub
 ) -> None:
     """A new endpoint renames an entry that has the title we gave it, not one the user gave."""
-    localhost = azure.endpoint.replace("127.0.0.1", "localhost")
     result = await loaded_entry.start_reconfigure_flow(hass)
     result = await hass.config_entries.flow.async_configure(
-        result["flow_id"], {CONF_ENDPOINT: localhost, CONF_API_STYLE: API_STYLE_V1}
+        result["flow_id"], {CONF_ENDPOINT: other_azure.endpoint, CONF_API_STYLE: API_STYLE_V1}
     )
     assert result["reason"] == "reconfigure_successful"
-    assert loaded_entry.title == f"Azure OpenAI localhost:{azure.port}"
+    assert loaded_entry.title == f"Azure OpenAI 127.0.0.1:{other_azure.port}"
     await hass.async_block_till_done()
 
     hass.config_entries.async_update_entry(loaded_entry, title="Kitchen brain")
@@ -971,6 +984,7 @@ async def test_reconfigure_retitles_an_untouched_title_only(
     )
     assert result["reason"] == "reconfigure_successful"
     assert loaded_entry.title == "Kitchen brain"
+    await hass.async_block_till_done()
 
 
 @pytest.mark.parametrize(

@@ -2,12 +2,15 @@
 Assistant has started, and a search or save before that answers as it would after."""
 
 import asyncio
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 import time
 from typing import Any
 
 from homeassistant.const import EVENT_HOMEASSISTANT_STARTED
 from homeassistant.core import CoreState, HomeAssistant
 from homeassistant.helpers import issue_registry as ir
+from homeassistant.helpers.storage import MAX_LOAD_CONCURRENTLY, STORAGE_SEMAPHORE
 from homeassistant.setup import async_setup_component
 
 from custom_components.azure_openai_memory.azure.client import ResourceSettings, build_client
@@ -47,6 +50,25 @@ async def _search(hass: HomeAssistant, question: str) -> list[tuple[str, float]]
     )
     assert found is not None
     return [(m["id"], m["score"]) for m in found["memories"]]
+
+
+@asynccontextmanager
+async def _file_reads_held(hass: HomeAssistant) -> AsyncIterator[None]:
+    """Home Assistant reads a few stored files at once; with every one of those places
+    taken, the memories file's read waits inside the block.
+
+    Without it the read may end before the test looks: on Python 3.14 a job the executor
+    finished before its future was awaited hands back a future already done, so the
+    background read can run to its end in the very call that started it.
+    """
+    reads = hass.data.setdefault(STORAGE_SEMAPHORE, asyncio.Semaphore(MAX_LOAD_CONCURRENTLY))
+    for _ in range(MAX_LOAD_CONCURRENTLY):
+        await reads.acquire()
+    try:
+        yield
+    finally:
+        for _ in range(MAX_LOAD_CONCURRENTLY):
+            reads.release()
 
 
 async def _set_up_while_starting(hass: HomeAssistant, hass_storage: dict[str, Any]) -> None:
@@ -108,13 +130,17 @@ async def test_what_uses_the_memories_waits_for_them_to_be_read(
     beside them."""
     hass_storage[MEMORIES_KEY] = _file()
     memories = Memories(hass)
-    memories.async_start_loading()
-    assert not memories.loaded  # reading takes the executor: not done yet
     text, tags = household_facts()[12]
-    found, saved = await asyncio.gather(
-        memories.async_search(text, limit=3),
-        memories.async_save("The cellar light is on a timer", "routine"),
-    )
+    async with _file_reads_held(hass):
+        memories.async_start_loading()
+        answers = asyncio.gather(
+            memories.async_search(text, limit=3),
+            memories.async_save("The cellar light is on a timer", "routine"),
+        )
+        await hass.async_block_till_done()
+        assert not memories.loaded
+        assert not answers.done()  # both wait for the file
+    found, saved = await answers
     assert memories.loaded
     assert found.memories[0][0].id == memory_record(12, text, "preference", tags)["id"]
     assert saved.action is SaveAction.CREATED
@@ -144,13 +170,15 @@ async def test_a_stop_while_the_memories_are_read_writes_nothing(
     applied and nothing written (the store holds none of the file's memories)."""
     hass_storage[MEMORIES_KEY] = _file()
     memories = Memories(hass)
-    memories.async_start_loading()
-    memories.async_when_loaded(
-        lambda: memories.async_update_settings(FactSettings(max_memories_per_type=500))
-    )
-    assert not memories.loaded
-    before = await stored_memories(hass, hass_storage)
-    await memories.async_close()
+    async with _file_reads_held(hass):
+        memories.async_start_loading()
+        memories.async_when_loaded(
+            lambda: memories.async_update_settings(FactSettings(max_memories_per_type=500))
+        )
+        before = await stored_memories(hass, hass_storage)
+        assert not memories.loaded
+        await memories.async_close()
+    await hass.async_block_till_done(wait_background_tasks=True)
     after = await stored_memories(hass, hass_storage)
     assert after == before
     assert len(after["memories"]) == len(household_facts())
@@ -186,14 +214,16 @@ async def test_the_stored_vectors_deployment_is_kept_whatever_entry_came_first(
     settings = ResourceSettings(azure.endpoint, DEFAULT_KEY, API_STYLE_V1, "")
     client = await hass.async_add_executor_job(build_client, settings, None)
     memories = Memories(hass)
-    memories.async_start_loading()
-    for entry_id, identity in (("b", other), ("a", mine)):
-        embedder = Embedder(client, identity.rsplit("|", 1)[1], identity)
-        memories.async_when_loaded(
-            lambda entry_id=entry_id, embedder=embedder: memories.async_use_embeddings(
-                entry_id, embedder
+    async with _file_reads_held(hass):
+        memories.async_start_loading()
+        for entry_id, identity in (("b", other), ("a", mine)):
+            embedder = Embedder(client, identity.rsplit("|", 1)[1], identity)
+            memories.async_when_loaded(
+                lambda entry_id=entry_id, embedder=embedder: memories.async_use_embeddings(
+                    entry_id, embedder
+                )
             )
-        )
+        assert not memories.loaded
     await memories.async_loaded()
     await hass.async_block_till_done(wait_background_tasks=True)
     assert memories.embedder_identity == mine

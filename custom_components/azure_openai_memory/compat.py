@@ -2,6 +2,7 @@
 
 from collections.abc import Awaitable, Callable, Sequence
 import inspect
+import sys
 from typing import Any, Protocol, cast
 
 from homeassistant.components import conversation
@@ -15,7 +16,7 @@ from homeassistant.util.json import JsonObjectType
 try:  # Home Assistant 2026.10 validates with probatio (voluptuous is an alias of it there).
     import probatio
 except ImportError:  # pragma: no cover - 2026.10 and later have it
-    probatio = None
+    probatio = None  # type: ignore[assignment]
 
 __all__ = [
     "CLOCK_PROMPT",
@@ -38,6 +39,7 @@ __all__ = [
     "llm_context_of",
     "platforms",
     "schema_to_json",
+    "signature",
     "tool_call_output",
     "tool_result_content",
     "tool_result_data",
@@ -47,9 +49,26 @@ __all__ = [
 # to (config_subentry_id). Every supported version has it (2025.4 included, the oldest
 # that hacs.json allows), so this is the type itself, not a fallback to AddEntitiesCallback.
 
+
+def signature(func: Callable[..., Any]) -> inspect.Signature:
+    """A Home Assistant function's signature, whatever its annotations name.
+
+    Python 3.14 evaluates annotations only when asked, and Home Assistant 2026.10 names in
+    them types it imports for type checking only (Entity in AddConfigEntryEntitiesCallback):
+    evaluating those raises NameError, so on 3.14 an unknown name stays a forward reference.
+    """
+    if sys.version_info >= (3, 14):
+        import annotationlib  # Python 3.14 and later only
+
+        # Typeshed's signature() does not know annotation_format yet.
+        signature_of: Callable[..., inspect.Signature] = inspect.signature
+        return signature_of(func, annotation_format=annotationlib.Format.FORWARDREF)
+    return inspect.signature(func)
+
+
 # 2025.4 takes one LLM API id; later versions take a list of them.
 LLM_API_ACCEPTS_LIST: bool = "list" in str(
-    inspect.signature(llm.async_get_api).parameters["api_id"].annotation
+    signature(llm.async_get_api).parameters["api_id"].annotation
 )
 
 
@@ -99,7 +118,7 @@ CLOCK_PROMPT: str = str(getattr(llm, "DATE_TIME_PROMPT", None) or getattr(llm, "
 HAS_PROVIDE_LLM_DATA: bool = hasattr(conversation.ChatLog, "async_provide_llm_data")
 # 2026.x passes the chat log to the default agent's intent handling.
 HANDLE_INTENTS_TAKES_CHAT_LOG: bool = (
-    "chat_log" in inspect.signature(conversation.async_handle_intents).parameters
+    "chat_log" in signature(conversation.async_handle_intents).parameters
 )
 
 
@@ -227,12 +246,13 @@ def schema_to_json(schema: Any, serializer: Callable[[Any], Any] | None) -> dict
 
 
 # 2026.10 gives a tool's answer as an llm.ToolResult (data, error); earlier versions the data.
-HAS_TOOL_RESULT: bool = hasattr(llm, "ToolResult")
+_TOOL_RESULT: Any = getattr(llm, "ToolResult", None)
+HAS_TOOL_RESULT: bool = _TOOL_RESULT is not None
 
 
 def tool_call_output(output: Any) -> JsonObjectType:
     """What a tool answered (APIInstance.async_call_tool), as its JSON data."""
-    if HAS_TOOL_RESULT and isinstance(output, llm.ToolResult):
+    if HAS_TOOL_RESULT and isinstance(output, _TOOL_RESULT):
         return cast(JsonObjectType, output.data)
     return cast(JsonObjectType, output)
 
@@ -249,7 +269,7 @@ class IntegrationTool(llm.Tool):
     ) -> Any:
         """Answer the call."""
         data = await self.async_answer(hass, tool_input, llm_context)
-        return llm.ToolResult(data=data) if HAS_TOOL_RESULT else data
+        return _TOOL_RESULT(data=data) if HAS_TOOL_RESULT else data
 
     async def async_answer(
         self, hass: HomeAssistant, tool_input: llm.ToolInput, llm_context: llm.LLMContext
@@ -275,7 +295,7 @@ def tool_result_content(
             agent_id=agent_id,
             tool_call_id=tool_call_id,
             tool_name=tool_name,
-            result=llm.ToolResult(data=data),
+            result=_TOOL_RESULT(data=data),
         )
     return make(agent_id=agent_id, tool_call_id=tool_call_id, tool_name=tool_name, tool_result=data)
 

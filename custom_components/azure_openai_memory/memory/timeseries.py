@@ -175,7 +175,7 @@ def _canonical_time(stamp: Any) -> float | None:
     The pattern admits impossible dates (30 February, hour 24) and fractions past LATEST:
     those go the slow way, which refuses them.
     """
-    if type(stamp) is not str or not _CANONICAL.match(stamp):
+    if type(stamp) is not str or not _CANONICAL.match(stamp) or _HOUR_24.search(stamp):
         return None
     try:
         moment = datetime.fromisoformat(stamp).timestamp()
