@@ -148,6 +148,15 @@ def _guards_import_error(node: ast.Try | ast.TryStar) -> bool:
     return bool(names & {"ImportError", "ModuleNotFoundError"})
 
 
+def _checks_python_version(node: ast.If) -> bool:
+    """Whether an if statement tests `sys.version_info` (its body runs on newer Pythons only,
+    whose standard library this Python may not know: annotationlib on 3.13)."""
+    return any(
+        isinstance(inner, ast.Attribute) and inner.attr == "version_info"
+        for inner in ast.walk(node.test)
+    )
+
+
 def third_party_imports(*, optional: bool) -> dict[str, set[str]]:
     """Top-level third-party modules the package imports -> the files importing them.
 
@@ -166,6 +175,13 @@ def third_party_imports(*, optional: bool) -> dict[str, set[str]]:
             for statement in node.body
             for inner in ast.walk(statement)
         }
+        newer_python = {
+            id(inner)
+            for node in ast.walk(tree)
+            if isinstance(node, ast.If) and _checks_python_version(node)
+            for statement in node.body
+            for inner in ast.walk(statement)
+        }
         for node in ast.walk(tree):
             if isinstance(node, ast.Import):
                 modules = [alias.name for alias in node.names]
@@ -173,6 +189,8 @@ def third_party_imports(*, optional: bool) -> dict[str, set[str]]:
                 modules = [node.module]
             else:
                 continue
+            if id(node) in newer_python and sys.version_info < (3, 14):
+                continue  # the standard library of a Python newer than this one
             if not optional and id(node) in guarded:
                 continue
             for module in modules:

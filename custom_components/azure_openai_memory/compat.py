@@ -15,8 +15,12 @@ from homeassistant.util.json import JsonObjectType
 
 try:  # Home Assistant 2026.10 validates with probatio (voluptuous is an alias of it there).
     import probatio
-except ImportError:  # pragma: no cover - 2026.10 and later have it
+except ImportError:  # before 2026.10
     probatio = None  # type: ignore[assignment]
+try:  # before 2026.10, voluptuous schemas become JSON schema through voluptuous_openapi
+    from voluptuous_openapi import convert as voluptuous_to_json
+except ImportError:  # 2026.10 has neither voluptuous nor voluptuous_openapi of its own
+    voluptuous_to_json = None
 
 __all__ = [
     "CLOCK_PROMPT",
@@ -239,9 +243,8 @@ def schema_to_json(schema: Any, serializer: Callable[[Any], Any] | None) -> dict
             schema, custom_serializer=serializer, openapi_version="3.1.0"
         )
         return result
-    from voluptuous_openapi import convert
-
-    converted: dict[str, Any] = convert(schema, custom_serializer=serializer)
+    assert voluptuous_to_json is not None  # Home Assistant before 2026.10 installs it
+    converted: dict[str, Any] = voluptuous_to_json(schema, custom_serializer=serializer)
     return converted
 
 
