@@ -131,15 +131,14 @@ async def test_removing_entry_deletes_its_windows(
     assert key not in hass_storage
 
 
+@pytest.mark.skipif(
+    client_module.SDK_TAKES_HTTPX, reason="openai 3.x only (what Home Assistant 2026.10 pins)"
+)
 async def test_sdk_without_httpx_gets_its_own_client(
-    hass: HomeAssistant,
-    config_entry: MockConfigEntry,
-    azure: AzureStub,
-    monkeypatch: pytest.MonkeyPatch,
+    hass: HomeAssistant, config_entry: MockConfigEntry, azure: AzureStub
 ) -> None:
-    """openai >= 3 cannot take HA's httpx client: the SDK builds its own, off the loop, and
-    its connections close with the entry; the shared client stays open."""
-    monkeypatch.setattr(client_module, "SDK_TAKES_HTTPX", False)
+    """openai >= 3 takes no httpx client: it gets an httpx2 client of its own, made off the
+    loop, whose connections close with the entry; the shared client stays open."""
     assert await hass.config_entries.async_setup(config_entry.entry_id)
     (setup_call,) = azure.calls("/models")
     assert await shared_client_port(hass, azure) != setup_call.peer_port
@@ -335,9 +334,13 @@ async def test_counter_upgrades_when_the_encoding_arrives(
 
 
 async def test_reconfigure_reloads_once(
-    hass: HomeAssistant, loaded_entry: MockConfigEntry, azure: AzureStub
+    hass: HomeAssistant,
+    loaded_entry: MockConfigEntry,
+    azure: AzureStub,
+    caplog: pytest.LogCaptureFixture,
 ) -> None:
-    """Reconfigure proves the settings (one request) and reloads the entry once."""
+    """Reconfigure proves the settings (one request) and reloads the entry once: its update
+    listener does, not the flow (Home Assistant 2026.12 refuses both)."""
     before = len(azure.calls("/models"))
     result = await loaded_entry.start_reconfigure_flow(hass)
     result = await hass.config_entries.flow.async_configure(
@@ -352,6 +355,7 @@ async def test_reconfigure_reloads_once(
     await hass.async_block_till_done()
     assert len(azure.calls("/models")) == before + 2  # validation + one set-up
     assert loaded_entry.state is ConfigEntryState.LOADED
+    assert "update listener" not in caplog.text
     setup_call = azure.calls("/models")[-1]
     assert (setup_call.path, setup_call.query) == (
         "/openai/models",
@@ -360,9 +364,13 @@ async def test_reconfigure_reloads_once(
 
 
 async def test_reauth_of_loaded_entry_reloads_once(
-    hass: HomeAssistant, loaded_entry: MockConfigEntry, azure: AzureStub
+    hass: HomeAssistant,
+    loaded_entry: MockConfigEntry,
+    azure: AzureStub,
+    caplog: pytest.LogCaptureFixture,
 ) -> None:
-    """A new key reloads the entry once."""
+    """A new key reloads the entry once: its update listener does, not the flow (Home
+    Assistant 2026.12 refuses both)."""
     before = len(azure.calls("/models"))
     azure.api_key = "new-key"
     result = await loaded_entry.start_reauth_flow(hass)
@@ -373,6 +381,7 @@ async def test_reauth_of_loaded_entry_reloads_once(
     await hass.async_block_till_done()
     assert len(azure.calls("/models")) == before + 2
     assert loaded_entry.state is ConfigEntryState.LOADED
+    assert "update listener" not in caplog.text
     assert azure.calls("/models")[-1].headers["api-key"] == "new-key"
 
 

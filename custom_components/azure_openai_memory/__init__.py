@@ -185,12 +185,12 @@ async def async_remove_entry(hass: HomeAssistant, entry: AzureOpenAIMemoryConfig
 
 
 async def _async_entry_updated(hass: HomeAssistant, entry: AzureOpenAIMemoryConfigEntry) -> None:
-    """Options or agents changed (their flows do not reload): reload so every part sees them.
+    """Data, options or agents changed (no flow reloads): reload so every part sees them.
 
-    Reauthenticate and reconfigure change the data and reload the entry themselves
-    (async_update_reload_and_abort, which also works while set-up has failed); reloading
-    here too would set the entry up twice. The home's settings in the options go to their
-    stores first; the options are then saved without them, and that update decides.
+    Reauthenticate and reconfigure save the data and leave the reload of a loaded entry to
+    this listener (Home Assistant 2026.12 refuses a flow's own reload beside one). The home's
+    settings in the options go to their stores first; the options are then saved without
+    them, and that update decides.
     """
     if await _async_apply_home_options(hass, entry):
         return

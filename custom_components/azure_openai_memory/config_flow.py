@@ -6,6 +6,7 @@ from typing import Any
 
 from homeassistant.config_entries import (
     ConfigEntry,
+    ConfigEntryState,
     ConfigFlow,
     ConfigFlowResult,
     ConfigSubentryFlow,
@@ -178,7 +179,9 @@ class AzureOpenAIMemoryConfigFlow(ConfigFlow, domain=DOMAIN):
         if user_input is not None:
             data = {**entry.data, **user_input}
             if (error := await async_check_resource_form(self.hass, data)) is None:
-                return self.async_update_reload_and_abort(entry, data_updates=user_input)
+                return self._async_update_and_abort(
+                    entry, "reauth_successful", data={**entry.data, **user_input}
+                )
             errors["base"] = error
         return self.async_show_form(
             step_id="reauth_confirm",
@@ -186,6 +189,21 @@ class AzureOpenAIMemoryConfigFlow(ConfigFlow, domain=DOMAIN):
             errors=errors,
             description_placeholders={"endpoint": entry.title},
         )
+
+    def _async_update_and_abort(
+        self, entry: ConfigEntry, reason: str, **changes: Any
+    ) -> ConfigFlowResult:
+        """Save the entry's new data and finish; the entry is set up again with it.
+
+        A loaded entry is reloaded by its update listener (Home Assistant 2026.12 refuses a
+        flow's own reload beside one); one that failed to set up has none and is reloaded here.
+        """
+        # Read before the update: the listener's reload may start within it (eager tasks).
+        has_listener = entry.state is ConfigEntryState.LOADED
+        self.hass.config_entries.async_update_entry(entry, **changes)
+        if not has_listener:
+            self.hass.config_entries.async_schedule_reload(entry.entry_id)
+        return self.async_abort(reason=reason)
 
     async def async_step_reconfigure(
         self, user_input: dict[str, Any] | None = None
@@ -211,8 +229,12 @@ class AzureOpenAIMemoryConfigFlow(ConfigFlow, domain=DOMAIN):
                 title = entry.title
                 if is_untouched_title(title, entry.data[CONF_ENDPOINT]):
                     title = resource_title(data[CONF_ENDPOINT])
-                return self.async_update_reload_and_abort(
-                    entry, unique_id=data[CONF_ENDPOINT], title=title, data=data
+                return self._async_update_and_abort(
+                    entry,
+                    "reconfigure_successful",
+                    unique_id=data[CONF_ENDPOINT],
+                    title=title,
+                    data=data,
                 )
         return self.async_show_form(
             step_id="reconfigure",

@@ -42,7 +42,9 @@ DATA_HOUSEHOLD_API: HassKey[Callable[[], None]] = HassKey(f"{DOMAIN}_household_a
 DATA_ENCODING_WARNED: HassKey[set[str]] = HassKey(f"{DOMAIN}_encoding_warned")
 
 # An entry's options, and per subentry its type, title, unique id and data.
-type SetUpFrom = tuple[dict[str, Any], dict[str, tuple[str, str, str | None, dict[str, Any]]]]
+type SetUpFrom = tuple[
+    dict[str, Any], dict[str, Any], dict[str, tuple[str, str, str | None, dict[str, Any]]]
+]
 
 
 @dataclass
@@ -80,8 +82,9 @@ def settings_from_entry_data(data: Mapping[str, Any]) -> ResourceSettings:
 
 
 def set_up_from(entry: ConfigEntry) -> SetUpFrom:
-    """The parts of an entry that set-up reads beyond its data: options and agents."""
+    """The parts of an entry that set-up reads: its data, options and agents."""
     return (
+        dict(entry.data),
         dict(entry.options),
         {
             sid: (sub.subentry_type, sub.title, sub.unique_id, dict(sub.data))
