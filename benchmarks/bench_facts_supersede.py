@@ -42,11 +42,6 @@ import numpy as np
 import numpy.typing as npt
 
 from benchmarks.minilm_embedder import EmbeddingsUnavailable, labelled_texts, load_cache
-from custom_components.azure_openai_memory.const import (
-    API_STYLE_DEPLOYMENT,
-    API_STYLE_V1,
-    CONF_DEPLOYMENT,
-)
 from custom_components.azure_openai_memory.azure.client import (
     ResourceSettings,
     build_client,
@@ -54,6 +49,11 @@ from custom_components.azure_openai_memory.azure.client import (
     request_options,
 )
 from custom_components.azure_openai_memory.azure.supersede import SupersedeJudge
+from custom_components.azure_openai_memory.const import (
+    API_STYLE_DEPLOYMENT,
+    API_STYLE_V1,
+    CONF_DEPLOYMENT,
+)
 from custom_components.azure_openai_memory.memory.facts import (
     FactSettings,
     FactStore,

@@ -10,7 +10,7 @@ from typing import Any
 from homeassistant.const import EVENT_HOMEASSISTANT_STARTED
 from homeassistant.core import CoreState, HomeAssistant
 from homeassistant.helpers import issue_registry as ir
-from homeassistant.helpers.storage import MAX_LOAD_CONCURRENTLY, STORAGE_SEMAPHORE
+from homeassistant.helpers.storage import MAX_LOAD_CONCURRENTLY, STORAGE_SEMAPHORE, Store
 from homeassistant.setup import async_setup_component
 
 from custom_components.azure_openai_memory.azure.client import ResourceSettings, build_client
@@ -53,7 +53,9 @@ async def _search(hass: HomeAssistant, question: str) -> list[tuple[str, float]]
 
 
 @asynccontextmanager
-async def _file_reads_held(hass: HomeAssistant) -> AsyncIterator[None]:
+async def _file_reads_held(
+    hass: HomeAssistant, hass_storage: dict[str, Any]
+) -> AsyncIterator[None]:
     """Home Assistant reads a few stored files at once; with every one of those places
     taken, the memories file's read waits inside the block.
 
@@ -61,7 +63,10 @@ async def _file_reads_held(hass: HomeAssistant) -> AsyncIterator[None]:
     finished before its future was awaited hands back a future already done, so the
     background read can run to its end in the very call that started it.
     """
-    reads = hass.data.setdefault(STORAGE_SEMAPHORE, asyncio.Semaphore(MAX_LOAD_CONCURRENTLY))
+    # A first read of a stored file makes the places (Home Assistant's storage semaphore).
+    hass_storage["test_reads_held"] = {"version": 1, "data": {}}
+    await Store[dict[str, Any]](hass, 1, "test_reads_held").async_load()
+    reads = hass.data[STORAGE_SEMAPHORE]
     for _ in range(MAX_LOAD_CONCURRENTLY):
         await reads.acquire()
     try:
@@ -131,7 +136,7 @@ async def test_what_uses_the_memories_waits_for_them_to_be_read(
     hass_storage[MEMORIES_KEY] = _file()
     memories = Memories(hass)
     text, tags = household_facts()[12]
-    async with _file_reads_held(hass):
+    async with _file_reads_held(hass, hass_storage):
         memories.async_start_loading()
         answers = asyncio.gather(
             memories.async_search(text, limit=3),
@@ -170,7 +175,7 @@ async def test_a_stop_while_the_memories_are_read_writes_nothing(
     applied and nothing written (the store holds none of the file's memories)."""
     hass_storage[MEMORIES_KEY] = _file()
     memories = Memories(hass)
-    async with _file_reads_held(hass):
+    async with _file_reads_held(hass, hass_storage):
         memories.async_start_loading()
         memories.async_when_loaded(
             lambda: memories.async_update_settings(FactSettings(max_memories_per_type=500))
@@ -214,7 +219,7 @@ async def test_the_stored_vectors_deployment_is_kept_whatever_entry_came_first(
     settings = ResourceSettings(azure.endpoint, DEFAULT_KEY, API_STYLE_V1, "")
     client = await hass.async_add_executor_job(build_client, settings, None)
     memories = Memories(hass)
-    async with _file_reads_held(hass):
+    async with _file_reads_held(hass, hass_storage):
         memories.async_start_loading()
         for entry_id, identity in (("b", other), ("a", mine)):
             embedder = Embedder(client, identity.rsplit("|", 1)[1], identity)

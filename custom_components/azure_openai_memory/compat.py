@@ -13,13 +13,20 @@ from homeassistant.helpers.entity_platform import AddConfigEntryEntitiesCallback
 from homeassistant.helpers.selector import SelectOptionDict
 from homeassistant.util.json import JsonObjectType
 
-try:  # Home Assistant 2026.10 validates with probatio (voluptuous is an alias of it there).
+# How a validation schema becomes JSON schema: 2026.10 validates with probatio (voluptuous
+# is an alias of it there) and has no voluptuous_openapi; earlier versions convert voluptuous
+# schemas with voluptuous_openapi. Exactly one of the two is there.
+try:
     import probatio
+
+    probatio_to_json: Callable[..., dict[str, Any]] | None = probatio.to_openapi
 except ImportError:  # before 2026.10
-    probatio = None  # type: ignore[assignment]
-try:  # before 2026.10, voluptuous schemas become JSON schema through voluptuous_openapi
-    from voluptuous_openapi import convert as voluptuous_to_json
-except ImportError:  # 2026.10 has neither voluptuous nor voluptuous_openapi of its own
+    probatio_to_json = None
+try:
+    import voluptuous_openapi
+
+    voluptuous_to_json: Callable[..., dict[str, Any]] | None = voluptuous_openapi.convert
+except ImportError:  # 2026.10
     voluptuous_to_json = None
 
 __all__ = [
@@ -238,14 +245,10 @@ def schema_to_json(schema: Any, serializer: Callable[[Any], Any] | None) -> dict
     2026.10 validates with probatio and has no voluptuous_openapi; earlier versions convert
     voluptuous schemas with voluptuous_openapi.
     """
-    if probatio is not None:
-        result: dict[str, Any] = probatio.to_openapi(
-            schema, custom_serializer=serializer, openapi_version="3.1.0"
-        )
-        return result
+    if probatio_to_json is not None:
+        return probatio_to_json(schema, custom_serializer=serializer, openapi_version="3.1.0")
     assert voluptuous_to_json is not None  # Home Assistant before 2026.10 installs it
-    converted: dict[str, Any] = voluptuous_to_json(schema, custom_serializer=serializer)
-    return converted
+    return voluptuous_to_json(schema, custom_serializer=serializer)
 
 
 # 2026.10 gives a tool's answer as an llm.ToolResult (data, error); earlier versions the data.
