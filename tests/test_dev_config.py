@@ -1,34 +1,51 @@
 """The demo home of config/configuration.yaml loads on every supported Home Assistant.
 
 The end-to-end suite runs it as a real process only where hass accepts the Python; this
-proves the same YAML in-process on both versions, with the entity ids scripts/develop's
-set-up puts in areas.
+proves the same YAML in-process on every version, with the package scripts/develop writes
+for the version (the front door lock), without a configuration error, and with the entity
+ids scripts/develop's set-up puts in areas.
 """
 
+import logging
 from pathlib import Path
-from typing import Any
+import shutil
 
+from homeassistant import config as conf_util
 from homeassistant.core import HomeAssistant
 from homeassistant.helpers import entity_registry as er
 from homeassistant.setup import async_setup_component
-from homeassistant.util.yaml import load_yaml
+import pytest
 
 from .devhome.home import DEMO_AREAS
+from .devhome.packages import write_packages
 
 CONFIG = Path(__file__).parents[1] / "config" / "configuration.yaml"
 DEMO_DOMAINS = ("input_boolean", "template", "light", "switch", "lock", "climate")
 
 
 async def load_demo_home(hass: HomeAssistant) -> None:
-    """The entities scripts/develop's Home Assistant has, set up from the same YAML."""
-    config: dict[str, Any] = await hass.async_add_executor_job(load_yaml, str(CONFIG))
+    """The entities scripts/develop's Home Assistant has: its configuration.yaml and the
+    packages it writes, copied to hass's config folder, read as hass reads them at start."""
+    config_dir = Path(hass.config.config_dir)
+    await hass.async_add_executor_job(shutil.copy, CONFIG, config_dir / CONFIG.name)
+    await hass.async_add_executor_job(write_packages, config_dir)
+    config = await conf_util.async_hass_config_yaml(hass)
     for domain in DEMO_DOMAINS:
-        assert await async_setup_component(hass, domain, {domain: config[domain]}), domain
+        assert await async_setup_component(hass, domain, config), domain
     await hass.async_block_till_done()
 
 
-async def test_demo_home_loads_and_lights_switch(hass: HomeAssistant) -> None:
-    await load_demo_home(hass)
+async def test_demo_home_loads_and_lights_switch(
+    hass: HomeAssistant, caplog: pytest.LogCaptureFixture
+) -> None:
+    with caplog.at_level(logging.ERROR, logger="homeassistant"):
+        await load_demo_home(hass)
+    errors = [
+        r.getMessage()
+        for r in caplog.records
+        if r.levelno >= logging.ERROR and r.name.startswith("homeassistant")
+    ]
+    assert errors == []
 
     registry = er.async_get(hass)
     demo = {

@@ -5,6 +5,7 @@ python -m tests.devhome [--url http://127.0.0.1:8123] [--config config]
 """
 
 import argparse
+import os
 from pathlib import Path
 import shlex
 import sys
@@ -17,15 +18,16 @@ from .home import DEV_PASSWORD, DEV_USER, ResourceSettings, prepare
 DEFAULT_PORT = 8123
 
 
-def chat_command(url: str, config: Path) -> str:
+def chat_command(url: str, config: Path, ha: str = "") -> str:
     """scripts/chat as it must be typed to reach this instance, so that it can be copied.
 
     scripts/chat picks its instance by DEVELOP_PORT and that instance's folder by
     DEVELOP_CONFIG, config/port-N on another port than 8123: a variable is named only
-    where its default would miss this instance.
+    where its default would miss this instance. DEVELOP_HA, given to scripts/develop, is
+    named too: scripts/chat runs in the same venv.
     """
     port = urlsplit(url).port or DEFAULT_PORT
-    settings = []
+    settings = [f"DEVELOP_HA={shlex.quote(ha)}"] if ha else []
     if port != DEFAULT_PORT:
         settings.append(f"DEVELOP_PORT={port}")
     folder = Path("config") if port == DEFAULT_PORT else Path("config") / f"port-{port}"
@@ -68,7 +70,7 @@ Home Assistant is ready at {args.url}
   agent:     {home.agent_id}, on {model}, the agent of the default Assist pipeline
 
 Try:
-{chat_hints(chat_command(args.url, args.config))}
+{chat_hints(chat_command(args.url, args.config, os.environ.get("DEVELOP_HA", "")))}
 
 Logs: {args.config / "home-assistant.log"}. Ctrl-C stops Home Assistant{" and the stand-in" if resource.is_stand_in else ""}.""",
     flush=True,

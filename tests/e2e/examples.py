@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
+from ..conftest import ASSIST_CLOCK_NOTES
 from ..devhome import HomeAssistantClient
 
 DOMAIN = "azure_openai_memory"
@@ -98,9 +99,13 @@ def _purged(answer: dict[str, Any], _: Context) -> None:
 
 def _stats(answer: dict[str, Any], context: Context) -> None:
     agent = answer["agents"][context["agent_id"]]
-    # What the model saw of the conversation (the question included) but the clock note and
-    # the turn's data message (who speaks), which are not kept, and its answer.
-    assert agent["conversations"]["e2e-services"]["message_count"] == context["seen"] - 2 + 1
+    # What the model saw of the conversation (the question included) but the clock note (where
+    # the prompt carries one) and the turn's data message (who speaks), which are not kept,
+    # and its answer.
+    clock = len(ASSIST_CLOCK_NOTES)
+    assert (
+        agent["conversations"]["e2e-services"]["message_count"] == context["seen"] - clock - 1 + 1
+    )
 
 
 def _reset(answer: dict[str, Any], _: Context) -> None:

@@ -12,21 +12,15 @@ import sys
 import threading
 import time
 
-from homeassistant.const import REQUIRED_PYTHON_VER
-import pytest
 import pytest_socket
 
 from ..azure_stub import AzureStub
 from ..azure_stub.server import develop_reply
 from ..devhome import DevHome, HomeAssistantClient, HomeAssistantError, wait_until_running
 from ..devhome.home import DOMAIN, agents_of
+from ..devhome.packages import write_packages
 
 REPO = Path(__file__).parents[2]
-NEEDS_NEW_ENOUGH_PYTHON = pytest.mark.skipif(
-    sys.version_info[:3] < REQUIRED_PYTHON_VER,
-    reason=f"this Home Assistant's hass refuses Python {sys.version.split()[0]} "
-    f"(it needs {'.'.join(map(str, REQUIRED_PYTHON_VER))} or newer, e.g. Debian 13's python3.13)",
-)
 # A first start on a fresh machine compiles and loads much more than later ones.
 START_TIMEOUT = 180
 
@@ -44,8 +38,8 @@ def allow_local_sockets() -> None:
 
 
 def write_dev_config(config: Path, port: int, *, frontend: bool = False) -> None:
-    """scripts/develop's configuration on another port; without the frontend's start-up cost
-    unless a test opens pages."""
+    """scripts/develop's configuration on another port, with the packages it writes; without
+    the frontend's start-up cost unless a test opens pages."""
     config.mkdir(parents=True, exist_ok=True)
     (config / "custom_components").mkdir(exist_ok=True)
     link = config / "custom_components" / "azure_openai_memory"
@@ -56,6 +50,7 @@ def write_dev_config(config: Path, port: int, *, frontend: bool = False) -> None
     if not frontend:
         dev_config = dev_config.replace("frontend:\n", "api:\nonboarding:\n")
     (config / "configuration.yaml").write_text(dev_config)
+    write_packages(config)
 
 
 class HassProcess:

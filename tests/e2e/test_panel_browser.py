@@ -23,9 +23,9 @@ from ..devhome import HomeAssistantClient, ResourceSettings, prepare
 from ..devhome.client import add_person, log_in
 from ..devhome.screenshots import Page, browser_page, find_browser, sign_in
 from .examples import DOMAIN
-from .harness import NEEDS_NEW_ENOUGH_PYTHON, StandIn, allow_local_sockets, running_hass
+from .harness import StandIn, allow_local_sockets, running_hass
 
-pytestmark = [NEEDS_NEW_ENOUGH_PYTHON, pytest.mark.timeout(240)]
+pytestmark = [pytest.mark.timeout(240)]
 
 TEA = "Anna drinks green tea every morning"
 OOLONG = "Anna drinks oolong tea every morning"

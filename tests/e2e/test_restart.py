@@ -14,9 +14,9 @@ from custom_components.azure_openai_memory.storage import MAX_SAVE_WAIT
 
 from ..devhome.client import spoken
 from .examples import DOMAIN, KEPT_ACROSS_RESTART
-from .harness import NEEDS_NEW_ENOUGH_PYTHON, Home, wait_for_agents
+from .harness import Home, wait_for_agents
 
-pytestmark = [NEEDS_NEW_ENOUGH_PYTHON, pytest.mark.timeout(300)]
+pytestmark = [pytest.mark.timeout(300)]
 # Writes a little longer than the longest a delayed save may wait, so one forced write
 # happens during the burst and the kill catches the next one pending.
 BURST_SECONDS = MAX_SAVE_WAIT + 5
