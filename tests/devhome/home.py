@@ -129,6 +129,7 @@ def prepare(
     wait_until_answering(client)
     client.token = _sign_in(client, config_dir, created)
     wait_until_running(client)
+    _keep_http_settings(client, created)
     _arrange_demo_home(client, created)
     entry_id = _ensure_entry(client, config_dir, resource, created)
     agent_id = _wait_for_agent(client, entry_id)
@@ -268,6 +269,24 @@ def _finish_onboarding(
 
 
 # -- the demo home ---------------------------------------------------------------------
+
+
+def _keep_http_settings(client: HomeAssistantClient, created: list[str]) -> None:
+    """Confirm the HTTP settings from configuration.yaml (the port), as a person would.
+
+    Home Assistant 2026.10 moves `http:` from YAML into its storage as a trial: it asks to
+    confirm it in a dialog, and reverts it (restarting on port 8123) five minutes later
+    unless confirmed. Earlier versions have no such command and keep the YAML as it is.
+    """
+    try:
+        (config,) = client.ws({"type": "http/config"})
+    except HomeAssistantError as err:
+        if err.error.get("code") == "unknown_command":
+            return
+        raise
+    if config["pending"] is not None and config["revert_at"] is not None:
+        client.ws({"type": "http/config/promote"})
+        created.append("the HTTP settings of configuration.yaml confirmed (Home Assistant 2026.10)")
 
 
 def _arrange_demo_home(client: HomeAssistantClient, created: list[str]) -> None:
