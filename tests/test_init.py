@@ -393,6 +393,7 @@ async def test_reauth_after_failed_setup_loads_the_entry(
     assert not await hass.config_entries.async_setup(config_entry.entry_id)
     await hass.async_block_till_done()
     assert config_entry.state is ConfigEntryState.SETUP_ERROR
+    before = len(azure.calls("/models"))
     (flow,) = hass.config_entries.flow.async_progress_by_handler(DOMAIN)
     result = await hass.config_entries.flow.async_configure(
         flow["flow_id"], {CONF_API_KEY: "rotated"}
@@ -400,7 +401,28 @@ async def test_reauth_after_failed_setup_loads_the_entry(
     assert result["reason"] == "reauth_successful"
     await hass.async_block_till_done()
     assert config_entry.state is ConfigEntryState.LOADED
+    assert len(azure.calls("/models")) == before + 2  # the flow's check + one set-up
     await hass.config_entries.async_unload(config_entry.entry_id)
+
+
+async def test_reauth_with_the_same_key_reloads_once(
+    hass: HomeAssistant,
+    loaded_entry: MockConfigEntry,
+    azure: AzureStub,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """The key given again (a refusal that passed): nothing changes, the entry is set up
+    again all the same, once."""
+    before = len(azure.calls("/models"))
+    result = await loaded_entry.start_reauth_flow(hass)
+    result = await hass.config_entries.flow.async_configure(
+        result["flow_id"], {CONF_API_KEY: DEFAULT_KEY}
+    )
+    assert result["reason"] == "reauth_successful"
+    await hass.async_block_till_done()
+    assert len(azure.calls("/models")) == before + 2
+    assert loaded_entry.state is ConfigEntryState.LOADED
+    assert "update listener" not in caplog.text
 
 
 @pytest.mark.parametrize("agent_options", [NO_TOOLS])

@@ -42,6 +42,12 @@ NOT_A_TIME: dict[str, Any] = {
     "400 digits": "1" + "0" * 400,  # overflows a float to infinity
     "30 February": "2025-02-30T10:00:00Z",  # the canonical form, an impossible day
     "hour 24": "2025-10-24T24:00:00Z",  # the canonical form, hour 24
+    # Hour 24 as Python 3.14 would read it (earlier Pythons refuse every one of these).
+    "hour 24 basic": "20251024T240000Z",
+    "hour 24 alone": "2025-10-24T24Z",
+    "hour 24 hhmm": "2025-10-24T2400Z",
+    "hour 24 after _": "2025-10-24_24:00:00Z",
+    "hour 24 after x": "2025-10-24x24:00Z",
     "30 February +00:00": "2025-02-30T10:00:00+00:00",
     "year 10000 in UTC": "9999-12-31T23:59:59-05:00",
     "year 0": "0000-06-01T00:00:00Z",

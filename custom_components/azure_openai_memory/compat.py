@@ -12,10 +12,13 @@ from homeassistant.helpers import intent, llm
 from homeassistant.helpers.entity_platform import AddConfigEntryEntitiesCallback
 from homeassistant.helpers.selector import SelectOptionDict
 from homeassistant.util.json import JsonObjectType
+import voluptuous as vol
 
 # How a validation schema becomes JSON schema: 2026.10 validates with probatio (voluptuous
 # is an alias of it there) and has no voluptuous_openapi; earlier versions convert voluptuous
-# schemas with voluptuous_openapi. Exactly one of the two is there.
+# schemas with voluptuous_openapi. What decides is what `voluptuous` is here, not whether
+# probatio happens to be installed beside real voluptuous.
+VOLUPTUOUS_IS_PROBATIO: bool = vol.__name__.startswith("probatio")
 try:
     import probatio
 
@@ -38,6 +41,7 @@ __all__ = [
     "LLM_API_ACCEPTS_LIST",
     "LLM_API_NONE",
     "SELECTOR_SERIALIZER",
+    "VOLUPTUOUS_IS_PROBATIO",
     "AddConfigEntryEntitiesCallback",
     "IntegrationTool",
     "async_handle_intents",
@@ -52,7 +56,6 @@ __all__ = [
     "schema_to_json",
     "signature",
     "tool_call_output",
-    "tool_result_content",
     "tool_result_data",
 ]
 
@@ -245,7 +248,8 @@ def schema_to_json(schema: Any, serializer: Callable[[Any], Any] | None) -> dict
     2026.10 validates with probatio and has no voluptuous_openapi; earlier versions convert
     voluptuous schemas with voluptuous_openapi.
     """
-    if probatio_to_json is not None:
+    if VOLUPTUOUS_IS_PROBATIO:
+        assert probatio_to_json is not None  # Home Assistant installs it with the alias
         return probatio_to_json(schema, custom_serializer=serializer, openapi_version="3.1.0")
     assert voluptuous_to_json is not None  # Home Assistant before 2026.10 installs it
     return voluptuous_to_json(schema, custom_serializer=serializer)
@@ -286,24 +290,9 @@ class IntegrationTool(llm.Tool):
 
 def tool_result_data(content: conversation.ToolResultContent) -> JsonObjectType:
     """The data of a tool result in the chat log (2026.10 keeps it in .result)."""
-    if HAS_TOOL_RESULT:
-        return cast(JsonObjectType, cast(Any, content).result.data)
+    if (result := getattr(content, "result", None)) is not None:
+        return cast(JsonObjectType, result.data)
     return content.tool_result
-
-
-def tool_result_content(
-    agent_id: str, tool_call_id: str, tool_name: str, data: JsonObjectType
-) -> conversation.ToolResultContent:
-    """A tool result for the chat log, in the shape this version takes."""
-    make: Callable[..., conversation.ToolResultContent] = conversation.ToolResultContent
-    if HAS_TOOL_RESULT:
-        return make(
-            agent_id=agent_id,
-            tool_call_id=tool_call_id,
-            tool_name=tool_name,
-            result=_TOOL_RESULT(data=data),
-        )
-    return make(agent_id=agent_id, tool_call_id=tool_call_id, tool_name=tool_name, tool_result=data)
 
 
 def llm_context_of(user_input: conversation.ConversationInput, domain: str) -> llm.LLMContext:

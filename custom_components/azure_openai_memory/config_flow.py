@@ -6,7 +6,6 @@ from typing import Any
 
 from homeassistant.config_entries import (
     ConfigEntry,
-    ConfigEntryState,
     ConfigFlow,
     ConfigFlowResult,
     ConfigSubentryFlow,
@@ -193,15 +192,16 @@ class AzureOpenAIMemoryConfigFlow(ConfigFlow, domain=DOMAIN):
     def _async_update_and_abort(
         self, entry: ConfigEntry, reason: str, **changes: Any
     ) -> ConfigFlowResult:
-        """Save the entry's new data and finish; the entry is set up again with it.
+        """Save the entry's new data and finish; the entry is set up again, once.
 
-        A loaded entry is reloaded by its update listener (Home Assistant 2026.12 refuses a
-        flow's own reload beside one); one that failed to set up has none and is reloaded here.
+        A changed entry with an update listener (a loaded one) is reloaded by it: Home
+        Assistant 2026.12 refuses a flow's own reload beside one. Any other (set-up failed or
+        waiting to retry, or the same key given again) is reloaded here.
         """
         # Read before the update: the listener's reload may start within it (eager tasks).
-        has_listener = entry.state is ConfigEntryState.LOADED
-        self.hass.config_entries.async_update_entry(entry, **changes)
-        if not has_listener:
+        has_listener = bool(entry.update_listeners)
+        changed = self.hass.config_entries.async_update_entry(entry, **changes)
+        if not (changed and has_listener):
             self.hass.config_entries.async_schedule_reload(entry.entry_id)
         return self.async_abort(reason=reason)
 

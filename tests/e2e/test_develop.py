@@ -40,6 +40,16 @@ pytestmark = [
 ]
 
 
+@pytest.fixture(autouse=True, scope="module")
+def interruptible() -> Iterator[None]:
+    """Ctrl-C reaches scripts/develop as in a terminal, also where these tests run with SIGINT
+    ignored (a background job of a shell): a shell cannot trap a signal it starts with
+    ignored, and a child inherits only that, not Python's own handler."""
+    before = signal.signal(signal.SIGINT, signal.default_int_handler)
+    yield
+    signal.signal(signal.SIGINT, before)
+
+
 class Develop:
     """One scripts/develop run in its own process group, as a terminal runs it.
 

@@ -102,7 +102,7 @@ def test_the_second_waits_for_the_first_then_reuses_its_venv(repo: Repo) -> None
         f"Creating {VENV} with {sys.executable} (Python {platform.python_version()})"
     )
     line = next_line(first.stderr)
-    if line == f"Bringing pip into {VENV} from its wheel (PyPI)":  # no ensurepip (Debian's)
+    if line == f"Bringing pip into {VENV} from its wheel":  # no ensurepip (Debian's)
         line = next_line(first.stderr)
     assert line.startswith("Installing requirements_test.txt ")
     # The first now holds the lock, its pip blocked on the gate.

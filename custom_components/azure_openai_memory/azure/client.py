@@ -2,7 +2,6 @@
 
 from collections.abc import AsyncIterator, Mapping
 from dataclasses import dataclass, field
-import inspect
 import json
 import re
 from typing import Any, Protocol
@@ -16,6 +15,7 @@ from homeassistant.util.ssl import client_context
 from homeassistant.util.ulid import ulid_now
 import openai
 
+from ..compat import signature
 from ..const import (
     API_MODE_RESPONSES,
     API_STYLE_DEPLOYMENT,
@@ -57,7 +57,7 @@ SDK_TAKES_HTTPX = int(openai.__version__.split(".", 1)[0]) < 3
 PROMPT_CACHE_KEY = "prompt_cache_key"
 # openai 1.x (Home Assistant 2025.4's pin) has no such parameter: it goes in the body as is.
 SDK_TAKES_PROMPT_CACHE_KEY = (
-    PROMPT_CACHE_KEY in inspect.signature(openai.resources.chat.AsyncCompletions.create).parameters
+    PROMPT_CACHE_KEY in signature(openai.resources.chat.AsyncCompletions.create).parameters
 )
 # Azure documents prompt_cache_key from the GPT-5.6 family on.
 PROMPT_CACHE_KEY_FROM_FAMILY = (5, 6)

@@ -57,9 +57,10 @@ _UNITS = {
 }  # fmt: skip
 _FIRST_BULK = 16
 _NUMBER = re.compile(r"^[+-]?\d+(?:\.\d*)?$")
-# Python 3.14 reads hour 24 ("T24:00:00") as the next day's midnight; earlier Pythons refuse
-# it. It is refused on every Python, so one input means the same everywhere.
-_HOUR_24 = re.compile(r"[T ]24:", re.IGNORECASE)
+# Python 3.14 reads hour 24 ("T24:00:00", "T24Z", "T2400") as the next day's midnight,
+# whatever character separates it from the date; earlier Pythons refuse it. It is refused on
+# every Python, so one input means the same everywhere.
+_HOUR_24 = re.compile(r"^(?:\d{4}-\d{2}-\d{2}|\d{8}|\d{4}-W\d{2}-\d|\d{4}W\d{3}).24")
 # The canonical stored form: UTC, whole seconds, Z (what format_time writes).
 _CANONICAL = re.compile(r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(?:\.\d{6})?Z$")
 # An epoch number this large or larger (either sign) is milliseconds. As seconds, 1e11 is
@@ -145,7 +146,7 @@ def _epoch_seconds(value: Any, default_tz: tzinfo) -> float | None:
         text = value.strip()
         if _NUMBER.match(text):
             return _epoch_number(float(text))
-        if _HOUR_24.search(text):
+        if _HOUR_24.match(text):
             return None
         try:
             value = datetime.fromisoformat(text)
