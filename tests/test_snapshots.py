@@ -32,7 +32,7 @@ from .conftest import (
 )
 
 HA_VERSION = f"{MAJOR_VERSION}.{MINOR_VERSION}"
-VERSIONS = ["2025.4", "2026.2"]
+VERSIONS = ["2025.4", "2026.2", "2026.10"]
 NOW = "2026-01-05T09:30:00-08:00"
 
 
