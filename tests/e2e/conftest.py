@@ -21,6 +21,13 @@ def verify_cleanup() -> Iterator[None]:
 
 
 @pytest.fixture(autouse=True)
+def enable_event_loop_debug() -> None:
+    """No event loop of this process to debug: each hass runs in its own process. (The test
+    plugin of 2026.2 asks asyncio.get_event_loop(), which Python 3.14 refuses once a test's
+    asyncio.run has ended and left no loop current.)"""
+
+
+@pytest.fixture(autouse=True)
 def sockets(socket_enabled: None) -> None:
     """Every test here talks to hass and the stand-in on 127.0.0.1."""
 
