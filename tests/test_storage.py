@@ -8,7 +8,7 @@ from typing import Any
 
 from freezegun.api import FrozenDateTimeFactory
 from homeassistant.const import EVENT_HOMEASSISTANT_FINAL_WRITE
-from homeassistant.core import HomeAssistant
+from homeassistant.core import CoreState, HomeAssistant
 from homeassistant.exceptions import ServiceValidationError
 from homeassistant.helpers import issue_registry as ir
 from homeassistant.util import dt as dt_util
@@ -111,6 +111,20 @@ class TestRealFiles:
         assert [name for name in files if (storage / name).exists()] == files
         assert "Keep this" in (storage / files[0]).read_text()
         assert "Bins go out on Tuesday" in (storage / MEMORIES).read_text()
+
+    async def test_a_change_after_the_final_write_is_written_at_once(
+        self, hass: HomeAssistant, storage: Path, config_entry: MockConfigEntry
+    ) -> None:
+        """Work that ends during the stop, after Home Assistant's final write, is written
+        then: a delayed write's timer would never fire any more."""
+        assert await hass.config_entries.async_setup(config_entry.entry_id)
+        await hass.async_block_till_done()
+        path = storage / f"{SERIES}.{KEY}"
+        hass.set_state(CoreState.final_write)
+        await call(hass, "timeseries_merge", {"key": KEY, "entries": numbered(0, 1)})
+        await hass.async_block_till_done()
+        assert len(json.loads(path.read_text())["data"]["entries"]) == 1
+        hass.set_state(CoreState.running)
 
     @pytest.mark.parametrize("agent_options", [NO_TOOLS])
     async def test_corrupt_windows_file_is_kept_aside(

@@ -16,7 +16,7 @@ import time
 from typing import Any
 
 from homeassistant.const import EVENT_HOMEASSISTANT_FINAL_WRITE
-from homeassistant.core import CALLBACK_TYPE, Event, HomeAssistant, callback
+from homeassistant.core import CALLBACK_TYPE, CoreState, Event, HomeAssistant, callback
 from homeassistant.exceptions import HomeAssistantError
 from homeassistant.helpers import issue_registry as ir
 from homeassistant.helpers.event import async_call_later
@@ -155,6 +155,12 @@ class DebouncedStore:
         """Note a change; the write follows after a quiet spell, or at the latest max_wait."""
         if self._closed or self._held:
             # A late answer finishing after unload: the reloaded entry owns the file now.
+            return
+        if self.hass.state in (CoreState.final_write, CoreState.not_running):
+            # A change made after Home Assistant's final write (work that ended during the
+            # stop) is written at once: no timer would fire any more.
+            self._dirty_since = time.monotonic()
+            self.hass.async_create_task(self.async_flush(), f"{DOMAIN} late write")
             return
         now = time.monotonic()
         if self._dirty_since is None:
