@@ -37,7 +37,6 @@ from custom_components.azure_openai_memory.compat import (
     LLM_API_ACCEPTS_LIST,
     LLM_API_NONE,
     llm_api_option,
-    tool_call_output,
 )
 from custom_components.azure_openai_memory.const import (
     CONF_SUMMARIES,
@@ -425,7 +424,9 @@ async def household(hass: HomeAssistant) -> llm.APIInstance:
 
 async def lookup(hass: HomeAssistant, **args: Any) -> dict[str, Any]:
     api = await household(hass)
-    return dict(tool_call_output(await api.async_call_tool(llm.ToolInput("series_lookup", args))))
+    output = await api.async_call_tool(llm.ToolInput("series_lookup", args))
+    # 2026.10 answers with an llm.ToolResult, earlier versions with its data.
+    return dict(output.data if HAS_TOOL_RESULT else output)
 
 
 def price(hours_back: int, now: datetime, value: Any = 0.25) -> dict[str, Any]:
@@ -456,7 +457,8 @@ async def test_series_lookup_answers_a_range_as_delimited_data(
     await merge_prices(hass, [price(h, now, 0.1 * h) for h in (1, 5, 30)], now)
     api = await household(hass)
     (tool,) = [t for t in api.tools if t.name == "series_lookup"]
-    assert "Stored series: energy_prices." in (tool.description or "")
+    assert tool.description is not None
+    assert "Stored series: energy_prices." in tool.description
 
     answer = await lookup(hass, key="energy_prices", last="2 days")
     data = answer["data"]

@@ -55,7 +55,7 @@ __all__ = [
     "platforms",
     "schema_to_json",
     "signature",
-    "tool_call_output",
+    "tool_intent",
     "tool_result_data",
 ]
 
@@ -260,11 +260,19 @@ _TOOL_RESULT: Any = getattr(llm, "ToolResult", None)
 HAS_TOOL_RESULT: bool = _TOOL_RESULT is not None
 
 
-def tool_call_output(output: Any) -> JsonObjectType:
-    """What a tool answered (APIInstance.async_call_tool), as its JSON data."""
-    if HAS_TOOL_RESULT and isinstance(output, _TOOL_RESULT):
-        return cast(JsonObjectType, output.data)
-    return cast(JsonObjectType, output)
+def tool_intent(tool: llm.Tool) -> str | None:
+    """The intent an Assist tool runs, whatever the tool is named; None for other tools.
+
+    The tool's name is the intent's only on 2025.4 with one API: a merged API prefixes it
+    with its API's name (assist__HassTurnOn), and from 2026.10 on it is named after the
+    integration giving it (intent__HassTurnOn), keeping the intent in `intent_type`.
+    """
+    # A merged API's tool wraps the API's own (2025.5 on).
+    while isinstance(wrapped := getattr(tool, "tool", None), llm.Tool):
+        tool = wrapped
+    if not isinstance(tool, llm.IntentTool):
+        return None
+    return str(getattr(tool, "intent_type", tool.name))
 
 
 class IntegrationTool(llm.Tool):

@@ -17,11 +17,10 @@ import weakref
 
 from homeassistant.components import conversation
 from homeassistant.core import HomeAssistant
-from homeassistant.helpers import llm
 from homeassistant.util import dt as dt_util
 import orjson
 
-from .compat import tool_result_data
+from .compat import tool_intent, tool_result_data
 from .const import DOMAIN, LOGGER
 from .history.recorder import TurnRecording
 from .memory.summaries import HOME_GROUP
@@ -60,21 +59,6 @@ def pending_from_content(content: conversation.Content) -> MessageEntry:
     )
     tags = frozenset({TAG_TOOL_CALL}) if calls else frozenset({TAG_OUTPUT})
     return pending("assistant", content.content or "", tags, calls)
-
-
-def tool_intent(tool: llm.Tool) -> str | None:
-    """The intent an Assist tool runs, whatever the tool is named; None for other tools.
-
-    The tool's name is the intent's only on 2025.4 with one API: a merged API prefixes it
-    with its API's name (assist__HassTurnOn), and from 2026.10 on it is named after the
-    integration giving it (intent__HassTurnOn), keeping the intent in `intent_type`.
-    """
-    # A merged API's tool wraps the API's own (2025.5 on).
-    while isinstance(wrapped := getattr(tool, "tool", None), llm.Tool):
-        tool = wrapped
-    if not isinstance(tool, llm.IntentTool):
-        return None
-    return str(getattr(tool, "intent_type", tool.name))
 
 
 type DeltaListener = Callable[[conversation.ChatLog, dict[str, Any]], None]
