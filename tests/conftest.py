@@ -396,6 +396,17 @@ def memories_file(
     }
 
 
+def told_memories(block: str) -> list[dict[str, Any]]:
+    """The memories a tool's answer names in one of its <memories> blocks ("": none), each
+    line as the model reads it."""
+    if not block:
+        return []
+    head, _note, *lines, close = block.split("\n")
+    assert head == f'<memories count="{len(lines)}">'
+    assert close == "</memories>"
+    return [json.loads(line) for line in lines]
+
+
 def stored_vector(record: dict[str, Any]) -> npt.NDArray[np.float16] | None:
     """A stored memory's vector (float16), or None when it has none."""
     if "vector" not in record:

@@ -253,7 +253,7 @@ async def test_a_task_never_gets_a_person_s_private_memories(
     """A task speaks for nobody: the household's memories reach it, Anna's private one
     never does (its answer goes wherever an automation sends it)."""
     for content, scope in (
-        ("Anna takes 2.5 mg of melatonin at night", "person:person.anna"),
+        ("Anna takes 2.5 mg of melatonin at night", "person:anna"),
         ("Anna waters the plants at night", "household"),
     ):
         await hass.services.async_call(

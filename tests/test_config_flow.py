@@ -103,7 +103,7 @@ async def test_user_flow_v1_creates_entry_and_first_agent(
     assert result["options"] == RECOMMENDED_OPTIONS
     assert CONF_TIMESERIES_MAX_ENTRIES not in result["options"]  # the installation's
     entry = hass.config_entries.async_entries(DOMAIN)[0]
-    assert (entry.version, entry.minor_version) == (1, 2)
+    assert (entry.version, entry.minor_version) == (1, 3)
     assert entry.unique_id == azure.endpoint
     (agent,) = entry.subentries.values()
     assert agent.subentry_type == SUBENTRY_AGENT
@@ -374,6 +374,7 @@ RECOMMENDED_FORM = {
         "archive_retention_days": 90,
         "high_confidence_threshold": 3,
         "max_memories_per_type": 10_000,
+        "max_private_memories_per_type": 10_000,
         "relevance_score_threshold": 2,
     },
     "history": {CONF_HISTORY_RECORDING: True, CONF_HISTORY_RETENTION_DAYS: 90.0},
@@ -664,7 +665,7 @@ async def test_migration_moves_series_settings_to_the_store(
         shown = await options_shown(hass, entry)
         assert (shown[CONF_TIMESERIES_MAX_ENTRIES], shown[CONF_TIMESERIES_KEEP_DAYS]) == (2000, 14)
     for entry in entries:
-        assert entry.minor_version == 2
+        assert entry.minor_version == 3
         assert dict(entry.options) == RECOMMENDED_OPTIONS
     assert entries[0].state is config_entries.ConfigEntryState.LOADED
 

@@ -55,7 +55,16 @@ from custom_components.azure_openai_memory.memory.summaries import (
 from custom_components.azure_openai_memory.memory.timeseries import format_time
 
 from .azure_stub import DEFAULT_KEY, AzureStub, Reply, ToolCall
-from .conftest import LLM_ONLY, assist_tool, call, converse, count_tokens, entry_data, speech
+from .conftest import (
+    LLM_ONLY,
+    assist_tool,
+    call,
+    converse,
+    count_tokens,
+    entry_data,
+    speech,
+    told_memories,
+)
 
 CORE = "openai_conversation"
 # The MCP server's entry serves every LLM API, or those chosen (2026.10 on); None before.
@@ -678,5 +687,7 @@ async def test_mcp_server_offers_the_household_memory(
         )
         (content,) = answer["content"]
         forgotten = json.loads(content["text"])
-        assert [one["content"] for one in forgotten["forgotten"]] == ["The guest room is Anna's"]
+        assert [one["content"] for one in told_memories(forgotten["forgotten"])] == [
+            "The guest room is Anna's"
+        ]
     assert (await call(hass, "memory_search", {"limit": 10}))["memories"] == []

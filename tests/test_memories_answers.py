@@ -4,17 +4,18 @@ newer fact replaced and what a cap pushed out, so the agent can tell the user.""
 import json
 from typing import Any
 
-from homeassistant.core import HomeAssistant
+from homeassistant.components import conversation
+from homeassistant.core import Context, HomeAssistant
 from homeassistant.setup import async_setup_component
 import pytest
-from pytest_homeassistant_custom_component.common import MockConfigEntry
+from pytest_homeassistant_custom_component.common import MockConfigEntry, MockUser
 
 from custom_components.azure_openai_memory.const import DOMAIN
 from custom_components.azure_openai_memory.data import DATA_MEMORIES
 from custom_components.azure_openai_memory.memory.facts import FactSettings
 
 from .azure_stub import AzureStub, Reply, ToolCall
-from .conftest import NO_TOOLS, converse
+from .conftest import NO_TOOLS, agent_entity_id, converse, told_memories
 
 KNEE = {"type": "injury_history", "tags": ["body:knee"], "scope": "household"}
 
@@ -85,18 +86,21 @@ async def test_the_remember_tool_answers_the_same_shape(
     result = json.loads(second.body["messages"][-1]["content"])
     (memory,) = list(hass.data[DATA_MEMORIES].facts)
     assert result["action"] == "superseded"
-    assert result["memory"]["id"] == memory.id
-    assert result["memory"]["content"] == "Chronic knee pain after runs over 15km"
-    assert result["replaced"]["content"] == "Occasional knee soreness"
-    assert result["evicted"] == []
+    (saved,) = told_memories(result["memory"])
+    assert saved["id"] == memory.id
+    assert saved["content"] == "Chronic knee pain after runs over 15km"
+    (replaced,) = told_memories(result["replaced"])
+    assert replaced["content"] == "Occasional knee soreness"
+    assert result["evicted"] == ""
 
 
 @pytest.mark.parametrize("agent_options", [NO_TOOLS])
 async def test_the_remember_tool_tells_what_the_cap_pushed_out(
-    hass: HomeAssistant, loaded_entry: MockConfigEntry, azure: AzureStub
+    hass: HomeAssistant, loaded_entry: MockConfigEntry, azure: AzureStub, hass_admin_user: MockUser
 ) -> None:
     """A save that makes room hands the model what went (id and words), and the tool's
-    description tells the model to say so."""
+    description tells the model to say so. (Only an administrator's save may push a
+    household memory out.)"""
     hass.data[DATA_MEMORIES].async_update_settings(FactSettings(max_memories_per_type=1))
     bins = await call(hass, "save", content="The bins go out on Tuesday", type="routine")
     dog = {"content": "The dog is walked at seven", "type": "routine", "scope": "household"}
@@ -104,14 +108,24 @@ async def test_the_remember_tool_tells_what_the_cap_pushed_out(
         Reply(tool_calls=[ToolCall("remember", dog)]),
         Reply(text="Saved; I archived the note about the bins to make room."),
     )
-    await converse(hass, loaded_entry, "Remember: the dog is walked at seven")
+    await conversation.async_converse(
+        hass,
+        "Remember: the dog is walked at seven",
+        None,
+        Context(user_id=hass_admin_user.id),
+        language="en",
+        agent_id=agent_entity_id(hass, loaded_entry),
+    )
     first, second = azure.calls("/chat/completions")
     (remember,) = [t for t in first.body["tools"] if t["function"]["name"] == "remember"]
     assert "when `evicted` is not empty, tell the user" in remember["function"]["description"]
     result = json.loads(second.body["messages"][-1]["content"])
-    assert set(result) == {"action", "scope", "id", "memory", "replaced", "evicted"}
+    assert set(result) == {"action", "scope", "id", "ids", "memory", "replaced", "evicted"}
     assert (result["action"], result["replaced"]) == ("created", None)
-    assert result["memory"]["content"] == "The dog is walked at seven"
-    assert result["evicted"] == [
+    assert [one["content"] for one in told_memories(result["memory"])] == [
+        "The dog is walked at seven"
+    ]
+    assert result["ids"] == [result["id"], bins["memory"]["id"]]
+    assert told_memories(result["evicted"]) == [
         {"id": bins["memory"]["id"], "content": "The bins go out on Tuesday"}
     ]

@@ -26,7 +26,7 @@ from custom_components.azure_openai_memory.data import DATA_MEMORIES
 from custom_components.azure_openai_memory.memories.store import Memories
 
 from .azure_stub import AzureStub, Reply, ToolCall
-from .conftest import NO_TOOLS, converse
+from .conftest import NO_TOOLS, converse, told_memories
 
 EMBEDDINGS = "text-embedding-3-small"
 TAGS = ["person:anna", "room:office", "device:speaker"]
@@ -244,6 +244,6 @@ async def test_the_remember_tool_tells_the_model_what_it_replaced(
     assert answer.body is not None
     told = json.loads(answer.body["messages"][-1]["content"])
     assert told["action"] == "updated"
-    assert told["replaced"]["content"] == NO_ANNOUNCEMENTS
-    assert told["memory"]["content"] == OK_NOW
+    assert [one["content"] for one in told_memories(told["replaced"])] == [NO_ANNOUNCEMENTS]
+    assert [one["content"] for one in told_memories(told["memory"])] == [OK_NOW]
     assert turn.body is not None

@@ -15,10 +15,17 @@ from pytest_homeassistant_custom_component.typing import WebSocketGenerator
 from custom_components.azure_openai_memory.const import CONF_MEMORY_TOKEN_BUDGET
 
 from .azure_stub import AzureStub, Reply, ToolCall
-from .conftest import NO_TOOLS, agent_entity_id, call, count_tokens, exception_text
+from .conftest import (
+    NO_TOOLS,
+    agent_entity_id,
+    call,
+    count_tokens,
+    exception_text,
+    told_memories,
+)
 from .panel_commands import answer
 
-ANNA_SCOPE = "person:person.anna"
+ANNA_SCOPE = "person:anna"
 BEN_APPOINTMENT = "My dentist appointment is on Friday at ten"
 BEN_DENTIST = "My dentist is Doctor Berg in the old town"
 BEN_VITAMIN = "I take vitamin D every morning"
@@ -82,7 +89,8 @@ async def tool_turn(
     device_id: str | None = None,
 ) -> tuple[dict[str, Any], list[str]]:
     """A turn whose model calls one tool: what the tool answered (as the next request
-    carries it), and both requests as sent."""
+    carries it; the memories forget names, read from their blocks), and both requests as
+    sent."""
     azure.queue(Reply(tool_calls=[tool]), Reply(text="Done."))
     before = len(azure.calls("/chat/completions"))
     await conversation.async_converse(
@@ -98,7 +106,11 @@ async def tool_turn(
     assert len(sent) == 2
     told = sent[1].body["messages"][-1]
     assert told["role"] == "tool"
-    return dict(json.loads(told["content"])), [json.dumps(r.body) for r in sent]
+    answer = dict(json.loads(told["content"]))
+    for part in ("forgotten", "also_matching"):
+        if part in answer:
+            answer[part] = told_memories(answer[part])
+    return answer, [json.dumps(r.body) for r in sent]
 
 
 # -- forget ----------------------------------------------------------------------------

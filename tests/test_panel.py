@@ -51,7 +51,9 @@ def test_the_page_loads_nothing_from_the_network() -> None:
     # The SVG namespace is a name, never fetched.
     assert not re.search(r"https?://", source.replace('"http://www.w3.org/2000/svg"', ""))
     assert "fetch(" not in source
-    assert sorted(p.name for p in FRONTEND.iterdir()) == ["memory-panel.js"]
+    assert sorted(p.name for p in FRONTEND.iterdir()) == ["i18n", "memory-panel.js"]
+    # The words, one catalogue per language, come through panel/access (never fetched).
+    assert {p.suffix for p in (FRONTEND / "i18n").iterdir()} == {".json"}
 
 
 async def test_each_user_sees_the_tabs_they_may_open(

@@ -4,6 +4,7 @@ from homeassistant.core import Context, HomeAssistant
 from homeassistant.setup import async_setup_component
 from pytest_homeassistant_custom_component.common import MockUser
 
+from custom_components.azure_openai_memory.access import access
 from custom_components.azure_openai_memory.people import (
     HOUSEHOLD,
     SYSTEM,
@@ -34,13 +35,13 @@ async def test_the_request_s_user_is_the_speaker(
 ) -> None:
     admin, user = hass_admin_user, hass_read_only_user
     await two_people(hass, admin, user)
-    ben = await async_speaker(hass, user.id, SATELLITE, {SATELLITE: "person.anna"})
-    assert ben == Speaker("person.ben", "Ben", user.id, False, False, SATELLITE)
-    assert ben.scope == "person:person.ben"
-    assert ben.visible_scopes() == frozenset({HOUSEHOLD, "person:person.ben"})
-    assert not ben.may_see("person:person.anna")
+    ben = await async_speaker(hass, user.id, SATELLITE, {SATELLITE: "anna"})
+    assert ben == Speaker("ben", "Ben", user.id, False, False, SATELLITE)
+    assert ben.scope == "person:ben"
+    assert access(ben).memory_scopes() == frozenset({HOUSEHOLD, "person:ben"})
+    assert not access(ben).reads("person:anna")
     anna = await async_speaker(hass, admin.id, None, {})
-    assert (anna.person_id, anna.channel, anna.visible_scopes()) == ("person.anna", "app", None)
+    assert (anna.person_id, anna.channel, access(anna).memory_scopes()) == ("anna", "app", None)
 
 
 async def test_a_mapped_device_acts_as_its_person_with_that_person_s_permissions(
@@ -48,17 +49,17 @@ async def test_a_mapped_device_acts_as_its_person_with_that_person_s_permissions
 ) -> None:
     admin, user = hass_admin_user, hass_read_only_user
     await two_people(hass, admin, user)
-    mapped = {SATELLITE: "person.ben", "office": "person.cleo"}
+    mapped = {SATELLITE: "ben", "office": "cleo"}
     assert await async_speaker(hass, None, SATELLITE, mapped) == Speaker(
-        "person.ben", "Ben", user.id, False, False, SATELLITE
+        "ben", "Ben", user.id, False, False, SATELLITE
     )
     # A person without a login sees the household and their own memories.
     cleo = await async_speaker(hass, None, "office", mapped)
-    assert (cleo.person_id, cleo.user_id, cleo.is_admin) == ("person.cleo", None, False)
-    assert cleo.visible_scopes() == frozenset({HOUSEHOLD, "person:person.cleo"})
+    assert (cleo.person_id, cleo.user_id, cleo.is_admin) == ("cleo", None, False)
+    assert access(cleo).memory_scopes() == frozenset({HOUSEHOLD, "person:cleo"})
     nobody = await async_speaker(hass, None, "garage", mapped)
     assert nobody == Speaker(channel="garage")
-    assert nobody.visible_scopes() == frozenset({HOUSEHOLD})
+    assert access(nobody).memory_scopes() == frozenset({HOUSEHOLD})
 
 
 async def test_a_call_without_a_user_is_the_system(
@@ -66,6 +67,6 @@ async def test_a_call_without_a_user_is_the_system(
 ) -> None:
     user = hass_read_only_user
     assert await async_caller(hass, Context()) is SYSTEM
-    assert SYSTEM.visible_scopes() is None
+    assert access(SYSTEM).memory_scopes() is None
     caller = await async_caller(hass, Context(user_id=user.id))
-    assert (caller.person_id, caller.visible_scopes()) == (None, frozenset({HOUSEHOLD}))
+    assert (caller.person_id, access(caller).memory_scopes()) == (None, frozenset({HOUSEHOLD}))

@@ -34,7 +34,7 @@ from .conftest import (
 )
 from .options_form import submit_options
 
-ANNA_SCOPE = "person:person.anna"
+ANNA_SCOPE = "person:anna"
 MELATONIN = "Anna takes 2.5 mg of melatonin"
 BINS = "The bins go out on Tuesday"
 
@@ -141,7 +141,7 @@ async def test_anna_s_private_fact_never_reaches_ben_and_the_household_s_reaches
     assert {k: v for k, v in provenance.items() if k != "history_event_id"} == {
         "source": "conversation",
         "conversation_id": "a1",
-        "said_by": "person.anna",
+        "said_by": "anna",
         "channel": "app",
         "authority": "stated",
     }
@@ -190,12 +190,17 @@ async def test_anna_s_private_fact_never_reaches_ben_and_the_household_s_reaches
         ("memory_search", {"query": "melatonin", "scope": ANNA_SCOPE}),
         ("memory_save", {"content": "Anna takes 5 mg", "type": "context", "scope": ANNA_SCOPE}),
         ("memory_export", {"scopes": [ANNA_SCOPE]}),
-        ("memory_forget", {"memory_id": memory["id"], "erase": True}),
     ):
         with pytest.raises(Unauthorized) as refused:
             await call(hass, service, data, context=as_ben)
         assert refused.value.translation_key is not None
         assert str(refused.value) != "Unauthorized"
+    # Her memory's id is, to him, one that names nothing.
+    with pytest.raises(ServiceValidationError) as unknown:
+        await call(
+            hass, "memory_forget", {"memory_id": memory["id"], "erase": True}, context=as_ben
+        )
+    assert unknown.value.translation_key == "memory_unknown"
     assert await stored_memories(hass, hass_storage) == stored_before
 
     # Anna's later turn, in a fresh conversation, has her fact (marked hers).
@@ -223,12 +228,12 @@ async def test_ben_may_save_search_and_forget_his_own_private_memories(
         {"content": "My dentist is on Friday", "type": "context", "scope": "private"},
         context=as_ben,
     )
-    assert mine["memory"]["scope"] == "person:person.ben"
+    assert mine["memory"]["scope"] == "person:ben"
     assert mine["memory"]["provenance"] == {
         "source": "service",
         "conversation_id": None,
         "history_event_id": None,
-        "said_by": "person.ben",
+        "said_by": "ben",
         "channel": "app",
         "authority": "stated",
     }
@@ -252,7 +257,7 @@ async def test_ben_may_save_search_and_forget_his_own_private_memories(
     assert await search(hass, anna) == sorted([BINS, "Anna's birthday is on 3 May"])
     # His patterns are the ones he may see; his export is his own scope only.
     exported = await call(hass, "memory_export", {}, context=as_ben)
-    assert (exported["scopes"], exported["memories"]) == (["person:person.ben"], [])
+    assert (exported["scopes"], exported["memories"]) == (["person:ben"], [])
     # A user without a person has no private memories to save to.
     stranger = await hass.auth.async_create_user("Guest", group_ids=[GROUP_ID_USER])
     with pytest.raises(ServiceValidationError) as caught:
@@ -310,7 +315,7 @@ async def test_a_satellite_mapped_to_anna_gets_her_memories_an_unmapped_one_hous
         hass, loaded_entry, map_devices=[bedroom.id], map_person="person.anna"
     )
     assert result["type"] == "create_entry"
-    assert loaded_entry.options[CONF_DEVICE_PEOPLE] == {bedroom.id: "person.anna"}
+    assert loaded_entry.options[CONF_DEVICE_PEOPLE] == {bedroom.id: "anna"}
     question = "How much melatonin do I take, and when do the bins go out?"
 
     before = sent_count(azure)

@@ -12,6 +12,7 @@ from homeassistant.auth.const import GROUP_ID_USER
 from homeassistant.components import conversation, persistent_notification
 from homeassistant.const import ATTR_ENTITY_ID
 from homeassistant.core import Context, HomeAssistant
+from homeassistant.exceptions import ServiceValidationError
 from homeassistant.setup import async_setup_component
 from homeassistant.util import dt as dt_util
 import pytest
@@ -104,12 +105,13 @@ async def set_up(hass: HomeAssistant, entry: MockConfigEntry) -> None:
 async def test_memory_import_tells_ben_only_of_what_he_may_see(
     hass: HomeAssistant, config_entry: MockConfigEntry, people: tuple[MockUser, MockUser]
 ) -> None:
-    """The type's cap pushes Anna's private memory out while Ben imports his own: the
-    answer to Ben does not name it (it went all the same: the cap is the installation's)."""
+    """Each scope has its own cap: Ben's import pushes out only his own private memory,
+    never Anna's, and its answer names only his. A record whose id is no longer his gets a
+    new one."""
     anna, ben = people
     await set_up(hass, config_entry)
     memories = hass.data[DATA_MEMORIES]
-    memories.async_update_settings(replace(memories.settings, max_memories_per_type=2))
+    memories.async_update_settings(replace(memories.settings, max_private_memories_per_type=1))
     secret = await call(
         hass,
         "memory_save",
@@ -126,46 +128,68 @@ async def test_memory_import_tells_ben_only_of_what_he_may_see(
     await call(
         hass, "memory_forget", {"memory_id": mine["memory"]["id"], "erase": True}, context=ctx(ben)
     )
-    await call(hass, "memory_save", {"content": "The bins go out on Tuesday", "type": "preference"})
+    tea = await call(
+        hass,
+        "memory_save",
+        {
+            "content": "I drink green tea",
+            "type": "preference",
+            "scope": "private",
+            "confidence": "low",
+        },
+        context=ctx(ben),
+    )
 
     result = await call(hass, "memory_import", {"export": export}, context=ctx(ben))
 
-    assert result["added"] == [mine["memory"]["id"]]
-    assert result["evicted"] == []
+    found = await call(hass, "memory_search", {"query": "coffee black"}, context=ctx(ben))
+    assert result["added"] == [m["id"] for m in found["memories"]]
+    assert result["added"] != [mine["memory"]["id"]]
+    assert [one["id"] for one in result["evicted"]] == [tea["memory"]["id"]]
     assert SECRET not in json.dumps(result)
-    # It was pushed out: the administrator finds it in the archive.
-    archived = await call(
-        hass, "memory_search", {"query": "melatonin", "include_archived": True}, context=ctx(anna)
-    )
-    assert [m["id"] for m in archived["memories"]] == [secret["memory"]["id"]]
+    # Anna's stays in use.
+    held = await call(hass, "memory_search", {"query": "melatonin"}, context=ctx(anna))
+    assert [m["id"] for m in held["memories"]] == [secret["memory"]["id"]]
 
 
-async def test_an_administrator_s_import_names_everything_it_pushed_out(
+async def test_an_administrator_s_import_never_pushes_out_ben_s_memories(
     hass: HomeAssistant, config_entry: MockConfigEntry, people: tuple[MockUser, MockUser]
 ) -> None:
+    """One person's saves never archive another's: Anna, an administrator, importing into
+    Ben's full private scope is refused, naming the cap, and nothing changes; an automation
+    (no user) may, and is told what went."""
     anna, ben = people
     await set_up(hass, config_entry)
     memories = hass.data[DATA_MEMORIES]
-    memories.async_update_settings(replace(memories.settings, max_memories_per_type=2))
-    await call(
-        hass,
-        "memory_save",
-        {"content": SECRET, "type": "preference", "scope": "private"},
-        context=ctx(anna),
-    )
+    memories.async_update_settings(replace(memories.settings, max_private_memories_per_type=1))
     mine = await call(
         hass,
         "memory_save",
         {"content": "I like my coffee black", "type": "preference", "scope": "private"},
         context=ctx(ben),
     )
-    export = await call(hass, "memory_export", {"scopes": ["person:person.ben"]})
+    export = await call(hass, "memory_export", {"scopes": [mine["memory"]["scope"]]})
     await call(hass, "memory_forget", {"memory_id": mine["memory"]["id"], "erase": True})
-    await call(hass, "memory_save", {"content": "The bins go out on Tuesday", "type": "preference"})
+    tea = await call(
+        hass,
+        "memory_save",
+        {"content": "I drink green tea", "type": "preference", "scope": "private",
+         "confidence": "low"},
+        context=ctx(ben),
+    )  # fmt: skip
+    before = await call(hass, "memory_export", {"scopes": [mine["memory"]["scope"]]})
 
-    result = await call(hass, "memory_import", {"export": export}, context=ctx(anna))
+    with pytest.raises(ServiceValidationError) as refused:
+        await call(hass, "memory_import", {"export": export}, context=ctx(anna))
+    assert (refused.value.translation_key, refused.value.translation_placeholders) == (
+        "memory_scope_full",
+        {"type": "preference", "cap": "1"},
+    )
+    assert await call(hass, "memory_export", {"scopes": [mine["memory"]["scope"]]}) == before
 
-    assert [one["original_content"] for one in result["evicted"]] == [SECRET]
+    result = await call(hass, "memory_import", {"export": export})
+    assert result["added"] == [mine["memory"]["id"]]
+    assert [one["id"] for one in result["evicted"]] == [tea["memory"]["id"]]
 
 
 # -- C: a conversation id is one person's --------------------------------------------------
@@ -206,7 +230,7 @@ async def test_ben_using_anna_s_conversation_id_gets_a_window_of_his_own(
 
     anna_after = await anna_s_figures(hass, entry_id)
     assert anna_after == anna_before
-    assert anna_after["person_id"] == "person.anna"
+    assert anna_after["person_id"] == "anna"
     stored_file = await stored(hass, hass_storage, windows_key(config_entry))
     assert stored_file is not None
     (agent,) = stored_file["data"]["agents"].values()
@@ -219,8 +243,8 @@ async def test_ben_using_anna_s_conversation_id_gets_a_window_of_his_own(
         hass, "conversation_stats", {"config_entry_id": entry_id}, context=ctx(ben)
     )
     (ben_agent,) = ben_stats["agents"].values()
-    assert list(ben_agent["conversations"]) == ["anna-talk@person.ben"]
-    assert ben_agent["conversations"]["anna-talk@person.ben"]["person_id"] == "person.ben"
+    assert list(ben_agent["conversations"]) == ["anna-talk@ben"]
+    assert ben_agent["conversations"]["anna-talk@ben"]["person_id"] == "ben"
     # Anna's next turn carries her words and none of the others'.
     await say(hass, config_entry, "When was it again?", "anna-talk", anna)
     anna_request = last_request(azure)
@@ -254,8 +278,8 @@ async def test_ben_at_anna_s_device_does_not_continue_her_conversation(
     stats = await call(hass, "conversation_stats", {"config_entry_id": config_entry.entry_id})
     (agent,) = stats["agents"].values()
     assert {cid: c["person_id"] for cid, c in agent["conversations"].items()} == {
-        "ben-talk": "person.ben",
-        "anna-again": "person.anna",
+        "ben-talk": "ben",
+        "anna-again": "anna",
     }
 
 

@@ -93,13 +93,16 @@ async def test_reset_is_for_administrators_and_talk_of_nobody_known_too(
     where = {"entry_id": loaded_entry.entry_id, "subentry_id": agent_of(loaded_entry)}
     (theirs,) = (await answer(user, "conversations/list"))["agents"]
     assert (theirs["conversations"], theirs["total"]) == ([], 0)
-    error = await refused_as(
-        user, "unauthorized", "conversations/read", conversation_id="c-owls", **where
-    )
-    assert (error["translation_key"], error["translation_placeholders"]) == (
-        "conversation_not_yours",
-        {"conversation_id": "c-owls"},
-    )
+    # Another person's conversation is, to the user, one that does not exist.
+    for conversation_id in ("c-owls", "c-none"):
+        error = await refused_as(
+            user, "home_assistant_error", "conversations/read", conversation_id=conversation_id,
+            **where,
+        )  # fmt: skip
+        assert (error["translation_key"], error["translation_placeholders"]) == (
+            "unknown_conversation",
+            {"conversation_id": conversation_id},
+        )
     await not_allowed(user, "conversations/reset", conversation_id="c-owls", **where)
     listed = await answer(admin, "conversations/list")
     assert listed["agents"][0]["total"] == 2

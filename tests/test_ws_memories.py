@@ -306,8 +306,8 @@ async def test_a_person_sees_the_household_s_and_their_own_never_another_s(
 ) -> None:
     """Ben (not an administrator) lists household and his own memories, forgets his own;
     Anna's private memory is neither listed, found, changed nor forgotten by him."""
-    anna = await save(hass, TEA, scope="person:person.anna")
-    ben = await save(hass, COFFEE, scope="person:person.ben")
+    anna = await save(hass, TEA, scope="person:anna")
+    ben = await save(hass, COFFEE, scope="person:ben")
     bins = await save(hass, BINS, "routine")
     shown = await answer(user, "memories/list")
     assert {m["id"]: m["actions"] for m in shown["memories"]} == {
@@ -317,9 +317,15 @@ async def test_a_person_sees_the_household_s_and_their_own_never_another_s(
     found = await answer(user, "memories/list", query="green tea morning")
     assert anna not in [m["id"] for m in found["memories"]]
     before = await searched(hass)
-    await not_allowed(user, "memories/pin", memory_id=anna, pinned=True)
-    await not_allowed(user, "memories/forget", memory_id=anna)
-    await not_allowed(user, "memories/edit", memory_id=anna, content="Anna drinks black tea")
+    # Her memory is, to him, one that does not exist: refused as an unknown id is.
+    for name, fields in (
+        ("memories/pin", {"pinned": True}),
+        ("memories/forget", {}),
+        ("memories/edit", {"content": "Anna drinks black tea"}),
+    ):
+        assert await translated(user, "memory_unknown", name, memory_id=anna, **fields) == {
+            "memory_id": anna
+        }
     assert await searched(hass) == before
     forgot = await answer(user, "memories/forget", memory_id=ben)
     assert [a["id"] for a in forgot["archived"]] == [ben]
@@ -333,21 +339,23 @@ async def test_restore_tells_only_of_what_the_caller_may_see_the_cap_pushed_out(
     admin: MockHAClientWebSocket,
     user: MockHAClientWebSocket,
 ) -> None:
-    """The cap is the installation's: Ben restoring his memory may push out Anna's
-    private one, and is never told of it; Anna, restoring, is told of hers."""
+    """Each scope has its own cap: Ben restoring a household memory at a full household
+    cap is refused, naming the cap, and nothing goes (Anna's private memory least of all);
+    Anna, an administrator, restoring it pushes out the household's oldest."""
     hass.data[DATA_MEMORIES].async_update_settings(FactSettings(max_memories_per_type=2))
-    ben = await save(hass, COFFEE)
-    await answer(admin, "memories/forget", memory_id=ben)
+    coffee = await save(hass, COFFEE)
+    await answer(admin, "memories/forget", memory_id=coffee)
     anna = await save(hass, TEA, scope="person:person.anna")
     bins = await save(hass, BINS)
-    restored = await answer(user, "memories/restore", memory_id=ben)
-    assert restored["memory"]["id"] == ben
-    assert restored["evicted"] == []
-    # Anna's memory did go (the cap counts every scope): the archive shows it to her.
+    lamp = await save(hass, "The hall lamp stays on at night")
+    refused = await translated(user, "memory_scope_full", "memories/restore", memory_id=coffee)
+    assert refused == {"type": "preference", "cap": "2"}
     archived = await answer(admin, "memories/list", archived=True)
-    assert [m["id"] for m in archived["memories"]] == [anna]
-    again = await answer(admin, "memories/restore", memory_id=anna)
+    assert [m["id"] for m in archived["memories"]] == [coffee]
+    again = await answer(admin, "memories/restore", memory_id=coffee)
     assert [(one["id"], one["scope"]) for one in again["evicted"]] == [(bins, "household")]
+    active = await answer(admin, "memories/list")
+    assert {m["id"] for m in active["memories"]} == {anna, coffee, lamp}
 
 
 async def test_a_list_names_whose_memories_it_shows(
@@ -358,9 +366,9 @@ async def test_a_list_names_whose_memories_it_shows(
 ) -> None:
     """household, private (the caller's own) or a person's scope; paged and counted
     within it. Another person's scope is refused to anyone but an administrator."""
-    anna = await save(hass, TEA, scope="person:person.anna")
-    ben = await save(hass, COFFEE, scope="person:person.ben")
-    ben_tea = await save(hass, "Ben drinks green tea after lunch", scope="person:person.ben")
+    anna = await save(hass, TEA, scope="person:anna")
+    ben = await save(hass, COFFEE, scope="person:ben")
+    ben_tea = await save(hass, "Ben drinks green tea after lunch", scope="person:ben")
     bins = await save(hass, BINS, "routine")
 
     async def listed(client: MockHAClientWebSocket, **fields: Any) -> tuple[list[str], int]:
@@ -369,28 +377,28 @@ async def test_a_list_names_whose_memories_it_shows(
 
     assert await listed(user, scope="household") == ([bins], 1)
     assert await listed(user, scope="private") == (sorted([ben, ben_tea]), 2)
-    assert await listed(user, scope="person:person.ben") == (sorted([ben, ben_tea]), 2)
+    assert await listed(user, scope="person:ben") == (sorted([ben, ben_tea]), 2)
     # A page of the filtered rows, the newest first; the total counts those rows only.
     second = await answer(user, "memories/list", scope="private", limit=1, offset=1)
     assert ([m["id"] for m in second["memories"]], second["total"]) == ([ben], 2)
-    assert await listed(admin, scope="person:person.ben") == (sorted([ben, ben_tea]), 2)
+    assert await listed(admin, scope="person:ben") == (sorted([ben, ben_tea]), 2)
     assert await listed(admin, scope="private") == ([anna], 1)
     # A search looks in the named scope only.
-    assert await listed(admin, scope="person:person.ben", query="green tea") == ([ben_tea], 1)
+    assert await listed(admin, scope="person:ben", query="green tea") == ([ben_tea], 1)
     assert await listed(admin, scope="household", query="green tea") == ([], 0)
     # The archive too.
     await answer(user, "memories/forget", memory_id=ben)
     assert await listed(user, scope="private", archived=True) == ([ben], 1)
     assert await listed(user, scope="household", archived=True) == ([], 0)
     # Another person's scope: refused, with what the caller may use instead.
-    for scope in ("person:person.anna", "person:person.nobody"):
+    for scope in ("person:anna", "person:nobody"):
         error = await refused_as(user, "unauthorized", "memories/list", scope=scope)
         assert (error["translation_key"], error["translation_placeholders"]) == (
             "memory_scope_not_yours",
             {"scope": scope},
         )
     error = await refused_as(
-        user, "unauthorized", "memories/list", scope="person:person.anna", archived=True
+        user, "unauthorized", "memories/list", scope="person:anna", archived=True
     )
     assert error["translation_key"] == "memory_scope_not_yours"
     assert await translated(admin, "memory_scope_invalid", "memories/list", scope="nobody's") == {

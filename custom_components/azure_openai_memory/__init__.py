@@ -37,6 +37,7 @@ from .data import (
 from .encodings import async_fetch_encodings
 from .history import async_apply_options as async_apply_history_options, async_setup_history
 from .household import async_register_household_api, async_unregister_household_api
+from .identity import async_setup_identity, migrated_device_people
 from .incognito import async_register_incognito_service
 from .memories import (
     async_apply_options as async_apply_memory_options,
@@ -44,6 +45,7 @@ from .memories import (
     async_use_embeddings,
 )
 from .panel import async_register_panel
+from .people import people_keys
 from .summaries import async_attach_writer, async_setup_summaries
 from .timeseries import (
     async_apply_options as async_apply_series_options,
@@ -81,6 +83,7 @@ async def async_setup(hass: HomeAssistant, config: ConfigType) -> bool:
     async_register_window_commands(hass, history)
     await async_register_panel(hass)
     async_register_incognito_service(hass)
+    await async_setup_identity(hass)
 
     @callback
     def _entry_changed(change: ConfigEntryChange, entry: ConfigEntry) -> None:
@@ -101,13 +104,18 @@ async def async_setup(hass: HomeAssistant, config: ConfigType) -> bool:
 
 
 async def async_migrate_entry(hass: HomeAssistant, entry: ConfigEntry) -> bool:
-    """1.1 -> 1.2: the series settings move from the entry's options to the series' store."""
+    """1.1 -> 1.2: the series settings move from the entry's options to the series' store.
+    1.2 -> 1.3: the device map names people by their id, not their entity id (a device
+    mapped to a person who is gone is unmapped)."""
     if entry.version > 1:
         return False  # written by a newer version of this integration
     if entry.minor_version < 2:
         options = dict(entry.options)
         async_take_options(hass, options)
         hass.config_entries.async_update_entry(entry, options=options, minor_version=2)
+    if entry.minor_version < 3:
+        options = migrated_device_people(entry.options, people_keys(hass))
+        hass.config_entries.async_update_entry(entry, options=options, minor_version=3)
     return True
 
 

@@ -22,6 +22,7 @@ from homeassistant.config_entries import ConfigSubentry
 from homeassistant.core import HomeAssistant
 from homeassistant.exceptions import HomeAssistantError
 
+from .access import access
 from .azure.client import JsonFormat, RequestOptions, Usage, create_llm_client
 from .azure.structure import structured_output_schema
 from .compat import AddConfigEntryEntitiesCallback
@@ -156,7 +157,7 @@ class AzureOpenAIMemoryTask(AITaskEntity, AzureOpenAIMemoryBaseLLMEntity):
                 memories_budget=for_memories,
                 # A task has no speaker: it carries the household's memories, never a
                 # person's private ones (its answer may go anywhere an automation sends it).
-                scopes=NOBODY.turn_scopes,
+                scopes=access(NOBODY).turn_scopes(),
             )
             if context is not None:
                 messages.append({"role": "user", "content": context.message})

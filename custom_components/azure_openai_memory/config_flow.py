@@ -84,7 +84,8 @@ class AzureOpenAIMemoryConfigFlow(ConfigFlow, domain=DOMAIN):
 
     VERSION = 1
     # 2: the time-series settings left the entry options for the installation's store.
-    MINOR_VERSION = 2
+    # 3: the device map names people by their id, not their entity id.
+    MINOR_VERSION = 3
 
     async def _async_validate(
         self, user_input: dict[str, Any], errors: dict[str, str]

@@ -175,6 +175,7 @@ RECOMMENDED_AI_TASK: Final[dict[str, Any]] = {
 CONF_ARCHIVE_RETENTION_DAYS: Final = "archive_retention_days"
 CONF_HIGH_CONFIDENCE_THRESHOLD: Final = "high_confidence_threshold"
 CONF_MAX_MEMORIES_PER_TYPE: Final = "max_memories_per_type"
+CONF_MAX_PRIVATE_MEMORIES_PER_TYPE: Final = "max_private_memories_per_type"
 CONF_RELEVANCE_SCORE_THRESHOLD: Final = "relevance_score_threshold"
 CONF_EMBEDDINGS_DEPLOYMENT: Final = "embeddings_deployment"
 CONF_MEMORY_CONTEXT: Final = "memory_context"
@@ -186,6 +187,8 @@ RECOMMENDED_HIGH_CONFIDENCE_THRESHOLD: Final = 3
 # A home easily has more than 50 routines; 10,000 per type keep every search and save
 # within their targets (scripts/bench).
 RECOMMENDED_MAX_MEMORIES_PER_TYPE: Final = 10_000
+# Each person's private memories of one type: their own cap, which only their saves reach.
+RECOMMENDED_MAX_PRIVATE_MEMORIES_PER_TYPE: Final = 10_000
 RECOMMENDED_RELEVANCE_SCORE_THRESHOLD: Final = 2
 RECOMMENDED_EMBEDDINGS_DEPLOYMENT: Final = ""
 RECOMMENDED_MEMORY_CONTEXT: Final = True

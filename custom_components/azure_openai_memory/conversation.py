@@ -45,7 +45,7 @@ from .data import DATA_HISTORY, AzureOpenAIMemoryConfigEntry
 from .entity import AzureOpenAIMemoryBaseLLMEntity, RequestFailed, tool_specs
 from .history.recorder import HistoryRecorder, TurnRecording
 from .household import agent_llm_apis
-from .incognito import async_refuse_remember, is_incognito
+from .incognito import async_refuse_remember, incognito_lasts, is_incognito
 from .memories.tools import MemoryTurn, async_add_memory_tools
 from .memory.window import AgentWindows
 from .request import Budget, PromptCount, RequestBuilder
@@ -217,6 +217,8 @@ class AzureOpenAIMemoryAgent(
             groups=speaker_groups(self.hass, user_input, speaker.person_id),
             person_id=speaker.person_id,
             incognito=incognito,
+            incognito_lasts=incognito_lasts(self.runtime, self.subentry.subentry_id),
+            language=user_input.language,
         )
         turn.speaker = speaker
         task = self.hass.async_create_background_task(

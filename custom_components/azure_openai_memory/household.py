@@ -25,7 +25,7 @@ from .context import MAX_CONTEXT_TOKENS
 from .data import DATA_HOUSEHOLD_API, DATA_TIMESERIES
 from .memories.tools import ForgetTool, MemoryTurn, RecallTool, RememberTool
 from .memory.tokens import TokenCounter, load_counter
-from .people import Speaker, async_speaker, device_people
+from .people import Speaker, async_speaker, loaded_device_people
 from .summaries import talk_groups
 from .summaries.tools import PastTalkTool
 from .timeseries.tools import SeriesLookupTool
@@ -104,14 +104,14 @@ PROMPT_TAIL = (
 
 async def async_tool_speaker(hass: HomeAssistant, llm_context: llm.LLMContext) -> Speaker:
     """Who a call of the API is for: the person of its request's user, else the person its
-    device is mapped to (in any entry's options), else nobody.
+    device is mapped to (in a loaded entry's options: a disabled or unloaded entry's map is
+    not in force, and a device two loaded entries map to different people speaks for
+    nobody), else nobody.
 
     The one place that reads the speaker from an LLM context.
     """
     user_id = llm_context.context.user_id if llm_context.context is not None else None
-    mapped: dict[str, str] = {}
-    for entry in hass.config_entries.async_entries(DOMAIN):
-        mapped |= device_people(entry.options)
+    mapped = loaded_device_people(hass)
     return await async_speaker(hass, user_id, llm_context.device_id, mapped)
 
 

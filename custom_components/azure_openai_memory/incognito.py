@@ -9,6 +9,10 @@ turns; and the remember tool refuses politely. The forget tool works as always: 
 keeps less, and what is kept is the user's to decide (the archive keeps what went, as
 after any forget). Turning it on is itself recorded: one history event, without content.
 
+The switch's state as a turn begins decides that turn, and that turn only: a turn begun
+incognito keeps nothing, also when incognito ends while it runs (what it said goes with
+what the incognito turns added); a turn begun with incognito off is kept like any other.
+
 The switch lives in memory only: a restart of Home Assistant or a reload of the entry turns
 it off (and the windows come back as they were stored, without the incognito turns).
 """
@@ -45,7 +49,8 @@ from .const import (
 from .data import DATA_HISTORY, AzureOpenAIMemoryConfigEntry, Runtime, agent_names
 from .memory.errors import InputError
 from .memory.history import HistoryEventType
-from .services import ServiceSpec, async_register, translated
+from .refusals import translated
+from .services import ServiceSpec, async_register
 
 SERVICE_INCOGNITO = "incognito"
 ATTR_MINUTES = "minutes"
@@ -71,6 +76,8 @@ class Incognito:
     until: datetime | None = None
     cancel_timer: CALLBACK_TYPE | None = None
     listeners: list[Callable[[], None]] = field(default_factory=list)
+    # How many times it came on: a turn tells the incognito it began in from a later one.
+    times_on: int = 0
 
     def stop_timer(self) -> None:
         """No end is scheduled any more."""
@@ -97,6 +104,17 @@ def is_incognito(runtime: Runtime, subentry_id: str) -> bool:
     return state is not None and state.on
 
 
+def incognito_lasts(runtime: Runtime, subentry_id: str) -> Callable[[], bool]:
+    """Taken as a turn is set up, before its request: whether the incognito on then still
+    lasts, asked as the turn ends (always False when it was off). A turn begun incognito
+    whose incognito has ended since (or ended and came on again) keeps nothing."""
+    state = incognito_of(runtime, subentry_id)
+    if not state.on:
+        return lambda: False
+    began = state.times_on
+    return lambda: state.on and state.times_on == began
+
+
 @callback
 def async_turn_on(
     hass: HomeAssistant,
@@ -111,6 +129,8 @@ def async_turn_on(
     state = incognito_of(entry.runtime_data, subentry_id)
     state.stop_timer()
     was_on, state.on = state.on, True
+    if not was_on:
+        state.times_on += 1
     state.until = None
     if minutes is not None:
         state.until = dt_util.utcnow() + timedelta(minutes=minutes)

@@ -11,7 +11,6 @@ from homeassistant.config_entries import (
     ConfigFlowResult,
     OptionsFlow,
 )
-from homeassistant.const import ATTR_FRIENDLY_NAME
 from homeassistant.core import HomeAssistant
 from homeassistant.data_entry_flow import section
 from homeassistant.exceptions import HomeAssistantError
@@ -46,6 +45,7 @@ from .const import (
     CONF_HISTORY_RETENTION_DAYS,
     CONF_MAX_CONVERSATIONS,
     CONF_MAX_MEMORIES_PER_TYPE,
+    CONF_MAX_PRIVATE_MEMORIES_PER_TYPE,
     CONF_MEMORY_CONTEXT,
     CONF_MEMORY_TOKEN_BUDGET,
     CONF_RELEVANCE_SCORE_THRESHOLD,
@@ -67,7 +67,7 @@ from .flow_common import (
     select,
     whole,
 )
-from .people import PERSON_DOMAIN, device_people
+from .people import PERSON_DOMAIN, device_people, person_id_of_entity, person_name
 
 SECTION_CONVERSATIONS = "conversations"
 SECTION_TIMESERIES = "timeseries"
@@ -89,6 +89,7 @@ HOME_SETTINGS = (
     CONF_ARCHIVE_RETENTION_DAYS,
     CONF_HIGH_CONFIDENCE_THRESHOLD,
     CONF_MAX_MEMORIES_PER_TYPE,
+    CONF_MAX_PRIVATE_MEMORIES_PER_TYPE,
     CONF_RELEVANCE_SCORE_THRESHOLD,
     CONF_HISTORY_RETENTION_DAYS,
 )
@@ -148,22 +149,24 @@ def _mapped_rows(hass: HomeAssistant, mapping: Mapping[str, str]) -> list[Select
     for device_id, person_id in mapping.items():
         device = devices.async_get(device_id)
         device_name = (device.name_by_user or device.name) if device is not None else None
-        state = hass.states.get(person_id)
-        person_name = state.attributes.get(ATTR_FRIENDLY_NAME) if state is not None else None
-        label = f"{device_name or device_id} → {person_name or person_id}"
+        label = f"{device_name or device_id} → {person_name(hass, person_id)}"
         rows.append(SelectOptionDict(value=device_id, label=label))
     return sorted(rows, key=lambda row: row["label"])
 
 
-def remapped(mapping: Mapping[str, str], people: Mapping[str, Any]) -> dict[str, str]:
+def remapped(
+    hass: HomeAssistant, mapping: Mapping[str, str], people: Mapping[str, Any]
+) -> dict[str, str]:
     """The mapping after the people section's changes: unmapped devices go, the chosen
-    devices speak for the chosen person (none chosen: for nobody, so they go too)."""
+    devices speak for the chosen person (none chosen: for nobody, so they go too). The
+    form names a person by their entity; the map keeps their id."""
     result = {
         device: person
         for device, person in mapping.items()
         if device not in (people.get(FIELD_UNMAP_DEVICES) or ())
     }
-    person = people.get(FIELD_MAP_PERSON)
+    chosen = people.get(FIELD_MAP_PERSON)
+    person = person_id_of_entity(hass, str(chosen)) if chosen else None
     for device in people.get(FIELD_MAP_DEVICES) or ():
         if person:
             result[str(device)] = str(person)
@@ -215,6 +218,7 @@ def _options_schema(mapped: list[SelectOptionDict]) -> vol.Schema:
                         vol.Optional(CONF_ARCHIVE_RETENTION_DAYS): number(1, 3650, 1, "d"),
                         vol.Optional(CONF_HIGH_CONFIDENCE_THRESHOLD): number(2, 100, 1),
                         vol.Optional(CONF_MAX_MEMORIES_PER_TYPE): number(1, 100_000, 1),
+                        vol.Optional(CONF_MAX_PRIVATE_MEMORIES_PER_TYPE): number(1, 100_000, 1),
                         vol.Optional(CONF_RELEVANCE_SCORE_THRESHOLD): number(0, 100, 1),
                     }
                 ),
@@ -335,6 +339,7 @@ class MemoryOptionsFlow(OptionsFlow):
             CONF_ARCHIVE_RETENTION_DAYS: memories.archive_retention_days,
             CONF_HIGH_CONFIDENCE_THRESHOLD: memories.high_confidence_threshold,
             CONF_MAX_MEMORIES_PER_TYPE: memories.max_memories_per_type,
+            CONF_MAX_PRIVATE_MEMORIES_PER_TYPE: memories.max_private_memories_per_type,
             CONF_RELEVANCE_SCORE_THRESHOLD: memories.relevance_score_threshold,
             CONF_HISTORY_RETENTION_DAYS: retention,
         }, history_answers
@@ -369,7 +374,7 @@ class MemoryOptionsFlow(OptionsFlow):
                     options[CONF_EMBEDDINGS_DEPLOYMENT] = str(
                         options[CONF_EMBEDDINGS_DEPLOYMENT]
                     ).strip()
-                if devices := remapped(mapping, people):
+                if devices := remapped(self.hass, mapping, people):
                     options[CONF_DEVICE_PEOPLE] = devices
                 return self.async_create_entry(data=options)
         # A setting of the home still waiting in the options is the user's latest choice.

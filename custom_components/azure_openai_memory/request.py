@@ -24,6 +24,7 @@ from homeassistant.core import HomeAssistant
 from homeassistant.util import dt as dt_util
 import orjson
 
+from .access import access
 from .azure.client import Delta
 from .compat import CLOCK_PROMPT
 from .const import (
@@ -182,8 +183,9 @@ class RequestBuilder:
                 data_budget,
                 series=budget.series,
                 memories_budget=budget.memories,
-                scopes=turn.speaker.turn_scopes,
+                scopes=access(turn.speaker).turn_scopes(),
                 speaker=turn.speaker.name if turn.speaker.person_id else None,
+                language=turn.language,
             )
             past = budget.past
             readable = summary_readable(turn.speaker)

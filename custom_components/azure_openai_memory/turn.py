@@ -89,6 +89,8 @@ class Turn:
     # Whose talk the turn is (None: nobody known), and whether it is kept past the talk.
     person_id: str | None = None
     incognito: bool = False
+    # Of a turn begun incognito: whether that incognito still lasts (it may end meanwhile).
+    incognito_lasts: Callable[[], bool] = lambda: True
     # Who speaks (resolved once per turn): whose memories the turn may see and save.
     speaker: Speaker = field(default_factory=Speaker)
     # When it was asked, in the home's time zone.
@@ -96,6 +98,8 @@ class Turn:
     # The window the turn reads and writes (WindowWriter.resume): the conversation's own,
     # or one kept apart when the conversation is another person's.
     window_id: str = ""
+    # The language the turn was asked in (the pipeline's; None: the home's).
+    language: str | None = None
 
     def forward(self, _log: conversation.ChatLog, delta: dict[str, Any]) -> None:
         """The private log's delta listener; notes when words have reached the listener."""
@@ -174,6 +178,9 @@ class WindowWriter:
             turn.window_id or turn.conversation_id, turn.person_id
         )
         if turn.incognito:
+            if not turn.incognito_lasts():
+                # Incognito ended while the turn ran: what it said went with it.
+                return
             windows.go_incognito(window_id)
         for message in turn.pending:
             windows.add_message(

@@ -23,10 +23,11 @@ from homeassistant.core import Context, HomeAssistant, callback
 from homeassistant.exceptions import HomeAssistantError
 import voluptuous as vol
 
+from .access import access
 from .const import DOMAIN
 from .memory.errors import InputError
 from .people import Speaker, async_caller
-from .services import Refused, translated
+from .refusals import Refused, translated
 
 if TYPE_CHECKING:
     from .history.recorder import HistoryRecorder
@@ -149,5 +150,5 @@ def speaker_view(speaker: Speaker) -> dict[str, Any]:
     return {
         "name": speaker.name,
         "person_id": speaker.person_id,
-        "is_admin": speaker.sees_everything,
+        "is_admin": access(speaker).sees_everything,
     }

@@ -21,6 +21,7 @@ from homeassistant.core import (
 from homeassistant.helpers import config_validation as cv
 import voluptuous as vol
 
+from .access import access
 from .const import (
     CONF_CONTINUATION_MINUTES,
     CONF_CONVERSATION_IDLE_MINUTES,
@@ -35,6 +36,7 @@ from .const import (
 )
 from .data import Runtime, agent_names
 from .history.recorder import HistoryRecorder, record_service_call
+from .identity import rekey_people
 from .memory.errors import InputError
 from .memory.timeseries import format_time
 from .memory.tokens import load_counter
@@ -46,7 +48,7 @@ from .memory.window import (
     migrate_windows,
 )
 from .people import Speaker, async_caller
-from .services import Refused, ServiceSpec, async_register, loaded_entry
+from .services import ServiceSpec, async_register, loaded_entry
 from .storage import DebouncedStore
 from .websocket import (
     PAGE_SCHEMA,
@@ -125,6 +127,9 @@ async def async_load_windows(
     if unusable is not None:
         await store.async_set_aside(unusable)
         store.async_schedule_save()  # the agents that could be read, in a new file
+    # People are keyed by their own id: keys stored before are renamed (identity.py).
+    if rekey_people(hass, lambda keys: sum(a.rename_people(keys) for a in windows.values())):
+        store.async_schedule_save()
     return store, windows
 
 
@@ -152,34 +157,21 @@ def async_maintain(runtime: Runtime) -> None:
 def _whose(windows: AgentWindows, caller: Speaker) -> Callable[[str], bool]:
     """Whether a conversation's figures are the caller's to see: every one for those who
     see everything, else their own person's."""
-    if caller.sees_everything:
-        return lambda _cid: True
-    return lambda cid: caller.person_id is not None and windows.person_of(cid) == caller.person_id
-
-
-def _ensure_whose(
-    windows: AgentWindows, caller: Speaker, context: Context, conversation_id: str
-) -> None:
-    """Refuse a conversation of this agent that is someone else's (an unknown one passes:
-    the caller is told it is unknown, or shown nothing)."""
-    if windows.get_stats(conversation_id) is not None and not _whose(windows, caller)(
-        conversation_id
-    ):
-        raise Refused(context, "conversation_not_yours", conversation_id=conversation_id)
+    rights = access(caller)
+    return lambda cid: rights.reads_window(windows.person_of(cid))
 
 
 async def _async_conversation_stats(hass: HomeAssistant, call: ServiceCall) -> ServiceResponse:
     """Each agent's conversations with their figures and person; a caller who is not an
-    administrator gets their own person's only, and is refused another's by id. The
-    entry's totals are the ones its sensors show everyone."""
+    administrator gets their own person's only: another's, asked by id, is shown as an
+    unknown one is (nothing), since a conversation id can be a client's choice and must not
+    tell whether someone talked under it. The entry's totals are the ones its sensors show
+    everyone."""
     entry = loaded_entry(hass, call.data[ATTR_CONFIG_ENTRY])
     runtime = entry.runtime_data
     conversation_id = call.data.get(ATTR_CONVERSATION_ID)
     caller = await async_caller(hass, call.context)
     names = agent_names(hass, entry)
-    if conversation_id:
-        for sid in names:
-            _ensure_whose(runtime.windows[sid], caller, call.context, conversation_id)
     agents: dict[str, Any] = {}
     for sid, name in names.items():
         windows = runtime.windows[sid]
@@ -320,9 +312,9 @@ class ConversationCommands:
         """A page of one conversation's messages, oldest first, and its figures."""
         offset, limit = page_of(fields)
         _runtime, windows = _agent_windows(self.hass, fields)
-        _ensure_whose(windows, speaker, context, fields["conversation_id"])
         window = windows.windows.get(fields["conversation_id"])
-        if window is None:
+        # Another person's conversation is, to the caller, one that does not exist.
+        if window is None or not _whose(windows, speaker)(window.conversation_id):
             raise InputError("unknown_conversation", conversation_id=fields["conversation_id"])
         messages = window.messages()
         return {
@@ -336,7 +328,7 @@ class ConversationCommands:
     async def reset(self, speaker: Speaker, fields: dict[str, Any], context: Context) -> Any:
         """Forget one conversation of an agent, or all of them, as conversation_reset does
         (administrators only)."""
-        ensure(speaker.sees_everything)
+        ensure(access(speaker).sees_everything)
         runtime, windows = _agent_windows(self.hass, fields)
         removed = windows.reset(fields.get("conversation_id"))
         if removed:

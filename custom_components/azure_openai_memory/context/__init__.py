@@ -52,9 +52,11 @@ async def async_turn_data(
     memories_budget: int,
     scopes: Iterable[str] | None = None,
     speaker: str | None = None,
+    language: str | None = None,
 ) -> TurnContext | None:
     """The turn's data message: who speaks (their name, with memories on), the relevant
-    memories of these scopes (None: all; within their budget), then stored series.
+    memories of these scopes (None: all; within their budget), then stored series (the
+    range the text names read in the turn's language; None: the home's).
 
     The memories come first and take at most memories_budget of the budget; the series
     get what is left. The whole message is counted once more and fits budget.
@@ -76,7 +78,7 @@ async def async_turn_data(
     series_context = None
     if series and budget - used > 0:
         series_context = await async_turn_context(
-            hass, text, counter, min(MAX_CONTEXT_TOKENS, budget - used)
+            hass, text, counter, min(MAX_CONTEXT_TOKENS, budget - used), language=language
         )
     return await hass.async_add_executor_job(
         joined_message, block, series_context, counter, budget, about

@@ -1,6 +1,6 @@
 """The home's durable facts relevant to a question, as a bounded <memories> block."""
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from ..const import (
@@ -42,6 +42,15 @@ def _memories_render(lines: list[str], total: int) -> str:
     head = f'<memories count="{len(lines)}">'
     footer = [f"({total - len(lines)} less relevant not shown.)"] if len(lines) < total else []
     return "\n".join([head, MEMORIES_NOTE, *lines, *footer, _MEMORIESCLOSE])
+
+
+def memories_data(entries: Sequence[Mapping[str, Any]]) -> str:
+    """Stored memories a tool's answer names (what it saved, replaced, archived or found),
+    delimited and escaped as a turn's <memories> block is: one JSON line each in which `<`
+    is escaped, so none can close the block nor pass for an instruction; "" for none."""
+    if not entries:
+        return ""
+    return _memories_render([json_line(entry) for entry in entries], len(entries))
 
 
 def memories_block(

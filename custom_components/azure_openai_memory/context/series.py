@@ -105,15 +105,25 @@ def build_turn_context(
 
 
 async def async_turn_context(
-    hass: HomeAssistant, text: str, counter: TokenCounter, budget: int = MAX_CONTEXT_TOKENS
+    hass: HomeAssistant,
+    text: str,
+    counter: TokenCounter,
+    budget: int = MAX_CONTEXT_TOKENS,
+    language: str | None = None,
 ) -> TurnContext | None:
     """Stored series a request names (a spoken range and a series' words), as a data message.
 
-    The range is read in the home's time zone: "yesterday" is the home's yesterday.
+    The range is read in the home's time zone ("yesterday" is the home's yesterday) and in
+    the turn's language (None: the home's).
     """
     if budget <= 0 or (store := hass.data.get(DATA_TIMESERIES)) is None:
         return None
-    asked = spoken_range(text, dt_util.utcnow().timestamp(), dt_util.get_default_time_zone())
+    asked = spoken_range(
+        text,
+        dt_util.utcnow().timestamp(),
+        dt_util.get_default_time_zone(),
+        language or hass.config.language,
+    )
     if asked is None:
         return None
     keys = matching_keys(store.known_keys(), text)

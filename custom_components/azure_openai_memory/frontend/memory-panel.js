@@ -29,120 +29,93 @@ const EVENT_TYPES = [
   "system",
 ];
 const PERIODS = ["daily", "weekly", "monthly", "era"];
-
-// Every word the page shows, in one place.
-const TEXT = {
-  title: "Memory",
-  menu: "Open the sidebar",
-  tabs: {
-    memories: "Memories",
-    conversations: "Conversations",
-    history: "History",
-    summaries: "Summaries",
-    series: "Series",
-  },
-  tabList: "Kinds of memory",
-  adminOnly: "Only an administrator sees this part of the memory.",
-  loading: "Loading…",
-  nothing: "Nothing here yet.",
-  previous: "Previous page",
-  next: "Next page",
-  showing: (first, last, total) => `${first}–${last} of ${total}`,
-  search: "Search memories",
-  searchHint: "Words or a question",
-  type: "Type",
-  allTypes: "All types",
-  tag: "Tag",
-  tagHint: "e.g. person:anna",
-  confidence: "Confidence at least",
-  anyConfidence: "Any",
-  archived: "Archived",
-  whose: "Whose",
-  everyone: "All",
-  household: "Household",
-  mine: "Mine",
-  private: "Private",
-  whoseLabel: (name) => `whose: ${name}`,
-  provenance: (p) =>
-    [`from ${p.source}`, p.authority, p.channel ? `via ${p.channel}` : null].filter(Boolean).join(" · "),
-  pinned: "Pinned",
-  edit: "Edit",
-  save: "Save",
-  cancel: "Cancel",
-  content: "Content",
-  tags: "Tags (comma-separated)",
-  pin: "Pin",
-  unpin: "Unpin",
-  forget: "Forget",
-  erase: "Erase",
-  restore: "Restore",
-  occurrences: (n) => `seen ${n}×`,
+const CONFIDENCES = ["low", "medium", "high"];
+// Why a memory went to the archive, as stored ("Forgotten on request (tag)" names the tag
+// it was forgotten by; any other reason is a person's own words, shown as they are).
+const ARCHIVE_REASONS = {
+  edited: "edited",
+  superseded: "superseded",
   updated: "updated",
-  source: "source",
-  archivedBecause: "Archived",
-  supersededBy: "Replaced by",
-  eraseTitle: "Erase this memory for good?",
-  eraseBody:
-    "It is deleted, not archived, and cannot be restored. What else goes: the history " +
-    "events that carried it (the agent's remember and recall tool calls and the memory " +
-    "service calls naming it).",
-  eraseConfirm: "Erase",
-  forgotten: "Forgotten: it is in the archive.",
-  erased: (events) =>
-    events === null
-      ? "Erased. The history could not be reached: it may still hold the memory."
-      : `Erased, with ${events} history event${events === 1 ? "" : "s"}.`,
-  edited: "Saved. The old words are in the archive.",
-  unchanged: "Nothing changed.",
-  restored: "Restored.",
-  pinnedDone: "Pinned: never pushed out, shown first.",
-  unpinnedDone: "Unpinned.",
-  agent: "Agent",
-  conversation: "Conversation",
-  messages: (n) => `${n} message${n === 1 ? "" : "s"}`,
-  tokens: (used, budget) => `${used} of ${budget} tokens`,
-  lastActivity: "last activity",
-  open: "Open",
-  close: "Close",
-  reset: "Reset",
-  resetAll: "Reset every conversation",
-  resetTitle: "Forget this conversation's window?",
-  resetAllTitle: "Forget every conversation of this agent?",
-  resetBody: "The agent no longer sees what was said in it. The history keeps its events.",
-  resetDone: (n) => `${n} conversation${n === 1 ? "" : "s"} reset.`,
-  allAgents: "All agents",
-  eventType: "Event type",
-  allEventTypes: "All types",
-  day: "Day",
-  totalEvents: "Events",
-  sessions: "Conversations",
-  snapshots: "Snapshots",
-  earliest: "First",
-  latest: "Last",
-  showTurn: "Show the turn",
-  hideTurn: "Hide the turn",
-  summariseNow: "Summarise today now",
-  summarised: (counts) =>
-    `Written: ${counts.daily} daily, ${counts.weekly} weekly, ${counts.monthly} monthly.`,
-  periods: { daily: "Dailies", weekly: "Weeklies", monthly: "Monthlies", era: "Eras" },
-  extractive: "written without the model",
-  topics: "Topics",
-  highlights: "Highlights",
-  groupMode: (mode) => `Grouped by ${mode}`,
-  count: (n) => `${n} entr${n === 1 ? "y" : "ies"}`,
-  coverage: { full: "full coverage", partial: "gaps", none: "nothing fetched" },
-  coverageLabel: (key, gaps) =>
-    `Coverage of ${key}: fetched windows, and ${gaps} gap${gaps === 1 ? "" : "s"}`,
-  gap: "gap",
-  covered: "fetched",
-  chartLabel: (key) => `Entries of ${key} over time`,
-  approximate: "Some gaps were merged away: coverage there is approximate.",
-  entries: "Entries",
-  time: "Time",
-  entry: "Entry",
-  back: "Back to every series",
-  failed: "Failed",
+  "Over max_memories_per_type": "cap",
+  "Forgotten by voice": "forgotten_by_voice",
+  "Handed over: the same words were already there": "handed_over",
 };
+const FORGOTTEN_REASON = "Forgotten on request";
+// Why a turn went to the model, as recorded (English codes of the integration).
+const DECISION_REASONS = {
+  "no local intent matched": "no_local_match",
+  "local intents are off for this agent": "local_off",
+  "the Assist pipeline handles local intents itself": "pipeline",
+};
+// Home Assistant's intents whose actions read as a sentence of their own.
+const INTENT_SENTENCES = {
+  HassTurnOn: "turned_on",
+  HassTurnOff: "turned_off",
+  HassToggle: "toggled",
+  HassLightSet: "set",
+  HassSetPosition: "set",
+  HassClimateSetTemperature: "set",
+};
+const SAVE_ACTIONS = ["created", "reinforced", "superseded", "updated"];
+// Quoted words in a sentence are cut here; Details holds them whole.
+const QUOTE_CHARS = 300;
+
+// Every word the page shows comes from the catalogue of its user's language (frontend/i18n,
+// sent by panel/access over English, so a missing word reads in English): t(key, params)
+// is the word at a dotted key with its {placeholders} filled in; a word with plural forms ({"one": …, "other": …})
+// takes the form Intl.PluralRules gives for {count}. Numbers are written as the language
+// writes them.
+let WORDS = {};
+let LANGUAGE = "en";
+
+function lookup(key) {
+  return key.split(".").reduce((node, part) => (node == null ? undefined : node[part]), WORDS);
+}
+
+function t(key, params = {}) {
+  let word = lookup(key);
+  if (word !== null && typeof word === "object") {
+    const count = typeof params.count === "number" ? params.count : NaN;
+    let form = "other";
+    try {
+      form = new Intl.PluralRules(LANGUAGE).select(count);
+    } catch (_err) {
+      // An unknown language: the general form.
+    }
+    word = word[form] ?? word.other;
+  }
+  if (typeof word !== "string") return key;
+  return word.replace(/\{(\w+)\}/g, (whole, name) => {
+    if (!(name in params)) return whole;
+    const value = params[name];
+    if (typeof value !== "number") return String(value ?? "");
+    try {
+      return new Intl.NumberFormat(LANGUAGE).format(value);
+    } catch (_err) {
+      return String(value);
+    }
+  });
+}
+
+/** A code's label (a memory type, an event type, a reason...), the code itself when the
+ * catalogue has none (a value from a newer version, or one a person wrote). */
+function label(group, code) {
+  const word = lookup(group)?.[code];
+  return typeof word === "string" ? word : String(code ?? "").replaceAll("_", " ");
+}
+
+function clip(text) {
+  const words = String(text ?? "");
+  return words.length > QUOTE_CHARS ? `${words.slice(0, QUOTE_CHARS)}…` : words;
+}
+
+function archiveReason(reason) {
+  const code = ARCHIVE_REASONS[reason];
+  if (code) return t(`archive_reasons.${code}`);
+  if (typeof reason === "string" && reason.startsWith(FORGOTTEN_REASON))
+    return `${t("archive_reasons.forgotten")}${reason.slice(FORGOTTEN_REASON.length)}`;
+  return reason;
+}
 
 // -- small DOM helpers ---------------------------------------------------------------------
 
@@ -310,6 +283,7 @@ svg.chart line { stroke: var(--divider-color, #ccc); }
 .turn { margin: 8px 0 0; padding: 0; list-style: none; border-left: 2px solid var(--divider-color, #ddd); }
 .turn li { padding: 4px 8px; }
 .event-head { display: flex; flex-wrap: wrap; gap: 8px; align-items: baseline; }
+pre.details { white-space: pre-wrap; margin: 8px 0 0; padding: 8px; border-radius: 4px; background: var(--secondary-background-color, #f5f5f5); max-height: 320px; overflow: auto; }
 .mono { font-family: var(--ha-font-family-code, var(--code-font-family, monospace)); font-size: 12px; overflow-wrap: anywhere; }
 table { width: 100%; border-collapse: collapse; }
 th, td { text-align: left; padding: 6px 8px; border-bottom: 1px solid var(--divider-color, #ddd); vertical-align: top; }
@@ -350,7 +324,7 @@ class MemoryPanel extends HTMLElement {
     this._tab = "memories";
     this._memories = { offset: 0, query: "", scope: "", type: "", tag: "", confidence: "", archived: false };
     this._editing = null;
-    this._history = { offset: 0, agent: "", type: "", day: "", open: new Set() };
+    this._history = { offset: 0, agent: "", type: "", day: "", open: new Set(), details: new Set() };
     this._summaries = { offset: 0 };
     this._series = { offset: 0, key: null, entriesOffset: 0 };
     this._conversations = { offset: 0 };
@@ -376,6 +350,7 @@ class MemoryPanel extends HTMLElement {
     const first = this._hass === null;
     this._hass = hass;
     if (first) this._start();
+    else if (this._access && this._language() !== this._asked) this._relocalise();
   }
 
   get hass() {
@@ -399,27 +374,22 @@ class MemoryPanel extends HTMLElement {
     this._body = h("div", { class: "body", tabindex: "-1" });
     this._view = h("main", { id: "view", role: "tabpanel" }, this._status, this._filters, this._body);
     this._dialog = h("dialog", { "aria-modal": "true" });
-    this._tablist = h("nav", { role: "tablist", "aria-label": TEXT.tabList });
+    this._tablist = h("nav", { role: "tablist" });
+    this._title = h("h1", {});
+    this._menu = h(
+      "button",
+      {
+        class: "menu",
+        type: "button",
+        hidden: !this._narrow,
+        "@click": () =>
+          this.dispatchEvent(new Event("hass-toggle-menu", { bubbles: true, composed: true })),
+      },
+      MENU_ICON(),
+    );
     root.replaceChildren(
       h("style", {}, STYLE),
-      h(
-        "header",
-        { class: "toolbar" },
-        h(
-          "button",
-          {
-            class: "menu",
-            type: "button",
-            "aria-label": TEXT.menu,
-            title: TEXT.menu,
-            hidden: !this._narrow,
-            "@click": () =>
-              this.dispatchEvent(new Event("hass-toggle-menu", { bubbles: true, composed: true })),
-          },
-          MENU_ICON(),
-        ),
-        h("h1", {}, TEXT.title),
-      ),
+      h("header", { class: "toolbar" }, this._menu, this._title),
       this._tablist,
       this._view,
       this._dialog,
@@ -429,14 +399,47 @@ class MemoryPanel extends HTMLElement {
     } catch (_err) {
       // Without translations an error shows Home Assistant's own message.
     }
-    try {
-      this._access = await this._ws("panel/access");
-    } catch (err) {
-      this._showError(err);
-      return;
-    }
+    if (!(await this._fetchAccess())) return;
     const wanted = (location.hash || "").slice(1);
     if (TABS.includes(wanted)) this._tab = wanted;
+    this._renderAll();
+  }
+
+  /** The language the user chose in Home Assistant (their profile, else the browser's). */
+  _language() {
+    return this._hass?.locale?.language || this._hass?.language || "en";
+  }
+
+  /** Who the user is, their tabs and the words of their language; false when refused. */
+  async _fetchAccess() {
+    const language = this._language();
+    this._asked = language;
+    try {
+      const access = await this._ws("panel/access", { language });
+      WORDS = access.text.words;
+      LANGUAGE = access.text.language;
+      this._access = access;
+      return true;
+    } catch (err) {
+      this._showError(err);
+      return false;
+    }
+  }
+
+  /** The user chose another language: the page again, in its words. */
+  async _relocalise() {
+    if (await this._fetchAccess()) {
+      this._say("");
+      this._renderAll();
+    }
+  }
+
+  _renderAll() {
+    this._title.textContent = t("title");
+    this._menu.setAttribute("aria-label", t("menu"));
+    this._menu.title = t("menu");
+    this._tablist.setAttribute("aria-label", t("tab_list"));
+    this.lang = LANGUAGE;
     this._renderTabs();
     this._renderFilters();
     this._load();
@@ -466,7 +469,9 @@ class MemoryPanel extends HTMLElement {
   _showError(err) {
     this._status.className = "status error";
     this._status.setAttribute("role", "alert");
-    this._status.textContent = `${TEXT.failed}: ${this._message(err)}`;
+    // Before the words have come (panel/access refused), the message alone.
+    const message = this._message(err);
+    this._status.textContent = lookup("failed") ? t("failed", { message }) : message;
   }
 
   _when(iso) {
@@ -517,7 +522,7 @@ class MemoryPanel extends HTMLElement {
             "@click": () => this._select(tab),
             "@keydown": (ev) => this._tabKey(ev, tabs),
           },
-          TEXT.tabs[tab],
+          t(`tabs.${tab}`),
         ),
       ),
     );
@@ -551,7 +556,8 @@ class MemoryPanel extends HTMLElement {
       history: () => this._historyFilters(),
       summaries: () => this._summaryTools(),
     }[this._tab];
-    this._filters.replaceChildren(...(filters ? [filters()] : []));
+    const made = filters ? filters() : null;
+    this._filters.replaceChildren(...(made ? [made] : []));
   }
 
   /** Show the current tab: its content is replaced when its data has arrived (a newer
@@ -568,7 +574,7 @@ class MemoryPanel extends HTMLElement {
     const body = this._body;
     body.setAttribute("aria-busy", "true");
     if (!body.firstChild || body.dataset.tab !== this._tab) {
-      body.replaceChildren(h("p", { class: "note" }, TEXT.loading));
+      body.replaceChildren(h("p", { class: "note" }, t("loading")));
     }
     body.dataset.tab = this._tab;
     try {
@@ -580,7 +586,7 @@ class MemoryPanel extends HTMLElement {
     } catch (err) {
       if (token !== this._loadToken) return;
       body.replaceChildren(
-        h("p", { class: "note" }, err?.code === "unauthorized" ? TEXT.adminOnly : ""),
+        h("p", { class: "note" }, err?.code === "unauthorized" ? t("admin_only") : ""),
       );
       if (err?.code !== "unauthorized") this._showError(err);
     } finally {
@@ -597,9 +603,9 @@ class MemoryPanel extends HTMLElement {
     return h(
       "div",
       { class: "pager", "aria-busy": total === null ? "true" : null },
-      button(TEXT.previous, () => go(Math.max(offset - size, 0)), { disabled: offset === 0 }),
-      h("span", {}, TEXT.showing(first, last, total === null ? "…" : total)),
-      button(TEXT.next, () => go(offset + size), {
+      button(t("previous"), () => go(Math.max(offset - size, 0)), { disabled: offset === 0 }),
+      h("span", {}, t("showing", { first, last, total: total === null ? "…" : total })),
+      button(t("next"), () => go(offset + size), {
         disabled: total === null ? shown < size : offset + size >= total,
       }),
     );
@@ -619,7 +625,7 @@ class MemoryPanel extends HTMLElement {
         h(
           "div",
           { class: "actions" },
-          button(TEXT.cancel, () => done(false)),
+          button(t("memories.cancel"), () => done(false)),
           button(confirmText, () => done(true), { class: "danger primary" }),
         ),
       );
@@ -635,7 +641,7 @@ class MemoryPanel extends HTMLElement {
     dialog.replaceChildren(
       h("h2", {}, title),
       ...content,
-      h("div", { class: "actions" }, button(TEXT.close, () => dialog.close(), { class: "primary" })),
+      h("div", { class: "actions" }, button(t("conversations.close"), () => dialog.close(), { class: "primary" })),
     );
     if (!dialog.open) dialog.showModal();
   }
@@ -655,7 +661,7 @@ class MemoryPanel extends HTMLElement {
     return h(
       "div",
       {},
-      rows.length ? h("ul", { class: "rows", "aria-label": TEXT.tabs.memories }, rows) : h("p", { class: "note" }, TEXT.nothing),
+      rows.length ? h("ul", { class: "rows", "aria-label": t("tabs.memories") }, rows) : h("p", { class: "note" }, t("nothing")),
       this._pager(state.offset, PAGE, result.total, (offset) => {
         state.offset = offset;
         this._load(true);
@@ -677,37 +683,37 @@ class MemoryPanel extends HTMLElement {
       h(
         "label",
         { class: "field wide" },
-        h("span", { class: "label" }, TEXT.search),
+        h("span", { class: "label" }, t("memories.search")),
         h("input", {
           type: "search",
           id: "memory-search",
-          placeholder: TEXT.searchHint,
+          placeholder: t("memories.search_hint"),
           autocomplete: "off",
           ".value": state.query,
           "@input": (ev) => changed({ query: ev.target.value }, false),
         }),
       ),
-      select(TEXT.whose, state.scope, this._whoseOptions(), (scope) => changed({ scope })),
+      select(t("memories.whose"), state.scope, this._whoseOptions(), (scope) => changed({ scope })),
       select(
-        TEXT.type,
+        t("memories.type"),
         state.type,
-        [["", TEXT.allTypes], ...MEMORY_TYPES.map((t) => [t, t.replace("_", " ")])],
+        [["", t("memories.all_types")], ...MEMORY_TYPES.map((type) => [type, label("memory_types", type)])],
         (type) => changed({ type }),
       ),
       field(
-        TEXT.tag,
+        t("memories.tag"),
         h("input", {
           type: "text",
-          placeholder: TEXT.tagHint,
+          placeholder: t("memories.tag_hint"),
           autocomplete: "off",
           ".value": state.tag,
           "@change": (ev) => changed({ tag: ev.target.value }),
         }),
       ),
       select(
-        TEXT.confidence,
+        t("memories.confidence"),
         state.confidence,
-        [["", TEXT.anyConfidence], ["low", "low"], ["medium", "medium"], ["high", "high"]],
+        [["", t("memories.any_confidence")], ...CONFIDENCES.map((c) => [c, label("confidences", c)])],
         (confidence) => changed({ confidence }),
       ),
       h(
@@ -718,24 +724,28 @@ class MemoryPanel extends HTMLElement {
           ".checked": state.archived,
           "@change": (ev) => changed({ archived: ev.target.checked }),
         }),
-        TEXT.archived,
+        t("memories.archived"),
       ),
     );
   }
 
-  // The people Home Assistant knows, by person entity id: their names.
+  // The people Home Assistant knows, by their own person id (the entity's `id`
+  // attribute, never the entity id a new person may get again): their names.
   _people() {
     return Object.values(this._hass?.states || {})
-      .filter((state) => state.entity_id.startsWith("person."))
-      .map((state) => [state.entity_id, state.attributes?.friendly_name || state.entity_id])
+      .filter((state) => state.entity_id.startsWith("person.") && state.attributes?.id)
+      .map((state) => [
+        String(state.attributes.id),
+        state.attributes?.friendly_name || state.entity_id,
+      ])
       .sort((a, b) => a[1].localeCompare(b[1]));
   }
 
   // Administrators may list any person's memories; anyone else the household's and their own.
   _whoseOptions() {
     const user = this._access?.user || {};
-    const options = [["", TEXT.everyone], ["household", TEXT.household]];
-    if (user.person_id) options.push(["private", TEXT.mine]);
+    const options = [["", t("memories.everyone")], ["household", t("memories.household")]];
+    if (user.person_id) options.push(["private", t("memories.mine")]);
     if (user.is_admin)
       for (const [id, name] of this._people())
         if (id !== user.person_id) options.push([`person:${id}`, name]);
@@ -743,10 +753,10 @@ class MemoryPanel extends HTMLElement {
   }
 
   _whose(scope) {
-    if (scope === "household") return TEXT.household;
+    if (scope === "household") return t("memories.household");
     const person = scope?.startsWith("person:") ? scope.slice("person:".length) : null;
-    const name = person ? this._hass?.states?.[person]?.attributes?.friendly_name : null;
-    return name || TEXT.private;
+    const name = person ? new Map(this._people()).get(person) : null;
+    return name || t("memories.private");
   }
 
   _memoryRow(memory) {
@@ -754,24 +764,26 @@ class MemoryPanel extends HTMLElement {
     const meta = h(
       "div",
       { class: "meta" },
-      memory.pinned && !memory.archived ? h("span", { class: "badge" }, TEXT.pinned) : null,
-      h("span", { class: "whose" }, TEXT.whoseLabel(this._whose(memory.scope))),
-      h("span", {}, memory.type.replace("_", " ")),
-      h("span", {}, memory.confidence),
-      h("span", {}, TEXT.occurrences(memory.occurrences)),
-      h("span", {}, `${TEXT.updated} ${this._when(memory.updated_at)}`),
-      memory.source ? h("span", {}, `${TEXT.source}: ${memory.source}${memory.source_reference ? ` (${memory.source_reference})` : ""}`) : null,
-      memory.provenance ? h("span", { class: "provenance" }, TEXT.provenance(memory.provenance)) : null,
+      memory.pinned && !memory.archived ? h("span", { class: "badge" }, t("memories.pinned")) : null,
+      h("span", { class: "whose" }, t("memories.whose_label", { name: this._whose(memory.scope) })),
+      h("span", {}, label("memory_types", memory.type)),
+      h("span", {}, label("confidences", memory.confidence)),
+      h("span", {}, t("memories.occurrences", { count: memory.occurrences })),
+      h("span", {}, t("memories.updated", { when: this._when(memory.updated_at) })),
+      memory.source
+        ? h("span", {}, t("memories.source", { source: `${label("sources", memory.source)}${memory.source_reference ? ` (${memory.source_reference})` : ""}` }))
+        : null,
+      memory.provenance ? h("span", { class: "provenance" }, this._provenance(memory.provenance)) : null,
       memory.tags?.length ? chips(memory.tags) : null,
     );
     const archivedNote = memory.archived
       ? h(
           "div",
           { class: "meta" },
-          h("span", { class: "badge warning" }, TEXT.archivedBecause),
-          h("span", {}, `${memory.reason} · ${this._when(memory.archived_at)}`),
+          h("span", { class: "badge warning" }, t("memories.archived_badge")),
+          h("span", {}, `${archiveReason(memory.reason)} · ${this._when(memory.archived_at)}`),
           memory.superseded_by_content
-            ? h("span", {}, `${TEXT.supersededBy}: “${memory.superseded_by_content}”`)
+            ? h("span", {}, t("memories.replaced_by", { content: memory.superseded_by_content }))
             : null,
         )
       : null;
@@ -779,27 +791,27 @@ class MemoryPanel extends HTMLElement {
     const controls = [];
     if (actions.has("edit"))
       controls.push(
-        button(TEXT.edit, () => {
+        button(t("memories.edit"), () => {
           this._editing = memory.id;
           this._load();
-        }, { "aria-label": `${TEXT.edit}: ${memory.content.slice(0, 60)}` }),
+        }, { "aria-label": `${t("memories.edit")}: ${memory.content.slice(0, 60)}` }),
       );
     if (actions.has("pin"))
       controls.push(
-        button(memory.pinned ? TEXT.unpin : TEXT.pin, () => this._pin(memory), {
+        button(memory.pinned ? t("memories.unpin") : t("memories.pin"), () => this._pin(memory), {
           "aria-pressed": String(!!memory.pinned),
-          "aria-label": `${TEXT.pin}: ${memory.content.slice(0, 60)}`,
+          "aria-label": `${t("memories.pin")}: ${memory.content.slice(0, 60)}`,
         }),
       );
     if (actions.has("forget"))
-      controls.push(button(TEXT.forget, () => this._forget(memory), { "aria-label": `${TEXT.forget}: ${memory.content.slice(0, 60)}` }));
+      controls.push(button(t("memories.forget"), () => this._forget(memory), { "aria-label": `${t("memories.forget")}: ${memory.content.slice(0, 60)}` }));
     if (actions.has("restore"))
-      controls.push(button(TEXT.restore, () => this._restore(memory), { "aria-label": `${TEXT.restore}: ${memory.content.slice(0, 60)}` }));
+      controls.push(button(t("memories.restore"), () => this._restore(memory), { "aria-label": `${t("memories.restore")}: ${memory.content.slice(0, 60)}` }));
     if (actions.has("erase"))
       controls.push(
-        button(TEXT.erase, () => this._erase(memory), {
+        button(t("memories.erase"), () => this._erase(memory), {
           class: "danger",
-          "aria-label": `${TEXT.erase}: ${memory.content.slice(0, 60)}`,
+          "aria-label": `${t("memories.erase")}: ${memory.content.slice(0, 60)}`,
         }),
       );
     return h(
@@ -824,7 +836,7 @@ class MemoryPanel extends HTMLElement {
           tags: tagList,
         });
         this._editing = null;
-        this._say(result.action === "unchanged" ? TEXT.unchanged : TEXT.edited);
+        this._say(result.action === "unchanged" ? t("memories.unchanged") : t("memories.edited"));
         this._load();
       } catch (err) {
         this._showError(err);
@@ -834,13 +846,13 @@ class MemoryPanel extends HTMLElement {
     return h(
       "li",
       { class: "card memory editing", "data-id": memory.id },
-      field(TEXT.content, content),
-      field(TEXT.tags, tags),
+      field(t("memories.content"), content),
+      field(t("memories.tags"), tags),
       h(
         "div",
         { class: "actions" },
-        button(TEXT.save, save, { class: "primary" }),
-        button(TEXT.cancel, () => {
+        button(t("memories.save"), save, { class: "primary" }),
+        button(t("memories.cancel"), () => {
           this._editing = null;
           this._load();
         }),
@@ -862,23 +874,23 @@ class MemoryPanel extends HTMLElement {
     const pinned = !memory.pinned;
     this._act(
       this._ws("memories/pin", { memory_id: memory.id, pinned }),
-      pinned ? TEXT.pinnedDone : TEXT.unpinnedDone,
+      pinned ? t("memories.pinned_done") : t("memories.unpinned_done"),
     );
   }
 
   _forget(memory) {
-    this._act(this._ws("memories/forget", { memory_id: memory.id }), TEXT.forgotten);
+    this._act(this._ws("memories/forget", { memory_id: memory.id }), t("memories.forgotten"));
   }
 
   _restore(memory) {
-    this._act(this._ws("memories/restore", { memory_id: memory.id }), TEXT.restored);
+    this._act(this._ws("memories/restore", { memory_id: memory.id }), t("memories.restored"));
   }
 
   async _erase(memory) {
-    if (!(await this._confirm(TEXT.eraseTitle, `“${memory.content}” — ${TEXT.eraseBody}`, TEXT.eraseConfirm)))
+    if (!(await this._confirm(t("memories.erase_title"), `“${memory.content}” — ${t("memories.erase_body")}`, t("memories.erase_confirm"))))
       return;
     this._act(this._ws("memories/erase", { memory_id: memory.id }), (result) =>
-      TEXT.erased(result.history_events_erased),
+      (result.history_events_erased === null ? t("memories.erased_unknown") : t("memories.erased", { count: result.history_events_erased })),
     );
   }
 
@@ -890,7 +902,7 @@ class MemoryPanel extends HTMLElement {
       offset: state.offset,
       limit: CONVERSATION_PAGE,
     });
-    if (!result.agents.length) return h("p", { class: "note" }, TEXT.nothing);
+    if (!result.agents.length) return h("p", { class: "note" }, t("nothing"));
     const most = Math.max(...result.agents.map((a) => a.total));
     return h(
       "div",
@@ -907,26 +919,26 @@ class MemoryPanel extends HTMLElement {
     const where = { entry_id: agent.entry_id, subentry_id: agent.subentry_id };
     const admin = this._access?.user?.is_admin;
     const reset = async (conversationId) => {
-      const title = conversationId ? TEXT.resetTitle : TEXT.resetAllTitle;
-      if (!(await this._confirm(title, TEXT.resetBody, TEXT.reset))) return;
+      const title = conversationId ? t("conversations.reset_title") : t("conversations.reset_all_title");
+      if (!(await this._confirm(title, t("conversations.reset_body"), t("conversations.reset")))) return;
       const fields = conversationId ? { ...where, conversation_id: conversationId } : where;
-      this._act(this._ws("conversations/reset", fields), (r) => TEXT.resetDone(r.reset));
+      this._act(this._ws("conversations/reset", fields), (r) => t("conversations.reset_done", { count: r.reset }));
     };
     return h(
       "section",
-      { class: "card", "aria-label": `${TEXT.agent} ${agent.title}` },
+      { class: "card", "aria-label": `${t("history.agent")} ${agent.title}` },
       h("h2", {}, agent.title),
       h(
         "div",
         { class: "meta" },
         h("span", { class: "mono" }, agent.agent_id),
-        h("span", {}, TEXT.messages(agent.totals.messages)),
-        h("span", {}, TEXT.tokens(agent.totals.tokens, agent.max_tokens)),
+        h("span", {}, t("conversations.messages", { count: agent.totals.messages })),
+        h("span", {}, t("conversations.tokens", { used: agent.totals.tokens, budget: agent.max_tokens })),
       ),
       agent.conversations.length
         ? h("ul", { class: "rows" }, agent.conversations.map((c) => this._conversationRow(agent, c, reset)))
-        : h("p", { class: "note" }, TEXT.nothing),
-      admin && agent.total ? h("div", { class: "actions" }, button(TEXT.resetAll, () => reset(null), { class: "danger" })) : null,
+        : h("p", { class: "note" }, t("nothing")),
+      admin && agent.total ? h("div", { class: "actions" }, button(t("conversations.reset_all"), () => reset(null), { class: "danger" })) : null,
     );
   }
 
@@ -934,7 +946,7 @@ class MemoryPanel extends HTMLElement {
     const used = conversation.current_tokens;
     const budget = conversation.max_tokens || agent.max_tokens;
     const percent = Math.min(100, budget ? (100 * used) / budget : 0);
-    const label = TEXT.tokens(used, budget);
+    const label = t("conversations.tokens", { used, budget });
     const tags = Object.entries(conversation.tag_distribution || {}).map(([t, n]) => `${t} ${n}`);
     return h(
       "li",
@@ -943,9 +955,9 @@ class MemoryPanel extends HTMLElement {
         "div",
         { class: "meta" },
         h("span", { class: "mono" }, conversation.conversation_id),
-        h("span", {}, TEXT.messages(conversation.message_count)),
+        h("span", {}, t("conversations.messages", { count: conversation.message_count })),
         h("span", {}, label),
-        h("span", {}, `${TEXT.lastActivity} ${this._when(conversation.last_activity)}`),
+        h("span", {}, t("conversations.last_activity", { when: this._when(conversation.last_activity) })),
         tags.length ? chips(tags) : null,
       ),
       h(
@@ -963,13 +975,13 @@ class MemoryPanel extends HTMLElement {
       h(
         "div",
         { class: "actions" },
-        button(TEXT.open, () => this._openConversation(agent, conversation.conversation_id, 0), {
-          "aria-label": `${TEXT.open} ${conversation.conversation_id}`,
+        button(t("conversations.open"), () => this._openConversation(agent, conversation.conversation_id, 0), {
+          "aria-label": `${t("conversations.open")} ${conversation.conversation_id}`,
         }),
         this._access?.user?.is_admin
-          ? button(TEXT.reset, () => reset(conversation.conversation_id), {
+          ? button(t("conversations.reset"), () => reset(conversation.conversation_id), {
               class: "danger",
-              "aria-label": `${TEXT.reset} ${conversation.conversation_id}`,
+              "aria-label": `${t("conversations.reset")} ${conversation.conversation_id}`,
             })
           : null,
       ),
@@ -989,14 +1001,14 @@ class MemoryPanel extends HTMLElement {
         h(
           "li",
           { class: "card" },
-          h("div", { class: "meta" }, h("span", { class: "role" }, m.role), h("span", {}, this._when(m.timestamp)), h("span", {}, `${m.token_count} tokens`)),
+          h("div", { class: "meta" }, h("span", { class: "role" }, label("roles", m.role)), h("span", {}, this._when(m.timestamp)), h("span", {}, t("conversations.token_count", { count: m.token_count }))),
           m.content ? h("p", { class: "content" }, m.content) : null,
           m.tool_calls.map((call) => h("p", { class: "mono" }, `${call.name}(${JSON.stringify(call.arguments)})`)),
         ),
       );
       this._showDialog(
-        `${TEXT.conversation} ${conversationId}`,
-        h("p", { class: "meta" }, TEXT.tokens(read.current_tokens, read.max_tokens)),
+        `${t("conversations.conversation")} ${conversationId}`,
+        h("p", { class: "meta" }, t("conversations.tokens", { used: read.current_tokens, budget: read.max_tokens })),
         h("ul", { class: "rows" }, messages),
         this._pager(offset, PAGE, read.total, (next) => this._openConversation(agent, conversationId, next)),
       );
@@ -1017,8 +1029,8 @@ class MemoryPanel extends HTMLElement {
     // person may see can take longer than their page), which fill their card when they come.
     const statsCard = h(
       "section",
-      { class: "card", "aria-label": TEXT.totalEvents, "aria-busy": "true" },
-      h("p", { class: "note" }, TEXT.loading),
+      { class: "card", "aria-label": t("history.total_events"), "aria-busy": "true" },
+      h("p", { class: "note" }, t("loading")),
     );
     const token = this._loadToken;
     this._ws("history/statistics", state.agent ? { agent_id: state.agent } : {}).then(
@@ -1049,7 +1061,7 @@ class MemoryPanel extends HTMLElement {
         pager.removeAttribute("aria-busy");
         const [previous, range, next] = pager.children;
         if (!previous) return;
-        range.textContent = TEXT.showing(shown ? state.offset + 1 : 0, state.offset + shown, total);
+        range.textContent = t("showing", { first: shown ? state.offset + 1 : 0, last: state.offset + shown, total });
         if (typeof total === "number") next.disabled = state.offset + PAGE >= total;
       };
       this._ws("history/events", fields).then(
@@ -1066,23 +1078,35 @@ class MemoryPanel extends HTMLElement {
       "div",
       {},
       statsCard,
-      events.length ? h("ul", { class: "rows", "aria-label": TEXT.tabs.history }, events) : h("p", { class: "note" }, TEXT.nothing),
+      events.length ? h("ul", { class: "rows", "aria-label": t("tabs.history") }, events) : h("p", { class: "note" }, t("nothing")),
       pager,
     );
   }
 
+  _provenance(p) {
+    return [
+      t("memories.from", { source: label("origins", p.source) }),
+      label("authorities", p.authority),
+      p.channel ? t("memories.via", { channel: p.channel }) : null,
+    ]
+      .filter(Boolean)
+      .join(" · ");
+  }
+
   _statsContent(stats) {
     const stat = (label, value) => h("div", { class: "stat" }, h("b", {}, value), label);
-    const byType = Object.entries(stats.events_by_type).filter(([, n]) => n).map(([t, n]) => `${t} ${n}`);
+    const byType = Object.entries(stats.events_by_type)
+      .filter(([, n]) => n)
+      .map(([type, n]) => `${label("event_types", type)} ${n}`);
     return [
       h(
         "div",
         { class: "stats" },
-        stat(TEXT.totalEvents, stats.total_events),
-        stat(TEXT.sessions, stats.unique_sessions),
-        stat(TEXT.snapshots, stats.total_snapshots),
-        stat(TEXT.earliest, this._when(stats.earliest_event) || "—"),
-        stat(TEXT.latest, this._when(stats.latest_event) || "—"),
+        stat(t("history.total_events"), stats.total_events),
+        stat(t("history.sessions"), stats.unique_sessions),
+        stat(t("history.snapshots"), stats.total_snapshots),
+        stat(t("history.earliest"), this._when(stats.earliest_event) || "—"),
+        stat(t("history.latest"), this._when(stats.latest_event) || "—"),
       ),
       byType.length ? h("div", { class: "meta", style: "margin-top: 8px" }, chips(byType)) : null,
     ].filter(Boolean);
@@ -1098,17 +1122,17 @@ class MemoryPanel extends HTMLElement {
     return h(
       "div",
       { class: "filters" },
-      select(TEXT.agent, state.agent, [["", TEXT.allAgents], ...agents.map((a) => [a, a])], (agent) =>
+      select(t("history.agent"), state.agent, [["", t("history.all_agents")], ...agents.map((a) => [a, a])], (agent) =>
         changed({ agent }),
       ),
       select(
-        TEXT.eventType,
+        t("history.event_type"),
         state.type,
-        [["", TEXT.allEventTypes], ...EVENT_TYPES.map((t) => [t, t.replace("_", " ")])],
+        [["", t("history.all_event_types")], ...EVENT_TYPES.map((type) => [type, label("event_types", type)])],
         (type) => changed({ type }),
       ),
       field(
-        TEXT.day,
+        t("history.day"),
         h("input", {
           type: "date",
           ".value": state.day,
@@ -1128,60 +1152,185 @@ class MemoryPanel extends HTMLElement {
     const chosen = this._history.agent;
     const values = [...new Set([chosen, ...agents].filter(Boolean))];
     agentSelect.replaceChildren(
-      h("option", { value: "", selected: !chosen }, TEXT.allAgents),
+      h("option", { value: "", selected: !chosen }, t("history.all_agents")),
       ...values.map((a) => h("option", { value: a, selected: a === chosen }, a)),
     );
   }
 
-  _eventSummary(event) {
+  /** An event's data as stored; of a row whose data was cut, the short fields the
+   * server kept of it (`brief`). */
+  _eventData(event) {
     const data = event.event_data && typeof event.event_data === "object" ? event.event_data : {};
-    if (data.truncated) return data.truncated.slice(0, 200);
-    if (event.event_type === "communication") return `${data.direction === "in" ? "→" : "←"} ${data.text ?? ""}`;
-    if (event.event_type === "decision") return `${data.route ?? ""}: ${data.reason ?? ""}`;
-    if (event.event_type === "tool_use") return `${data.tool ?? ""}(${JSON.stringify(data.arguments ?? {})})`;
-    if (event.event_type === "action") return `${data.intent ?? ""} ${data.name ?? data.target ?? ""}`;
-    if (event.event_type === "error") return data.kind ?? JSON.stringify(data);
-    return JSON.stringify(data);
+    return "truncated" in data ? event.brief || {} : data;
+  }
+
+  /** A person's name by their person id (null: nobody known, or not a person here). */
+  _personName(personId) {
+    return personId ? new Map(this._people()).get(String(personId)) || null : null;
+  }
+
+  /** Where a question was asked: the area of its satellite, else of its device. */
+  _area(data) {
+    const hass = this._hass;
+    const entity = data.satellite_id ? hass.entities?.[data.satellite_id] : null;
+    const deviceId = entity?.device_id || data.device_id;
+    const areaId = entity?.area_id || (deviceId ? hass.devices?.[deviceId]?.area_id : null);
+    return (areaId && hass.areas?.[areaId]?.name) || null;
+  }
+
+  /** What happened, as a sentence in the user's language. */
+  _sentence(event) {
+    const data = this._eventData(event);
+    const type = event.event_type;
+    const person = this._personName(data.person_id);
+    if (type === "communication") {
+      const text = clip(data.text);
+      if (data.direction === "in") {
+        const who = person || t("events.someone");
+        const area = this._area(data);
+        return area
+          ? t("events.asked_in", { person: who, area, text })
+          : t("events.asked", { person: who, text });
+      }
+      const said = data.late ? "events.answered_late" : "events.answered";
+      return person ? t(`${said}_person`, { person, text }) : t(said, { text });
+    }
+    if (type === "decision") {
+      if (data.route === "local") return t("events.local");
+      const code = DECISION_REASONS[data.reason];
+      return t("events.model", { reason: code ? t(`events.reasons.${code}`) : data.reason ?? "" });
+    }
+    if (type === "tool_use") return this._toolSentence(data);
+    if (type === "action") {
+      const name = data.name || data.target || "";
+      const done = INTENT_SENTENCES[data.intent];
+      return done ? t(`events.${done}`, { name }) : t("events.acted", { intent: data.intent ?? "", name });
+    }
+    if (type === "error") return t("events.turn_failed", { kind: label("error_kinds", data.kind) });
+    if (type === "state_change") return this._changeSentence(event.agent_id, data);
+    return t("events.generic", { type: label("event_types", type) });
+  }
+
+  _toolSentence(data) {
+    const tool = String(data.tool ?? "");
+    const args = data.arguments && typeof data.arguments === "object" ? data.arguments : {};
+    const result = data.result;
+    if (result && typeof result === "object" && result.error)
+      return t("events.tool_failed", { tool, error: clip(result.error_text || result.error) });
+    if (tool === "remember") return t("events.remembered", { content: clip(args.content) });
+    if (tool === "recall")
+      return args.query ? t("events.recalled", { query: clip(args.query) }) : t("events.recalled_all");
+    if (tool === "forget") return t("events.forgot", { about: clip(args.about) });
+    if (tool === "past_talk")
+      return args.when ? t("events.past_talk", { when: clip(args.when) }) : t("events.past_talk_all");
+    if (tool === "series_lookup") return t("events.series_lookup", { key: args.key ?? "" });
+    return t("events.tool", { tool });
+  }
+
+  /** A change made by a service call or on this panel: the service is the event's agent
+   * (azure_openai_memory.<service>), an incognito switch the agent's own. */
+  _changeSentence(agentId, data) {
+    const service = String(agentId ?? "").startsWith(`${DOMAIN}.`) ? agentId.slice(DOMAIN.length + 1) : null;
+    const n = (value) => (typeof value === "number" ? value : 0);
+    if (data.incognito)
+      return typeof data.minutes === "number"
+        ? t("events.incognito", { minutes: data.minutes })
+        : t("events.incognito_open");
+    switch (service) {
+      case "timeseries_merge":
+        return t("events.merged", { count: n(data.added), key: data.key ?? "", total: n(data.total_count) });
+      case "timeseries_cleanup":
+        return t("events.cleaned_series", { count: n(data.removed), key: data.key ?? "", kept: n(data.kept) });
+      case "memory_save":
+        return t(`events.memory_${SAVE_ACTIONS.includes(data.action) ? data.action : "created"}`);
+      case "memory_edit":
+        return t("events.memory_edited");
+      case "memory_pin":
+        return t(data.pinned ? "events.memory_pinned" : "events.memory_unpinned");
+      case "memory_forget":
+        return data.erase
+          ? t("events.memory_erased", { count: n(data.erased) })
+          : t("events.memory_forgotten", { count: Array.isArray(data.ids) ? data.ids.length : 0 });
+      case "memory_restore":
+        return t("events.memory_restored");
+      case "memory_import":
+        return t("events.memory_imported", { count: n(data.added), conflicts: n(data.conflicts) });
+      case "memory_cleanup":
+        return t("events.memory_cleaned", { count: n(data.deleted) });
+      case "conversation_reset":
+        return t("events.conversations_reset", { count: n(data.reset) });
+      default:
+        return t("events.changed", { service: service || agentId || "" });
+    }
+  }
+
+  /** The raw data behind a row, as stored (what history_query returns). */
+  _details(event) {
+    const data = event.event_data;
+    const text = data && typeof data === "object" && "truncated" in data ? data.truncated : JSON.stringify(data, null, 2);
+    return h("pre", { class: "mono details" }, text);
   }
 
   async _eventRow(event) {
     const state = this._history;
     const open = state.open.has(event.event_id);
-    const toggle = () => {
-      if (open) state.open.delete(event.event_id);
-      else state.open.add(event.event_id);
+    const detailed = state.details.has(event.event_id);
+    const flip = (set) => () => {
+      if (set.has(event.event_id)) set.delete(event.event_id);
+      else set.add(event.event_id);
       this._load();
     };
     let turn = null;
-    if (open) {
+    if (open && event.in_turn) {
       const result = await this._ws("history/turn", { event_id: event.event_id });
       const depth = new Map();
       turn = h(
         "ol",
-        { class: "turn", "aria-label": TEXT.showTurn },
+        { class: "turn", "aria-label": t("history.show_turn") },
         result.events.map((e) => {
           const level = e.parent_event_id && depth.has(e.parent_event_id) ? depth.get(e.parent_event_id) + 1 : 0;
           depth.set(e.event_id, level);
           return h(
             "li",
             { style: `margin-left: ${level * 16}px` },
-            h("div", { class: "event-head" }, h("span", { class: "badge" }, e.event_type), h("span", { class: "meta" }, this._when(e.timestamp))),
-            h("div", { class: "content" }, this._eventSummary(e)),
+            h(
+              "div",
+              { class: "event-head" },
+              h("span", { class: "badge", "data-type": e.event_type }, label("event_types", e.event_type)),
+              h("span", { class: "meta" }, this._when(e.timestamp)),
+            ),
+            h("div", { class: "content" }, this._sentence(e)),
           );
         }),
       );
     }
+    const detailsId = `details-${event.event_id}`;
     return h(
       "li",
-      { class: "card event", "data-id": event.event_id },
+      { class: "card event", "data-id": event.event_id, "data-type": event.event_type },
       h(
         "div",
         { class: "event-head" },
-        h("span", { class: "badge" }, event.event_type),
+        h("span", { class: "badge" }, label("event_types", event.event_type)),
         h("span", { class: "meta" }, `${this._when(event.timestamp)} · ${event.agent_id}`),
       ),
-      h("p", { class: "content" }, this._eventSummary(event)),
-      button(open ? TEXT.hideTurn : TEXT.showTurn, toggle, { "aria-expanded": String(open) }),
+      h("p", { class: "content sentence" }, this._sentence(event)),
+      h(
+        "div",
+        { class: "actions" },
+        button(detailed ? t("history.hide_details") : t("history.details"), flip(state.details), {
+          class: "details-toggle",
+          "aria-expanded": String(detailed),
+          "aria-controls": detailsId,
+        }),
+        event.in_turn
+          ? button(open ? t("history.hide_turn") : t("history.show_turn"), flip(state.open), {
+              class: "turn-toggle",
+              "aria-expanded": String(open),
+            })
+          : null,
+      ),
+      detailed ? h("div", { id: detailsId }, this._details(event)) : null,
       turn,
     );
   }
@@ -1194,8 +1343,8 @@ class MemoryPanel extends HTMLElement {
     return h(
       "div",
       {},
-      h("p", { class: "meta" }, TEXT.groupMode(result.group_mode)),
-      result.groups.length ? result.groups.map((group) => this._groupCard(group)) : h("p", { class: "note" }, TEXT.nothing),
+      h("p", { class: "meta" }, t("summaries.group_mode", { mode: label("summaries.group_modes", result.group_mode) })),
+      result.groups.length ? result.groups.map((group) => this._groupCard(group)) : h("p", { class: "note" }, t("nothing")),
       this._pager(state.offset, PAGE, result.total, (offset) => {
         state.offset = offset;
         this._load(true);
@@ -1203,14 +1352,16 @@ class MemoryPanel extends HTMLElement {
     );
   }
 
+  /** Summarising now runs over every person's talk: an administrator's to do. */
   _summaryTools() {
+    if (!this._access?.user?.is_admin) return null;
     const run = async (ev) => {
       const target = ev.currentTarget;
       target.disabled = true;
-      await this._act(this._ws("summaries/run", {}), (counts) => TEXT.summarised(counts));
+      await this._act(this._ws("summaries/run", {}), (counts) => t("summaries.summarised", counts));
       target.disabled = false;
     };
-    return h("div", { class: "filters" }, button(TEXT.summariseNow, run, { class: "primary" }));
+    return h("div", { class: "filters" }, button(t("summaries.summarise_now"), run, { class: "primary" }));
   }
 
   _periodLabel(summary) {
@@ -1229,14 +1380,14 @@ class MemoryPanel extends HTMLElement {
       PERIODS.map((period) =>
         h(
           "div",
-          { class: "strip", role: "group", "aria-label": TEXT.periods[period] },
-          h("span", { class: "name" }, TEXT.periods[period]),
+          { class: "strip", role: "group", "aria-label": t(`summaries.periods.${period}`) },
+          h("span", { class: "name" }, t(`summaries.periods.${period}`)),
           group.strips[period].length
             ? group.strips[period].map((summary) =>
                 button(this._periodLabel(summary), () => this._openSummary(summary.summary_id), {
                   class: "chip",
                   title: summary.topics.join(", "),
-                  "aria-label": `${TEXT.periods[period]} ${this._periodLabel(summary)}: ${TEXT.messages(summary.message_count)}`,
+                  "aria-label": `${t(`summaries.periods.${period}`)} ${this._periodLabel(summary)}: ${t("conversations.messages", { count: summary.message_count })}`,
                 }),
               )
             : h("span", { class: "meta" }, "—"),
@@ -1253,14 +1404,14 @@ class MemoryPanel extends HTMLElement {
         h(
           "div",
           { class: "meta" },
-          h("span", {}, summary.period_type),
-          h("span", {}, TEXT.messages(summary.message_count)),
-          summary.extractive ? h("span", {}, TEXT.extractive) : null,
+          h("span", {}, label("summaries.period_types", summary.period_type)),
+          h("span", {}, t("conversations.messages", { count: summary.message_count })),
+          summary.extractive ? h("span", {}, t("summaries.extractive")) : null,
         ),
         h("p", { class: "content" }, summary.summary),
-        summary.topics.length ? h("p", {}, `${TEXT.topics}: `, chips(summary.topics)) : null,
+        summary.topics.length ? h("p", {}, `${t("summaries.topics")}: `, chips(summary.topics)) : null,
         summary.highlights.length
-          ? h("div", {}, h("p", {}, TEXT.highlights), h("ul", {}, summary.highlights.map((x) => h("li", {}, x))))
+          ? h("div", {}, h("p", {}, t("summaries.highlights")), h("ul", {}, summary.highlights.map((x) => h("li", {}, x))))
           : null,
       );
     } catch (err) {
@@ -1282,22 +1433,22 @@ class MemoryPanel extends HTMLElement {
         h(
           "div",
           { class: "meta" },
-          h("span", {}, TEXT.count(series.count)),
+          h("span", {}, t("series.count", { count: series.count })),
           series.oldest ? h("span", {}, `${this._when(series.oldest)} – ${this._when(series.newest)}`) : null,
-          h("span", { class: series.coverage === "full" ? "" : "badge warning" }, TEXT.coverage[series.coverage]),
+          h("span", { class: series.coverage === "full" ? "" : "badge warning" }, t(`series.coverage.${series.coverage}`)),
         ),
         this._coverageBar(series),
-        h("div", { class: "actions" }, button(TEXT.open, () => {
+        h("div", { class: "actions" }, button(t("conversations.open"), () => {
           state.key = series.key;
           state.entriesOffset = 0;
           this._load();
-        }, { "aria-label": `${TEXT.open} ${series.key}` })),
+        }, { "aria-label": `${t("conversations.open")} ${series.key}` })),
       ),
     );
     return h(
       "div",
       {},
-      rows.length ? h("ul", { class: "rows", "aria-label": TEXT.tabs.series }, rows) : h("p", { class: "note" }, TEXT.nothing),
+      rows.length ? h("ul", { class: "rows", "aria-label": t("tabs.series") }, rows) : h("p", { class: "note" }, t("nothing")),
       this._pager(state.offset, SERIES_PAGE, result.total, (offset) => {
         state.offset = offset;
         this._load(true);
@@ -1328,17 +1479,17 @@ class MemoryPanel extends HTMLElement {
           viewBox: "0 0 1000 18",
           preserveAspectRatio: "none",
           role: "img",
-          "aria-label": TEXT.coverageLabel(series.key, series.gaps.length),
+          "aria-label": t("series.coverage_label", { key: series.key, count: series.gaps.length }),
         },
         s("rect", { class: "none", x: 0, y: 0, width: 1000, height: 18 }),
-        (series.covered || []).map((w) => rect("covered", w.start, w.end, TEXT.covered)),
-        series.gaps.map((g) => rect("gap", g.start, g.end, TEXT.gap)),
+        (series.covered || []).map((w) => rect("covered", w.start, w.end, t("series.covered"))),
+        series.gaps.map((g) => rect("gap", g.start, g.end, t("series.gap"))),
       ),
       h(
         "div",
         { class: "legend" },
-        h("span", {}, h("i", { class: "covered" }), TEXT.covered),
-        h("span", {}, h("i", { class: "gap" }), `${TEXT.gap} (${series.gaps.length})`),
+        h("span", {}, h("i", { class: "covered" }), t("series.covered")),
+        h("span", {}, h("i", { class: "gap" }), `${t("series.gap")} (${series.gaps.length})`),
         h("span", {}, `${this._when(series.range.start)} – ${this._when(series.range.end)}`),
       ),
     );
@@ -1350,7 +1501,7 @@ class MemoryPanel extends HTMLElement {
     const width = 1000 / counts.length;
     return s(
       "svg",
-      { class: "chart", viewBox: "0 0 1000 120", preserveAspectRatio: "none", role: "img", "aria-label": TEXT.chartLabel(detail.key) },
+      { class: "chart", viewBox: "0 0 1000 120", preserveAspectRatio: "none", role: "img", "aria-label": t("series.chart_label", { key: detail.key }) },
       s("line", { x1: 0, y1: 119.5, x2: 1000, y2: 119.5 }),
       counts.map((n, i) =>
         s(
@@ -1377,7 +1528,7 @@ class MemoryPanel extends HTMLElement {
     return h(
       "div",
       {},
-      h("div", { class: "filters" }, button(TEXT.back, () => {
+      h("div", { class: "filters" }, button(t("series.back"), () => {
         state.key = null;
         this._load();
       })),
@@ -1388,17 +1539,17 @@ class MemoryPanel extends HTMLElement {
         h(
           "div",
           { class: "meta" },
-          h("span", {}, TEXT.count(detail.count)),
-          h("span", { class: detail.coverage === "full" ? "" : "badge warning" }, TEXT.coverage[detail.coverage]),
+          h("span", {}, t("series.count", { count: detail.count })),
+          h("span", { class: detail.coverage === "full" ? "" : "badge warning" }, t(`series.coverage.${detail.coverage}`)),
         ),
         this._coverageBar(detail),
-        detail.coverage_approximate ? h("p", { class: "meta" }, TEXT.approximate) : null,
+        detail.coverage_approximate ? h("p", { class: "meta" }, t("series.approximate")) : null,
         this._chart(detail),
       ),
       h(
         "section",
-        { class: "card", "aria-label": TEXT.entries },
-        h("table", {}, h("thead", {}, h("tr", {}, h("th", { scope: "col" }, TEXT.time), h("th", { scope: "col" }, TEXT.entry))), h("tbody", {}, rows)),
+        { class: "card", "aria-label": t("series.entries") },
+        h("table", {}, h("thead", {}, h("tr", {}, h("th", { scope: "col" }, t("series.time")), h("th", { scope: "col" }, t("series.entry")))), h("tbody", {}, rows)),
         this._pager(state.entriesOffset, PAGE, detail.total, (offset) => {
           state.entriesOffset = offset;
           this._load(true);

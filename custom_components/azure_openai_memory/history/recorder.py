@@ -17,6 +17,7 @@ from homeassistant.exceptions import HomeAssistantError
 from homeassistant.helpers import intent, issue_registry as ir
 import orjson
 
+from ..access import access
 from ..const import (
     DOMAIN,
     MEMORY_SERVICE_PREFIX,
@@ -34,13 +35,14 @@ from ..memory.history import (
     HistoryStore,
     Visibility,
 )
-from ..people import Speaker, person_of_user, scope_person
+from ..people import Speaker, person_id_of, person_of_user, scope_person
 
 _LOGGER = logging.getLogger(__name__)
 
 EVENT_HISTORY: Final = f"{DOMAIN}_event"
 ISSUE_CORRUPT = "history_corrupt"
 ISSUE_WRITE_FAILED = "history_write_failed"
+ISSUE_EVENTS_DROPPED = "history_events_dropped"
 ISSUE_UNAVAILABLE = "history_unavailable"
 SETTING_RETENTION_DAYS = "retention_days"
 # A tool's result kept in its event; the rest is cut (the window keeps what the model saw).
@@ -93,6 +95,12 @@ def _text(text: str) -> str:
     return text + CUT_MARKER
 
 
+# The field of a memory tool's answer that lists the memories it names (recall, remember,
+# forget), and how many of them a cut answer keeps.
+REFERENCE_IDS = "ids"
+MAX_KEPT_IDS = 100
+
+
 def _bounded(value: Any) -> Any:
     """Value as recorded: JSON-able, and no larger than MAX_RECORDED_RESULT once encoded."""
     try:
@@ -102,7 +110,12 @@ def _bounded(value: Any) -> Any:
     else:
         if len(text) <= MAX_RECORDED_RESULT:
             return orjson.loads(text)
-    return {"truncated": text[:MAX_RECORDED_RESULT]}
+    cut: dict[str, Any] = {"truncated": text[:MAX_RECORDED_RESULT]}
+    # The memory ids an answer names stay whole beside the cut text: an erasure finds the
+    # events that carried a memory by them, and nothing in a cut text is a reference.
+    if isinstance(value, dict) and isinstance(ids := value.get(REFERENCE_IDS), list):
+        cut[REFERENCE_IDS] = [one for one in ids if isinstance(one, str)][:MAX_KEPT_IDS]
+    return cut
 
 
 class HistoryRecorder:
@@ -114,6 +127,8 @@ class HistoryRecorder:
         self.available = available
         self._closed = False
         self._write_issue = False
+        # Queued events the store has dropped (a full queue while writes fail), as told.
+        self._dropped_told = 0
 
     @classmethod
     async def async_open(cls, hass: HomeAssistant) -> "HistoryRecorder":
@@ -153,10 +168,33 @@ class HistoryRecorder:
 
     @callback
     def _async_check_recovered(self) -> None:
-        """Writes work again: the Repairs issue about them goes."""
+        """Writes work again: the Repairs issue about them goes. Events the queue had to
+        drop (the oldest, past its bound, while writes failed) are counted in the log and
+        in a Repairs issue of their own."""
         if self._write_issue and not self.store.failing:
             self._write_issue = False
             ir.async_delete_issue(self.hass, DOMAIN, ISSUE_WRITE_FAILED)
+        if (dropped := self.store.dropped_events) > self._dropped_told:
+            _LOGGER.warning(
+                "%d history events were dropped in all (the oldest unwritten, past the "
+                "queue's bound, while writes failed)",
+                dropped,
+            )
+            _issue(self.hass, ISSUE_EVENTS_DROPPED, {"count": str(dropped)})
+            self._dropped_told = dropped
+
+    async def async_hold_writes(self) -> None:
+        """For a backup's copy: commit what is queued, copy the log into the database and
+        write nothing more until async_release_writes (see HistoryStore.hold_writes)."""
+        if not self.available or self._closed:
+            return
+        await self.hass.async_add_executor_job(self.store.hold_writes)
+
+    @callback
+    def async_release_writes(self) -> None:
+        """The backup's copy is taken: what waited is written now."""
+        if self.available:
+            self.store.release_writes()
 
     @callback
     def record(
@@ -189,8 +227,8 @@ class HistoryRecorder:
             return None
         if not self.available:
             return None
-        self._async_check_recovered()
         self.store.enqueue(event)
+        self._async_check_recovered()
         self.async_announce(event)
         return event
 
@@ -289,9 +327,10 @@ class HistoryRecorder:
             )
         return purged.events
 
-    async def async_erase_memories(self, ids: list[str]) -> int:
+    async def async_erase_memories(self, ids: list[str], eraser: Speaker) -> int:
         """Delete the remember, recall and forget tool calls and memory_* service events
-        that carried erased memories, by their ids; how many events went."""
+        that refer to erased memories by their ids, of those the eraser may read; how
+        many events went."""
         if not ids:
             return 0
         return await self.async_run(
@@ -299,7 +338,16 @@ class HistoryRecorder:
             ids,
             (TOOL_REMEMBER, TOOL_RECALL, TOOL_FORGET),
             MEMORY_SERVICE_PREFIX,
+            visibility_of(eraser),
         )
+
+    async def async_rename_people(self, renamed: Callable[[str], str | None]) -> dict[str, str]:
+        """People's keys change in every event of their talk (see HistoryStore); old -> new."""
+        return await self.async_run(self.store.rename_people, renamed)
+
+    async def async_delete_person(self, person: str) -> int:
+        """Delete every event of one person's talk (an erasure); how many went."""
+        return await self.async_run(self.store.delete_person_events, person)
 
     async def async_close(self) -> None:
         """Commit what is queued and close the database."""
@@ -486,16 +534,11 @@ class TurnRecording:
         return self._question.event_id if self._question is not None else None
 
 
-# Whose sessions are talk: our agents, which are conversation entities.
-TALK_AGENT_PREFIX: Final = "conversation."
-
-
 def visibility_of(caller: Speaker) -> Visibility | None:
-    """What a caller may read of the history: everything (None) for administrators and
-    calls without a user; else their own person's talk and the household's events."""
-    if caller.sees_everything:
-        return None
-    return Visibility(caller.person_id, TALK_AGENT_PREFIX)
+    """What a caller may read of the history (the access policy's answer): everything
+    (None) for administrators and calls without a user; else their own person's talk and
+    the household's events."""
+    return access(caller).history_visibility()
 
 
 def call_person(
@@ -511,7 +554,7 @@ def call_person(
     """
     if (user_id := context.user_id) is not None:
         person = person_of_user(hass, user_id)
-        return True, person.entity_id if person is not None else None
+        return True, person_id_of(person) if person is not None else None
     owners = {owner for scope in scopes if (owner := scope_person(scope)) is not None}
     if not owners:
         return False, None

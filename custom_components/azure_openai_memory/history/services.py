@@ -23,6 +23,7 @@ from homeassistant.helpers import config_validation as cv
 from homeassistant.util import dt as dt_util
 import voluptuous as vol
 
+from ..access import access
 from ..const import DOMAIN
 from ..data import agent_names
 from ..memory.history import (
@@ -35,7 +36,8 @@ from ..memory.history import (
 )
 from ..memory.timeseries import TimeseriesError, format_time, parse_time
 from ..people import SYSTEM, Speaker, async_caller
-from ..services import Handler, Refused, ServiceSpec, async_register
+from ..refusals import Refused
+from ..services import Handler, ServiceSpec, async_register
 from .recorder import HistoryRecorder, visibility_of
 
 SERVICE_HISTORY_RECORD = "history_record"
@@ -49,6 +51,8 @@ SERVICE_HISTORY_PURGE = "history_purge"
 SNAPSHOT_CONVERSATIONS = 20
 # Who recorded an event that an automation adds without saying.
 DEFAULT_HISTORY_AGENT = "automation"
+# Where the data of a user's event that is not an object is kept (history_record).
+VALUE_KEY = "value"
 
 # Event types, limits and ids are checked by memory.history, whose errors are translated.
 HISTORY_RECORD_SCHEMA = vol.Schema(
@@ -126,8 +130,7 @@ def _agent_state(
             recent = [
                 cid
                 for cid in windows.get_all_conversations()
-                if caller.sees_everything
-                or (caller.person_id is not None and windows.person_of(cid) == caller.person_id)
+                if access(caller).reads_window(windows.person_of(cid))
             ][-SNAPSHOT_CONVERSATIONS:]
             return {
                 # The prompt can be long and says nothing of the agent's state: left out.
@@ -141,16 +144,23 @@ def _agent_state(
 
 async def _async_history_record(recorder: HistoryRecorder, call: ServiceCall) -> ServiceResponse:
     """Record an event; one recorded by a user who is not an administrator is their own
-    person's (and may follow only an event they may see)."""
+    person's (and may follow only an event they may see).
+
+    Whose an event is, is written in its data (PERSON_KEY), so such a user's data of any
+    other shape than an object (a list, a string, a number) is kept whole under `value`:
+    their script's event is recorded as it always was, and is theirs like any other. The
+    person it names can only be their own.
+    """
     data = call.data
     event_data = data["event_data"]
     caller = await async_caller(recorder.hass, call.context)
     if (visibility := visibility_of(caller)) is not None:
-        if isinstance(event_data, dict):
-            named = event_data.get(PERSON_KEY, caller.person_id)
-            if named != caller.person_id:
-                raise Refused(call.context, "history_person_not_yours", person_id=str(named))
-            event_data = {**event_data, PERSON_KEY: caller.person_id}
+        if not isinstance(event_data, dict):
+            event_data = {VALUE_KEY: event_data}
+        named = event_data.get(PERSON_KEY, caller.person_id)
+        if named != caller.person_id:
+            raise Refused(call.context, "history_person_not_yours", person_id=str(named))
+        event_data = {**event_data, PERSON_KEY: caller.person_id}
         if (parent := data.get("parent_event_id")) is not None:
             seen = await recorder.async_run(recorder.store.is_visible, parent, visibility)
             if seen is False:
@@ -217,7 +227,7 @@ async def _async_read_snapshot(
         raise HistoryError("unknown_snapshot", snapshot_id=snapshot_id)
     shown = stored.as_dict()
     state = shown.get("agent_state")
-    if not caller.sees_everything and isinstance(state, dict):
+    if not access(caller).sees_everything and isinstance(state, dict):
         # Taken by someone who sees everything: the figures of others' conversations stay out.
         conversations = state.get("conversations")
         if isinstance(conversations, dict):

@@ -31,6 +31,10 @@ ROW_DATA_BYTES = 2048
 TURN_DATA_BYTES = 16_384
 # Events of one conversation after a question that are looked through for its turn.
 MAX_TURN_EVENTS = 1000
+# Of cut data, the characters of each text kept for the row's sentence, and the nested
+# objects whose own texts are kept (a tool call's arguments and result).
+BRIEF_CHARS = 300
+BRIEF_NESTED = ("arguments", "result")
 
 
 EVENTS_SCHEMA: dict[Any, Any] = {
@@ -48,12 +52,42 @@ STATISTICS_SCHEMA: dict[Any, Any] = {
 }
 
 
+def in_turn(event: AgentHistoryEvent) -> bool:
+    """Whether an event is part of a turn: a question, or what followed from one (a
+    decision, a tool call, an action, an error, the answer). A change made by a service
+    call or on the panel, or an incognito switch, belongs to none."""
+    if event.parent_event_id is not None:
+        return True
+    return (
+        event.event_type is HistoryEventType.COMMUNICATION
+        and event.event_data.get("direction") == "in"
+    )
+
+
+def _brief(data: dict[str, Any]) -> dict[str, Any]:
+    """Of data too long to send whole, its top-level words and numbers, each cut to
+    BRIEF_CHARS, and a tool's arguments and result alike, so a row still reads as a
+    sentence."""
+    brief: dict[str, Any] = {}
+    for key, value in data.items():
+        if isinstance(value, str):
+            brief[key] = value[:BRIEF_CHARS]
+        elif value is None or isinstance(value, bool | int | float):
+            brief[key] = value
+        elif isinstance(value, dict) and key in BRIEF_NESTED:
+            brief[key] = _brief(value)
+    return brief
+
+
 def event_row(event: AgentHistoryEvent, data_bytes: int) -> dict[str, Any]:
-    """An event as the panel shows it: its data cut to data_bytes once encoded."""
+    """An event as the panel shows it: its data cut to data_bytes once encoded (with
+    `brief`, what a sentence about it needs), and whether it belongs to a turn."""
     row = event.as_dict()
     encoded = orjson.dumps(event.event_data)
     if len(encoded) > data_bytes:
         row["event_data"] = {"truncated": encoded[:data_bytes].decode("utf-8", "ignore")}
+        row["brief"] = _brief(event.event_data)
+    row["in_turn"] = in_turn(event)
     return row
 
 

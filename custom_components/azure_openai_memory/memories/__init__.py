@@ -19,11 +19,13 @@ from ..const import (
     CONF_EMBEDDINGS_DEPLOYMENT,
     CONF_HIGH_CONFIDENCE_THRESHOLD,
     CONF_MAX_MEMORIES_PER_TYPE,
+    CONF_MAX_PRIVATE_MEMORIES_PER_TYPE,
     CONF_RELEVANCE_SCORE_THRESHOLD,
     LOGGER,
     RECOMMENDED_ARCHIVE_RETENTION_DAYS,
     RECOMMENDED_HIGH_CONFIDENCE_THRESHOLD,
     RECOMMENDED_MAX_MEMORIES_PER_TYPE,
+    RECOMMENDED_MAX_PRIVATE_MEMORIES_PER_TYPE,
     RECOMMENDED_RELEVANCE_SCORE_THRESHOLD,
     SUBENTRY_AGENT,
 )
@@ -65,6 +67,7 @@ SETTING_KEYS = (
     CONF_ARCHIVE_RETENTION_DAYS,
     CONF_HIGH_CONFIDENCE_THRESHOLD,
     CONF_MAX_MEMORIES_PER_TYPE,
+    CONF_MAX_PRIVATE_MEMORIES_PER_TYPE,
     CONF_RELEVANCE_SCORE_THRESHOLD,
 )
 
@@ -75,6 +78,7 @@ def _defaults() -> FactSettings:
         archive_retention_days=RECOMMENDED_ARCHIVE_RETENTION_DAYS,
         high_confidence_threshold=RECOMMENDED_HIGH_CONFIDENCE_THRESHOLD,
         max_memories_per_type=RECOMMENDED_MAX_MEMORIES_PER_TYPE,
+        max_private_memories_per_type=RECOMMENDED_MAX_PRIVATE_MEMORIES_PER_TYPE,
         relevance_score_threshold=RECOMMENDED_RELEVANCE_SCORE_THRESHOLD,
     )
 
@@ -109,6 +113,9 @@ def _carry_settings(memories: Memories, given: dict[str, Any]) -> None:
             ),
             relevance_score_threshold=float(
                 given.get(CONF_RELEVANCE_SCORE_THRESHOLD, current.relevance_score_threshold)
+            ),
+            max_private_memories_per_type=int(
+                given.get(CONF_MAX_PRIVATE_MEMORIES_PER_TYPE, current.max_private_memories_per_type)
             ),
         )
     except (TypeError, ValueError) as err:

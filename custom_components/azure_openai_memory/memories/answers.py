@@ -3,6 +3,7 @@
 from collections.abc import Iterable
 from typing import Any
 
+from ..access import Access
 from ..memory.facts import (
     HOUSEHOLD_SCOPE,
     MIN_SIMILARITY,
@@ -13,17 +14,26 @@ from ..memory.facts import (
     SearchResult,
 )
 from ..memory.timeseries import format_time
-from ..services import translated
+from ..refusals import translated
 from .store import Memories
 
+# What a memory's provenance says of where it was said, shown only to those who may see it
+# (Access.sees_where_said).
+WHERE_SAID = ("conversation_id", "history_event_id", "channel")
 
-def memory_response(memory: Memory) -> dict[str, Any]:
-    """A memory as the services and tools report it: times in ISO 8601."""
-    return {
+
+def memory_response(memory: Memory, rights: Access | None = None) -> dict[str, Any]:
+    """A memory as the services and tools report it: times in ISO 8601; where it was said
+    only when `rights` (None: the saver's own answer) allow it."""
+    shown = {
         **memory.as_dict(),
         "created_at": format_time(memory.created_at),
         "updated_at": format_time(memory.updated_at),
     }
+    provenance = shown.get("provenance")
+    if rights is not None and provenance is not None and not rights.sees_where_said(memory):
+        shown["provenance"] = {**provenance, **dict.fromkeys(WHERE_SAID)}
+    return shown
 
 
 def archived_response(archived: ArchivedMemory) -> dict[str, Any]:
@@ -53,6 +63,7 @@ async def async_save(
     scope: str = HOUSEHOLD_SCOPE,
     provenance: Provenance | None = None,
     visible: frozenset[str] | None = None,
+    push_out: bool = True,
 ) -> dict[str, Any]:
     """memory_save, and the agent's remember tool (source: conversation).
 
@@ -61,7 +72,8 @@ async def async_save(
     one who saved can say "I replaced …" or "I made room by archiving …". `archived` is
     the replaced record in full, as memory_save answered before `replaced` existed.
     What the cap evicted is told only of the scopes the saver may see (`visible`, None:
-    all): a cap is the installation's, another person's memory is not theirs to hear of.
+    all). push_out False (the saver may not push out the scope's memories, see Access):
+    a save that would is refused instead, naming the cap.
     """
     try:
         result = await memories.async_save(
@@ -74,6 +86,7 @@ async def async_save(
             pinned=data.get("pinned"),
             scope=scope,
             provenance=provenance,
+            push_out=push_out,
         )
     except FactError as err:
         raise translated(err) from err
@@ -111,11 +124,14 @@ async def async_search(
 
 
 async def async_search_answer(
-    memories: Memories, data: dict[str, Any], scopes: Iterable[str] | None = None
+    memories: Memories, data: dict[str, Any], scopes: Iterable[str] | None, rights: Access
 ) -> dict[str, Any]:
-    """memory_search's response: each memory with its scope and provenance."""
+    """memory_search's response: each memory with its scope and provenance (as much of it
+    as the caller may see)."""
     result = await async_search(memories, data, scopes)
     return {
-        "memories": [{**memory_response(m), "score": score} for m, score in result.memories],
+        "memories": [
+            {**memory_response(m, rights), "score": score} for m, score in result.memories
+        ],
         "ranker": result.ranker,
     }

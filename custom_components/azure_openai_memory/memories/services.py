@@ -3,6 +3,7 @@ caller may use; forget for administrators and for a person's own memories; clean
 administrators."""
 
 from dataclasses import replace
+from functools import partial
 from typing import Any
 
 from homeassistant.core import HomeAssistant, ServiceCall, ServiceResponse, SupportsResponse
@@ -11,6 +12,7 @@ from homeassistant.helpers import config_validation as cv
 from homeassistant.util.json import JSON_DECODE_EXCEPTIONS, json_loads
 import voluptuous as vol
 
+from ..access import Access, access
 from ..const import LOGGER
 from ..history.recorder import HistoryRecorder, record_service_call
 from ..memory.facts import (
@@ -21,16 +23,11 @@ from ..memory.facts import (
     ImportResult,
     read_export,
 )
-from ..people import async_caller
-from ..services import Handler, Refused, ServiceSpec, async_register, translated
+from ..people import Speaker, async_caller, canonical_scope
+from ..refusals import Refused, translated
+from ..services import Handler, ServiceSpec, async_register
 from .answers import archived_response, async_save, async_search_answer
-from .scopes import (
-    export_scopes,
-    forget_scopes,
-    named_scope,
-    search_scopes,
-    service_provenance,
-)
+from .provenance import service_provenance
 from .store import Memories
 
 SERVICE_MEMORY_SAVE = "memory_save"
@@ -91,16 +88,22 @@ async def _async_memory_forget(
 ) -> tuple[dict[str, Any], frozenset[str]]:
     """The answer, and the scopes of the memories that went."""
     data = call.data
-    scopes = forget_scopes(await async_caller(memories.hass, call.context), call.context)
+    caller = await async_caller(memories.hass, call.context)
+    rights = access(caller)
     if ("memory_id" in data) == ("tag" in data):
         raise translated(FactError("memory_forget_one"))
+    scopes = rights.forget_scopes()
+    if scopes is not None and not scopes:
+        raise Refused(call.context, "memory_forget_not_yours")
     if scopes is not None and (memory_id := data.get("memory_id")) is not None:
         held = memories.facts.get(memory_id) or (
             archived.memory
             if (archived := memories.facts.get_archived(memory_id)) is not None
             else None
         )
-        if held is not None and held.scope not in scopes:
+        # One the caller may see but not forget (the household's) is refused as such;
+        # another person's is unknown to them, as an id that names nothing is.
+        if held is not None and rights.reads_memory(held) and held.scope not in scopes:
             raise Refused(call.context, "memory_forget_not_yours")
     try:
         result = memories.forget(
@@ -113,28 +116,31 @@ async def _async_memory_forget(
         "erased": result.erased,
     }
     if data["erase"]:
-        response["history_events_erased"] = await async_erase_history(history, result)
+        response["history_events_erased"] = await async_erase_history(history, result, caller)
     return response, result.scopes
 
 
-async def async_erase_history(history: HistoryRecorder, result: ForgetResult) -> int | None:
-    """The history's copies of erased memories go too; None when the history cannot be
-    reached (the memories are erased all the same; logged, for the user to act on)."""
+async def async_erase_history(
+    history: HistoryRecorder, result: ForgetResult, eraser: Speaker
+) -> int | None:
+    """The history's events that refer to erased memories go too, of those the eraser may
+    read; None when the history cannot be reached (the memories are erased all the same;
+    logged, for the user to act on)."""
     if not history.available:
         # Events recorded before it became unreadable may hold them: say so, not 0.
         LOGGER.error("The agent history is unavailable: erased memories may remain in it")
         return None
     try:
-        return await history.async_erase_memories(result.erased)
+        return await history.async_erase_memories(result.erased, eraser)
     except (HomeAssistantError, RuntimeError) as err:
         LOGGER.error("Erased memories may remain in the agent history: %s", err)
         return None
 
 
-def _import_response(result: ImportResult, visible: frozenset[str] | None) -> dict[str, Any]:
-    """What an import answers; of what the cap evicted, only the scopes the caller may see
-    (None: all), as a save answers."""
-    evicted = [one for one in result.evicted if visible is None or one.memory.scope in visible]
+def _import_response(result: ImportResult, rights: Access) -> dict[str, Any]:
+    """What an import answers; of what the cap evicted, only what the caller may see, as a
+    save answers."""
+    evicted = [one for one in result.evicted if rights.reads_memory(one.memory)]
     return {
         "dry_run": result.dry_run,
         "added": result.added,
@@ -143,6 +149,42 @@ def _import_response(result: ImportResult, visible: frozenset[str] | None) -> di
         "duplicates": result.duplicates,
         "evicted": [archived_response(one) for one in evicted],
     }
+
+
+async def _async_memory_import(
+    memories: Memories, call: ServiceCall, history: HistoryRecorder
+) -> dict[str, Any]:
+    """memory_import: the records of an export, in the scopes the caller may change; their
+    scopes named as they are now; within the caps the caller may push out."""
+    hass = memories.hass
+    rights = access(await async_caller(hass, call.context), hass)
+    raw = call.data["export"]
+    try:
+        records = read_export(json_loads(raw) if isinstance(raw, str) else raw)
+    except JSON_DECODE_EXCEPTIONS as err:
+        raise translated(FactError("memory_import_invalid", reason="not JSON")) from err
+    except FactError as err:
+        raise translated(err) from err
+    records = records.rescoped(partial(canonical_scope, hass))
+    if records.scopes:
+        rights.export_scopes(call.context, sorted(records.scopes))
+    try:
+        result = await memories.async_import_records(
+            records,
+            dry_run=call.data["dry_run"],
+            own=rights.owned_scopes(),
+            push_out=rights.pushes_out,
+        )
+    except FactError as err:
+        raise translated(err) from err
+    if not result.dry_run:
+        record_service_call(
+            history,
+            call,
+            {"added": len(result.added), "conflicts": len(result.conflicts)},
+            records.scopes,
+        )
+    return _import_response(result, rights)
 
 
 async def _async_memory_cleanup(memories: Memories, call: ServiceCall) -> dict[str, Any]:
@@ -157,9 +199,10 @@ def async_register_memory_services(
 
     async def save(call: ServiceCall) -> ServiceResponse:
         caller = await async_caller(hass, call.context)
+        rights = access(caller, hass)
         requested = call.data.get("scope")
         scope = (
-            named_scope(caller, call.context, requested)
+            rights.named_scope(call.context, requested)
             if requested is not None
             else HOUSEHOLD_SCOPE
         )
@@ -168,7 +211,8 @@ def async_register_memory_services(
             dict(call.data),
             scope=scope,
             provenance=service_provenance(hass, caller, call.context, call.data.get("authority")),
-            visible=caller.visible_scopes(),
+            visible=rights.memory_scopes(),
+            push_out=rights.pushes_out(scope),
         )
         record_service_call(
             history,
@@ -179,39 +223,21 @@ def async_register_memory_services(
         return result
 
     async def search(call: ServiceCall) -> ServiceResponse:
-        caller = await async_caller(hass, call.context)
-        scopes = search_scopes(caller, call.context, call.data.get("scope"))
-        return await async_search_answer(memories, dict(call.data), scopes)
+        rights = access(await async_caller(hass, call.context), hass)
+        scopes = rights.search_scopes(call.context, call.data.get("scope"))
+        return await async_search_answer(memories, dict(call.data), scopes, rights)
 
     async def patterns(call: ServiceCall) -> ServiceResponse:
-        scopes = (await async_caller(hass, call.context)).visible_scopes()
+        scopes = access(await async_caller(hass, call.context)).memory_scopes()
         return {"patterns": [one.as_dict() for one in memories.facts.patterns(scopes)]}
 
     async def export(call: ServiceCall) -> ServiceResponse:
-        caller = await async_caller(hass, call.context)
-        scopes = export_scopes(caller, call.context, call.data.get("scopes"))
+        rights = access(await async_caller(hass, call.context), hass)
+        scopes = rights.export_scopes(call.context, call.data.get("scopes"))
         return memories.facts.export(scopes)
 
     async def import_(call: ServiceCall) -> ServiceResponse:
-        caller = await async_caller(hass, call.context)
-        raw = call.data["export"]
-        try:
-            records = read_export(json_loads(raw) if isinstance(raw, str) else raw)
-        except JSON_DECODE_EXCEPTIONS as err:
-            raise translated(FactError("memory_import_invalid", reason="not JSON")) from err
-        except FactError as err:
-            raise translated(err) from err
-        if records.scopes:
-            export_scopes(caller, call.context, sorted(records.scopes))
-        result = await memories.async_import_records(records, dry_run=call.data["dry_run"])
-        if not result.dry_run:
-            record_service_call(
-                history,
-                call,
-                {"added": len(result.added), "conflicts": len(result.conflicts)},
-                records.scopes,
-            )
-        return _import_response(result, caller.visible_scopes())
+        return await _async_memory_import(memories, call, history)
 
     async def forget(call: ServiceCall) -> ServiceResponse:
         result, scopes = await _async_memory_forget(memories, call, history)

@@ -23,6 +23,7 @@ from homeassistant.helpers.start import async_at_started
 from ..azure.embeddings import BATCH_SIZE, RETRY_AFTER, Embedder
 from ..azure.supersede import SupersedeJudge
 from ..const import DOMAIN
+from ..identity import rekey_people
 from ..memory.facts import (
     FACTS_VERSION,
     HOUSEHOLD_SCOPE,
@@ -62,7 +63,8 @@ EMBEDDED_QUERY_CHARS = 2000
 # long (seconds): the missing one is usually back well before, and switching would embed
 # every memory again.
 TAKE_OVER_AFTER = 60.0
-# The Repairs issue of a type whose cap pushed memories out (its id ends with the type).
+# The Repairs issue of a type whose household cap pushed memories out (its id ends with
+# the type).
 OVER_CAP_ISSUE = "memories_over_cap"
 
 
@@ -170,6 +172,10 @@ class Memories:
         self.facts = facts
         self._settings_stored = "settings" in data
         self._vectors_from = data.get("vectors_from") if facts.dimensions else None
+        # People are keyed by their own id: keys stored before (entity ids, people removed
+        # meanwhile) are renamed as the file is read (identity.py).
+        if rekey_people(self.hass, facts.rename_people):
+            self.async_changed()
         if not facts.keywords_ready:
             self._cancel_indexing = async_at_started(self.hass, self._async_start_indexing)
 
@@ -230,13 +236,18 @@ class Memories:
 
     @callback
     def _async_report_cap(self, evicted: Iterable[ArchivedMemory]) -> None:
-        """A memory the cap pushed out is gone from recall: a Repairs issue names its type.
+        """A household memory the cap pushed out is gone from recall: a Repairs issue names
+        its type.
 
         Silent, it would be data lost from the household's point of view. The issue says
-        how many went since the start, and goes when the cap is raised.
+        how many went since the start, and goes when the cap is raised. A person's private
+        memories pushed out by their own cap raise none: Repairs is read by every user,
+        and the one who saved is told in the save's answer (`evicted`).
         """
         kinds: set[str] = set()
         for archived in evicted:
+            if archived.memory.scope != HOUSEHOLD_SCOPE:
+                continue
             kind = archived.memory.type.value
             self._pushed_out[kind] = self._pushed_out.get(kind, 0) + 1
             kinds.add(kind)
@@ -441,10 +452,12 @@ class Memories:
         pinned: bool | None = None,
         scope: str = HOUSEHOLD_SCOPE,
         provenance: Provenance | None = None,
+        push_out: bool = True,
     ) -> SaveResult:
         """Validate, embed (one request), ask the model about a memory of the same subject
         (one request, when there is such a memory and a model), deduplicate and save;
-        FactError on bad input."""
+        FactError on bad input. push_out False: refused rather than push another memory of
+        the scope out at its cap (FactStore.save)."""
         await self.async_loaded()
         content = validate_content(content)
         kind = parse_type(memory_type)
@@ -480,6 +493,7 @@ class Memories:
             verdict=verdict,
             scope=scope,
             provenance=provenance,
+            push_out=push_out,
         )
         self.async_changed()
         self._async_report_cap(result.evicted)
@@ -546,13 +560,19 @@ class Memories:
         return result
 
     async def async_import_records(
-        self, records: ExportRecords, *, dry_run: bool = False
+        self,
+        records: ExportRecords,
+        *,
+        dry_run: bool = False,
+        own: frozenset[str] | None = None,
+        push_out: Callable[[str], bool] | None = None,
     ) -> ImportResult:
-        """Add what an export holds that the store lacks; save soon and embed what came.
-        (Repeats are found by the loaded words' index: built in the executor first.)"""
+        """Add what an export holds that the store lacks (`own`: the importer's scopes, see
+        FactStore.import_records); save soon and embed what came. (Repeats are found by
+        the loaded words' index: built in the executor first.)"""
         await self.async_loaded()
         await self._async_words_indexed()
-        result = self.facts.import_records(records, dry_run=dry_run)
+        result = self.facts.import_records(records, dry_run=dry_run, own=own, push_out=push_out)
         if not dry_run and result.added:
             self.async_changed()
             self._async_report_cap(result.evicted)
@@ -560,7 +580,11 @@ class Memories:
         return result
 
     async def async_edit(
-        self, memory_id: str, content: Any, tags: Iterable[Any] | None = None
+        self,
+        memory_id: str,
+        content: Any,
+        tags: Iterable[Any] | None = None,
+        provenance: Provenance | None = None,
     ) -> SaveResult | None:
         """A person's correction: embedded (one request), never judged by a model; the
         old words go to the archive as edited. None when nothing changed; FactError on
@@ -575,7 +599,11 @@ class Memories:
         identity, vectors = await self._async_vectors([checked])
         usable = vectors is not None and self._vectors_comparable(identity)
         result = self.facts.edit(
-            memory_id, checked, tags, vector=vectors[0] if usable and vectors else None
+            memory_id,
+            checked,
+            tags,
+            vector=vectors[0] if usable and vectors else None,
+            provenance=provenance,
         )
         if result is not None:
             self.async_changed()
@@ -589,13 +617,13 @@ class Memories:
         self.async_changed()
         return memory
 
-    async def async_restore(self, memory_id: str) -> SaveResult:
+    async def async_restore(self, memory_id: str, *, push_out: bool = True) -> SaveResult:
         """An archived memory back in use; embedded again in the background. (A memory
         saying the same words is found by the loaded words' index: built in the executor
         first.)"""
         await self.async_loaded()
         await self._async_words_indexed()
-        result = self.facts.restore(memory_id)
+        result = self.facts.restore(memory_id, push_out=push_out)
         self.async_changed()
         self._async_report_cap(result.evicted)
         self._async_embed_missing()
@@ -633,6 +661,9 @@ def _settings(raw: Any, defaults: FactSettings) -> FactSettings:
             raw.get("high_confidence_threshold", defaults.high_confidence_threshold)
         ),
         max_memories_per_type=int(raw.get("max_memories_per_type", defaults.max_memories_per_type)),
+        max_private_memories_per_type=int(
+            raw.get("max_private_memories_per_type", defaults.max_private_memories_per_type)
+        ),
         relevance_score_threshold=float(
             raw.get("relevance_score_threshold", defaults.relevance_score_threshold)
         ),

@@ -20,12 +20,14 @@ from homeassistant.components import conversation
 from homeassistant.core import HomeAssistant, callback
 from homeassistant.exceptions import HomeAssistantError
 from homeassistant.helpers import llm
-from homeassistant.util.json import JsonObjectType, JsonValueType
+from homeassistant.util.json import JsonObjectType
 import voluptuous as vol
 
+from ..access import PRIVATE, access
 from ..compat import IntegrationTool, llm_context_of
 from ..const import DOMAIN, MEMORY_CONTEXT_LIMIT, TOOL_FORGET, TOOL_RECALL, TOOL_REMEMBER
 from ..context import memories_shown
+from ..context.memories import memories_data
 from ..data import DATA_MEMORIES
 from ..memory.facts import (
     HOUSEHOLD_SCOPE,
@@ -42,9 +44,8 @@ from ..memory.facts import (
 )
 from ..memory.tokens import TokenCounter
 from ..people import Speaker
-from ..services import translated
+from ..refusals import translated
 from .answers import async_save, async_search
-from .scopes import PRIVATE, spoken_forget_scopes
 
 _TYPES = [kind.value for kind in MemoryType]
 # What the remember tool tells the model of the memory it saved.
@@ -175,17 +176,23 @@ class RememberTool(IntegrationTool):
             source=MemorySource.CONVERSATION.value,
             scope=scope,
             provenance=provenance,
-            visible=speaker.turn_scopes,
+            visible=access(speaker).turn_scopes(),
+            push_out=access(speaker).pushes_out(scope),
         )
         memory = result["memory"]
+        replaced = [result["replaced"]] if result["replaced"] is not None else []
+        evicted = [{"id": one["id"], "content": one["content"]} for one in result["evicted"]]
+        # Stored words reach the model only as data: each part a delimited, escaped block.
         return {
             "action": result["action"],
             "scope": PRIVATE if scope != HOUSEHOLD_SCOPE else HOUSEHOLD_SCOPE,
             # The saved memory's id, also at the top as this tool always answered it.
             "id": memory["id"],
-            "memory": {name: memory[name] for name in _TOLD_FIELDS},
-            "replaced": result["replaced"],
-            "evicted": [{"id": one["id"], "content": one["content"]} for one in result["evicted"]],
+            # Every memory the answer names: an erasure finds this call in the history.
+            "ids": [memory["id"], *(one["id"] for one in (*replaced, *evicted))],
+            "memory": memories_data([{name: memory[name] for name in _TOLD_FIELDS}]),
+            "replaced": memories_data(replaced) or None,
+            "evicted": memories_data(evicted),
         }
 
 
@@ -228,7 +235,7 @@ class RecallTool(IntegrationTool):
         """Search (or list, without a query), and hand back the best memories that fit
         the budget; the speaker's own only are refused when nobody is known."""
         args = tool_input.tool_args
-        scopes = self._speaker.turn_scopes
+        scopes = access(self._speaker).turn_scopes()
         if args.get("mine"):
             if self._speaker.scope is None:
                 raise HomeAssistantError(
@@ -289,7 +296,7 @@ class ForgetTool(IntegrationTool):
     ) -> JsonObjectType:
         """Archive the best matches of the speaker's scopes; refused (nothing archived) for
         a speaker who is nobody known and no administrator."""
-        scopes = spoken_forget_scopes(self._speaker)
+        scopes = access(self._speaker).spoken_forget_scopes()
         if not scopes:
             raise HomeAssistantError(
                 translation_domain=DOMAIN, translation_key="memory_forget_nobody"
@@ -307,7 +314,7 @@ class ForgetTool(IntegrationTool):
             best = max((score for _memory, score in found.memories), default=0.0)
             ranked = sorted(found.memories, key=lambda pair: pair[1], reverse=True)
             matches = [memory for memory, score in ranked if score >= FORGET_SHARE * best]
-        forgotten: list[JsonValueType] = []
+        forgotten: list[dict[str, str]] = []
         for memory in matches[:FORGET_MOST]:
             try:
                 memories.forget(memory.id, scopes=scopes, reason=FORGOTTEN_BY_VOICE)
@@ -316,11 +323,13 @@ class ForgetTool(IntegrationTool):
             forgotten.append(
                 {"id": memory.id, "content": memory.content, "scope": _said_scope(memory)}
             )
+        also = [{"id": memory.id, "content": memory.content} for memory in matches[FORGET_MOST:]]
+        # Stored words reach the model only as data: each part a delimited, escaped block.
         answer: JsonObjectType = {
-            "forgotten": forgotten,
-            "also_matching": [
-                {"id": memory.id, "content": memory.content} for memory in matches[FORGET_MOST:]
-            ],
+            "forgotten": memories_data(forgotten),
+            "also_matching": memories_data(also),
+            # Every memory the answer names: an erasure finds this call in the history.
+            "ids": [one["id"] for one in (*forgotten, *also)],
         }
         if not forgotten:
             answer["note"] = _NOTHING_FORGOTTEN

@@ -3,7 +3,8 @@
 A list is a page of what a filter allows (never the whole store); with words to search
 for, the same hybrid search as memory_search ranks them. Changes are a person's own
 decisions: an edit supersedes without asking the model, pin and unpin never count as a
-sighting. Who may see and do what is decided in one place, MemoryRights.
+sighting. Who may see and do what is the access policy's (access.py) to say; a memory the
+caller may not see is, to them, one that does not exist.
 """
 
 from dataclasses import dataclass
@@ -13,15 +14,19 @@ from homeassistant.core import Context, HomeAssistant, callback
 from homeassistant.helpers import config_validation as cv
 import voluptuous as vol
 
+from ..access import EDIT, ERASE, FORGET, PIN, RESTORE, Access, access
 from ..history.recorder import HistoryRecorder
 from ..memory.facts import (
     MAX_SEARCH_LIMIT,
     ArchivedMemory,
+    Authority,
     FactError,
     Memory,
     MemoryConfidence,
     MemoryFilter,
     MemoryType,
+    Origin,
+    Provenance,
     active_page,
     archived_page,
     validate_tags,
@@ -38,54 +43,32 @@ from ..websocket import (
     record_change,
 )
 from .answers import archived_response, async_search, memory_response
-from .scopes import named_scope
 from .services import async_erase_history
 from .store import Memories
 
-# What a row offers the caller; the panel shows a control for each.
-EDIT, PIN, FORGET, ERASE, RESTORE = "edit", "pin", "forget", "erase", "restore"
 MAX_QUERY_LENGTH = 500
 
 
 @dataclass(frozen=True, slots=True)
 class MemoryRights:
-    """What one caller may see and do with memories, as the memory services allow it: an
-    administrator (and the system) sees and does everything; anyone else sees the
-    household's memories and their own person's, may save (so edit, pin and restore) what
-    they see, and may forget and erase only their own private memories."""
+    """What one caller may see and do with the memories a list shows: the access policy's
+    answer, narrowed to the one scope a list names (None: all the caller may see)."""
 
-    speaker: Speaker
+    access: Access
+    scope: str | None = None
 
     def sees(self, memory: Memory) -> bool:
-        """Whether the caller may see this memory."""
-        return self.speaker.may_see(memory.scope)
+        """Whether the caller may see this memory (and it is of the named scope)."""
+        return self.access.reads_memory(memory) and self.scope in (None, memory.scope)
 
     def actions(self, memory: Memory, *, archived: bool = False) -> list[str]:
         """What the caller may do with this memory, active or archived."""
-        if not self.sees(memory):
-            return []
-        owns = self.speaker.sees_everything or (
-            self.speaker.scope is not None and memory.scope == self.speaker.scope
-        )
-        if archived:
-            return [RESTORE, ERASE] if owns else [RESTORE]
-        return [EDIT, PIN, FORGET, ERASE] if owns else [EDIT, PIN]
+        return self.access.memory_actions(memory, archived=archived)
 
 
-@dataclass(frozen=True, slots=True)
-class ScopedRights(MemoryRights):
-    """A caller's rights narrowed to the one scope a list names: the rest is not shown."""
-
-    scope: str
-
-    def sees(self, memory: Memory) -> bool:
-        """Whether the caller may see this memory and it is of the named scope."""
-        return memory.scope == self.scope and self.speaker.may_see(memory.scope)
-
-
-def memory_rights(speaker: Speaker) -> MemoryRights:
+def memory_rights(speaker: Speaker, scope: str | None = None) -> MemoryRights:
     """The caller's rights over memories."""
-    return MemoryRights(speaker)
+    return MemoryRights(access(speaker), scope)
 
 
 _TYPES = [kind.value for kind in MemoryType]
@@ -109,22 +92,30 @@ PIN_SCHEMA: dict[Any, Any] = {**ID_SCHEMA, vol.Required("pinned"): bool}
 
 
 def _row(rights: MemoryRights, memory: Memory, score: float | None = None) -> dict[str, Any]:
-    row = {**memory_response(memory), "archived": False, "actions": rights.actions(memory)}
+    row = {
+        **memory_response(memory, rights.access),
+        "archived": False,
+        "actions": rights.actions(memory),
+    }
     if score is not None:
         row["score"] = score
     return row
 
 
 def _archived_row(memories: Memories, rights: MemoryRights, one: ArchivedMemory) -> dict[str, Any]:
-    """An archived memory: what it was, why and when it went, and what replaced it."""
+    """An archived memory: what it was, why and when it went, and what replaced it (when
+    the caller may see that one: a link is followed only as far as they may read)."""
     successor = one.superseded_by
     replacement = memories.facts.get(successor) if successor else None
     if replacement is None and successor:
         gone = memories.facts.get_archived(successor)
         replacement = gone.memory if gone is not None else None
+    if replacement is not None and not rights.access.reads_memory(replacement):
+        replacement = successor = None
     return {
-        **memory_response(one.memory),
+        **memory_response(one.memory, rights.access),
         **archived_response(one),
+        "superseded_by": successor,
         "content": one.original_content,
         "archived": True,
         "superseded_by_content": replacement.content if replacement is not None else None,
@@ -145,9 +136,9 @@ class MemoryCommands:
         """A page of memories: searched by meaning and words with a query, else listed.
         A named scope narrows what the caller may see, as memory_search's does: another
         person's is refused, never answered with less."""
-        scope = named_scope(speaker, context, fields["scope"]) if "scope" in fields else None
-        base = memory_rights(speaker)
-        rights = base if scope is None else ScopedRights(base.speaker, scope)
+        policy = access(speaker, self.memories.hass)
+        scope = policy.named_scope(context, fields["scope"]) if "scope" in fields else None
+        rights = MemoryRights(policy, scope)
         offset, limit = page_of(fields)
         tags = validate_tags(fields["tags"])
         kind = MemoryType(fields["memory_type"]) if "memory_type" in fields else None
@@ -172,7 +163,7 @@ class MemoryCommands:
         found = await async_search(
             self.memories,
             {"query": query, "type": kind, "tags": tags, "limit": MAX_SEARCH_LIMIT},
-            speaker.visible_scopes() if scope is None else {scope},
+            policy.memory_scopes() if scope is None else {scope},
         )
         wanted = MemoryFilter(None, (), least)
         matches = [
@@ -188,10 +179,9 @@ class MemoryCommands:
 
     def _active(self, rights: MemoryRights, memory_id: str, action: str) -> Memory:
         memory = self.memories.facts.get(memory_id)
-        if memory is None:
+        if memory is None or not rights.sees(memory):
             # Unknown and not the caller's to see answer alike: nothing is given away.
             raise_unknown(memory_id)
-        ensure(rights.sees(memory))
         ensure(action in rights.actions(memory))
         return memory
 
@@ -200,7 +190,16 @@ class MemoryCommands:
         rights = memory_rights(speaker)
         memory_id = fields["memory_id"]
         self._active(rights, memory_id, EDIT)
-        result = await self.memories.async_edit(memory_id, fields["content"], fields.get("tags"))
+        # The corrected memory is the editor's word now, not the one who said the old.
+        said = Provenance(
+            Origin.SERVICE,
+            said_by=speaker.person_id,
+            channel=speaker.channel,
+            authority=Authority.STATED,
+        )
+        result = await self.memories.async_edit(
+            memory_id, fields["content"], fields.get("tags"), said
+        )
         if result is None:
             memory = self.memories.facts.get(memory_id)
             assert memory is not None
@@ -255,9 +254,11 @@ class MemoryCommands:
             if gone is None:
                 raise_unknown(memory_id)
             memory = gone.memory
-        ensure(rights.sees(memory) and ERASE in rights.actions(memory, archived=archived))
+        if not rights.sees(memory):
+            raise_unknown(memory_id)
+        ensure(ERASE in rights.actions(memory, archived=archived))
         result = self.memories.forget(memory_id, erase=True)
-        erased_events = await async_erase_history(self.history, result)
+        erased_events = await async_erase_history(self.history, result, speaker)
         # The record of an erasure names no erased memory: only how many went.
         record_change(
             self.history, "memory_forget", context, {"erased": len(result.erased), "erase": True}
@@ -269,10 +270,12 @@ class MemoryCommands:
         rights = memory_rights(speaker)
         memory_id = fields["memory_id"]
         gone = self.memories.facts.get_archived(memory_id)
-        if gone is None:
+        if gone is None or not rights.sees(gone.memory):
             raise_unknown(memory_id)
-        ensure(rights.sees(gone.memory) and RESTORE in rights.actions(gone.memory, archived=True))
-        result = await self.memories.async_restore(memory_id)
+        ensure(RESTORE in rights.actions(gone.memory, archived=True))
+        result = await self.memories.async_restore(
+            memory_id, push_out=rights.access.pushes_out(gone.memory.scope)
+        )
         record_change(self.history, "memory_restore", context, {"id": memory_id})
         return {
             "memory": _row(rights, result.memory),

@@ -59,6 +59,11 @@ How it is stored, and why:
 * A failing write (locked by another process, disk full) keeps the events queued, up to
   `max_queue` (the oldest go first, counted), calls `on_failure` once per failure streak, and
   is retried every batch window.
+* A backup's copy (hold_writes): what is queued is committed, the log is copied into the
+  database and emptied (TRUNCATE), and then nothing is written (not by the writer, not by
+  the checkpointer) until release_writes: events queue in memory as while writes fail,
+  other writes (a purge, an erasure) wait, and reads answer from what is stored. A copy
+  of the file taken meanwhile is whole and needs no log.
 * A file that is not a database, or one shorter than its header says, is moved aside as
   `<name>.corrupt.<UTC time>` (never deleted) and a fresh database started. Checking every
   page at start-up would cost seconds on a large history; damage deeper in the file surfaces
@@ -115,6 +120,7 @@ from .history_schema import (
     damaged_header,
     day_of,
     day_start,
+    delete_person_events,
     index_batch,
     index_pending,
     insert_in_bulk,
@@ -123,6 +129,7 @@ from .history_schema import (
     owner_of,
     owner_pending,
     prepare_writer,
+    rename_people,
     take_out_of_index,
     write_transaction,
 )
@@ -130,6 +137,10 @@ from .timeseries import format_time
 
 # Texts (or ids) per statement, well under SQLite's limit on bound parameters.
 _NEEDLES_PER_QUERY = 400
+# The fields of the memories' events that refer to one memory by its id, and those that
+# list memory ids: what an erasure of a memory finds its events by.
+MEMORY_REFERENCES: Final = frozenset({"id", "memory_id", "new_id", "existing", "superseded_by"})
+MEMORY_REFERENCE_LISTS: Final = frozenset({"ids", "erased", "added", "unchanged", "conflicts"})
 
 # The public names; the models and the schema live in their own modules.
 __all__ = [
@@ -682,6 +693,8 @@ class HistoryStore:
         # Set by the writer when enough was written; stopping ends the checkpointer.
         self._checkpoint_due = threading.Event()
         self._checkpoint_stopping = threading.Event()
+        # Taken by the checkpointer while it copies the log, and to hold the writes.
+        self._checkpointing = threading.Lock()
         # What the writer wrote since it last woke the checkpointer (writer thread only).
         self._writes_unchecked = 0
         self._changes_checked = 0
@@ -697,6 +710,8 @@ class HistoryStore:
         self._deadline = 0.0
         self._jobs: list[tuple[_Work, Future[Any]]] = []
         self._thread: threading.Thread | None = None
+        # Writes held for a backup's copy (hold_writes .. release_writes).
+        self._held = False
         self._stopping = False
         self._dropped = 0
         self._commits = 0
@@ -755,6 +770,11 @@ class HistoryStore:
     def failing(self) -> bool:
         """True from a failed write until the next successful one."""
         return self._failing
+
+    @property
+    def held(self) -> bool:
+        """True while writes are held for a backup's copy (hold_writes)."""
+        return self._held
 
     def open(self) -> Path | None:
         """Open or create the database and start the writer; the moved-aside path of a
@@ -886,11 +906,49 @@ class HistoryStore:
 
     def flush(self) -> None:
         """Commit everything queued now and wait for the attempt. A failing write does not
-        raise here: the events stay queued and on_failure has been told."""
+        raise here: the events stay queued and on_failure has been told. While writes are
+        held (hold_writes) the events stay queued and this returns at once."""
         with self._cond:
-            if not self._pending and not self._in_flight:
+            if (not self._pending and not self._in_flight) or self._held:
                 return
         self._submit(None)
+
+    def hold_writes(self) -> None:
+        """Commit what is queued, copy the log into the database and empty it, then write
+        nothing until release_writes (or close): a copy of the files taken meanwhile is a
+        whole database. Events queue meanwhile (up to max_queue), other writes wait, reads
+        answer from what was stored."""
+
+        with self._cond:
+            if self._held:
+                return
+
+        def hold(conn: sqlite3.Connection) -> None:
+            with self._checkpointing:
+                try:
+                    busy = conn.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()[0]
+                except sqlite3.Error as err:
+                    busy = err
+                with self._cond:
+                    self._held = True
+                    waiting, self._jobs = self._jobs, []
+                self._wait_for_release(waiting)
+            if busy:
+                # A reader kept the log from being emptied: it stays beside the database,
+                # unchanged until the release, and a copy of both is whole.
+                _LOGGER.debug("History log not emptied before the hold: %s", busy)
+
+        self._submit(hold)
+
+    def release_writes(self) -> None:
+        """End hold_writes: what queued meanwhile is committed now, waiting writes run."""
+        with self._cond:
+            if not self._held:
+                return
+            self._held = False
+            if self._pending:
+                self._deadline = time.monotonic()
+            self._cond.notify_all()
 
     def record_event(self, event: AgentHistoryEvent) -> None:
         """Write one event now, in its own transaction (after what is queued)."""
@@ -990,16 +1048,23 @@ class HistoryStore:
             self._cond.notify_all()
 
     def delete_memory_events(
-        self, memory_ids: Iterable[str], tools: Iterable[str], service_prefix: str
+        self,
+        memory_ids: Iterable[str],
+        tools: Iterable[str],
+        service_prefix: str,
+        visibility: Visibility | None = None,
     ) -> int:
-        """Delete the memories' own events that name any of memory_ids; how many went.
+        """Delete the memories' own events that refer to any of memory_ids; how many went.
 
         For erasure: what a user asked to be forgotten must not stay in the tool calls
         (the agents' remember, recall and forget, named in tools) and service events
         (agent ids starting with service_prefix) that carried it. Only those events are
-        looked at, and only by id: a memory's words also appear in events about other
-        things (an automation's "Annabel opened the garage" is not Anna's), and ids are
-        stored as they are. Those events are read once, which an erasure (rare) can afford.
+        looked at, and only those the eraser may read (visibility; None: all). An event
+        refers to a memory when one of its reference fields (MEMORY_REFERENCES: `id`,
+        `ids`, `erased`, ...) holds that id exactly: never a search of its text, since a
+        memory's words (or an id chosen to look like a word) also appear in events about
+        other things and other people. Those events are read once, which an erasure
+        (rare) can afford.
         """
         needles = sorted({memory_id for memory_id in memory_ids if memory_id})
         names = sorted(set(tools))
@@ -1007,26 +1072,43 @@ class HistoryStore:
             return 0
         tool_marks = ",".join("?" * len(names)) or "NULL"
         own = (
-            f"((event_type = ? AND json_extract(event_data, '$.tool') IN ({tool_marks})) "
-            "OR (event_type = ? AND substr(agent_id, 1, ?) = ?))"
+            f"((e.event_type = ? AND json_extract(e.event_data, '$.tool') IN ({tool_marks})) "
+            "OR (e.event_type = ? AND substr(e.agent_id, 1, ?) = ?))"
         )
-        own_args = (
+        own_args: list[Any] = [
             HistoryEventType.TOOL_USE.value,
             *names,
             HistoryEventType.STATE_CHANGE.value,
             len(service_prefix),
             service_prefix,
+        ]
+        keys = sorted(MEMORY_REFERENCES)
+        key_marks = ",".join("?" * len(keys))
+        lists = sorted(MEMORY_REFERENCE_LISTS)
+        list_marks = ",".join("?" * len(lists))
+        # A reference: an object's field of one of those names holding the id as text, or
+        # an element of a list of ids under one of those names.
+        refers = (
+            "EXISTS (SELECT 1 FROM json_tree(e.event_data) AS t WHERE t.type = 'text' "
+            f"AND t.atom IN ({{marks}}) AND (t.key IN ({key_marks}) OR "
+            f"(typeof(t.key) = 'integer' AND EXISTS (SELECT 1 FROM json_tree(e.event_data) AS p "
+            f"WHERE p.fullkey = t.path AND p.key IN ({list_marks})))))"
         )
 
         def delete(conn: sqlite3.Connection) -> int:
+            seen: str = "1"
+            seen_args: list[Any] = []
+            if visibility is not None:
+                seen, seen_args = visibility.where("e", owners_known=self._owners_known)
             doomed: set[str] = set()
             with write_transaction(conn):
                 for start in range(0, len(needles), _NEEDLES_PER_QUERY):
                     chunk = needles[start : start + _NEEDLES_PER_QUERY]
-                    match = " OR ".join(["instr(event_data, ?) > 0"] * len(chunk))
+                    marks = ",".join("?" * len(chunk))
                     rows = conn.execute(
-                        f"SELECT event_id FROM agent_history_events WHERE {own} AND ({match})",
-                        (*own_args, *chunk),
+                        f"SELECT e.event_id FROM agent_history_events AS e WHERE {own} "
+                        f"AND {seen} AND {refers.format(marks=marks)}",
+                        (*own_args, *seen_args, *chunk, *keys, *lists),
                     )
                     doomed.update(row[0] for row in rows)
                 ids = sorted(doomed)
@@ -1055,6 +1137,18 @@ class HistoryStore:
                 )
 
         self._submit(write)
+
+    # -- People's keys (see history_schema.rename_people) ----------------------------------
+
+    def rename_people(self, renamed: Callable[[str], str | None]) -> dict[str, str]:
+        """Every event of a person whose key changes names the new key; old -> new."""
+        changed: dict[str, str] = self._submit(lambda conn: rename_people(conn, renamed))
+        return changed
+
+    def delete_person_events(self, person: str) -> int:
+        """Delete every event of one person's talk; how many went."""
+        deleted: int = self._submit(lambda conn: delete_person_events(conn, person))
+        return deleted
 
     # -- Reads -----------------------------------------------------------------------------
 
@@ -1422,9 +1516,23 @@ class HistoryStore:
         with self._cond:
             if self._thread is None or self._stopping:
                 raise RuntimeError("history store is not open")
+            if work is None and self._held:
+                return None  # a flush: the queue is held (hold_writes)
             self._jobs.append((work, future))
             self._cond.notify_all()
         return future.result()
+
+    def _wait_for_release(self, jobs: list[tuple[_Work, Future[Any]]]) -> None:
+        """Jobs that came behind a hold wait for its release, first in line; a flush among
+        them has nothing to wait for (the queue is held) and returns at once."""
+        waiting = []
+        for work, future in jobs:
+            if work is None:
+                future.set_result(None)
+            else:
+                waiting.append((work, future))
+        with self._cond:
+            self._jobs[:0] = waiting
 
     def _jobs_waiting(self) -> bool:
         """Whether another job waits for the writer, taken with the one running or queued
@@ -1457,6 +1565,8 @@ class HistoryStore:
         try:
             while True:
                 with self._cond:
+                    while self._held and not self._stopping:
+                        self._cond.wait()
                     while not (self._jobs or self._stopping):
                         wake = self._wake_at()
                         if wake is not None and time.monotonic() >= wake:
@@ -1472,11 +1582,14 @@ class HistoryStore:
                 if batch:
                     self._write_batch(conn, batch)
                 for behind, (work, future) in zip(range(len(jobs) - 1, -1, -1), jobs, strict=True):
+                    if self._held and not stopping:
+                        self._wait_for_release(jobs[len(jobs) - 1 - behind :])
+                        break
                     self._jobs_behind = behind
                     self._run_job(conn, work, future)
                 if stopping:
                     break
-                if not jobs:
+                if not jobs and not self._held:
                     self._idle_step(conn)
                 self._note_written(conn)
         finally:
@@ -1634,7 +1747,9 @@ class HistoryStore:
                     return
                 self._checkpoint_due.clear()
                 try:
-                    conn.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchall()
+                    with self._checkpointing:
+                        if not self._held:
+                            conn.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchall()
                 except sqlite3.Error as err:
                     # The writer reports what fails on the disk; the next write brings
                     # the next attempt.

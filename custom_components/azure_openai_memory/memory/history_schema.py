@@ -564,6 +564,61 @@ def index_batch(conn: sqlite3.Connection, limit: int) -> bool:
     return False
 
 
+# --- People's keys ------------------------------------------------------------------------
+# The talk of a person names them in its data (PERSON_KEY) and its reader class (`owner`).
+# When a person's key changes (their entity id of before becomes their id; a removed
+# person's talk is held; held talk is handed over), both follow, in one transaction.
+
+_NAMED_PERSON = (
+    f"SELECT DISTINCT json_extract(event_data, {PERSON_PATH}) FROM agent_history_events "
+    f"WHERE owner IS NULL AND json_valid(event_data) AND json_type(event_data, {PERSON_PATH}) "
+    "= 'text'"
+)
+
+
+def history_people(conn: sqlite3.Connection) -> set[str]:
+    """Every person key the events name: from the reader classes (the classes' index
+    answers where it is built), and from the data of events whose class is not known yet."""
+    keys = {
+        row[0][len(OWNER_PERSON) :]
+        for row in conn.execute(
+            "SELECT DISTINCT owner FROM agent_history_events WHERE substr(owner, 1, ?) = ?",
+            (len(OWNER_PERSON), OWNER_PERSON),
+        )
+    }
+    keys.update(row[0] for row in conn.execute(_NAMED_PERSON) if isinstance(row[0], str))
+    return keys
+
+
+def rename_people(conn: sqlite3.Connection, renamed: Callable[[str], str | None]) -> dict[str, str]:
+    """Every event of a person whose key changes names their new key (`renamed`: a key's
+    new key, or None when it stays), in its data and its reader class; nothing else of
+    an event changes. One transaction; the keys that changed, old -> new."""
+    with write_transaction(conn):
+        mapping = {key: new for key in history_people(conn) if (new := renamed(key)) is not None}
+        for old, new in sorted(mapping.items()):
+            conn.execute(
+                f"UPDATE agent_history_events SET event_data = json_set(event_data, {PERSON_PATH}, "
+                "?) WHERE owner = ? OR (owner IS NULL AND json_valid(event_data) AND "
+                f"json_extract(event_data, {PERSON_PATH}) = ?)",
+                (new, OWNER_PERSON + old, old),
+            )
+    return mapping
+
+
+def delete_person_events(conn: sqlite3.Connection, person: str) -> int:
+    """Delete every event of one person's talk (for an erasure); how many went. The
+    triggers keep the side tables in step; the foreign keys unlink children and
+    snapshots."""
+    with write_transaction(conn):
+        cursor = conn.execute(
+            "DELETE FROM agent_history_events WHERE owner = ? OR (owner IS NULL AND "
+            f"json_valid(event_data) AND json_extract(event_data, {PERSON_PATH}) = ?)",
+            (OWNER_PERSON + person, person),
+        )
+    return cursor.rowcount
+
+
 def owner_pending(conn: sqlite3.Connection) -> bool:
     """Whether events stored before version 3 are still to get their reader class."""
     found = conn.execute("SELECT 1 FROM history_settings WHERE name = ?", (OWNER_CURSOR,))

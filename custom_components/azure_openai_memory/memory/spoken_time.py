@@ -1,4 +1,5 @@
-"""Time ranges as people say them: "yesterday", "last week", "the past two days", "2 days ago".
+"""Time ranges as people say them: "yesterday", "last week", "the past two days", "2 days ago"
+(and as Germans, French, Dutch, Spanish and Italians say them: spoken_languages).
 
 A question names its range in words; these become times in the home's time zone, which the
 caller passes in. Calendar words (today, yesterday, this week, last month, a weekday, a
@@ -12,6 +13,8 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from datetime import UTC, date, datetime, time, timedelta, tzinfo
 import re
+
+from .spoken_languages import in_english
 
 # The calendar's first moment, as the stored series hold it: "the last million weeks"
 # starts there.
@@ -265,14 +268,18 @@ def _local_day(epoch: float, tz: tzinfo) -> date:
         return date.min
 
 
-def spoken_range(text: str, now: float, tz: tzinfo) -> SpokenRange | None:
+def spoken_range(
+    text: str, now: float, tz: tzinfo, language: str | None = None
+) -> SpokenRange | None:
     """The time range text names (every one it names, together), None when it names none.
 
-    now is epoch seconds and tz the home's time zone. A closed period ends a microsecond
-    before the next one begins; a range in the future is no range.
+    now is epoch seconds and tz the home's time zone; language is the turn's (German,
+    French, Dutch, Spanish and Italian are read by the same rules, and English words in
+    them too; None: English). A closed period ends a microsecond before the next one
+    begins; a range in the future is no range.
     """
     clock = _Clock(now, tz)
-    lowered = text.lower().replace("\u2019", "'")
+    lowered = in_english(text.lower().replace("\u2019", "'"), language)
     found: list[tuple[int, int, float, float]] = []
     for pattern, read in _READERS:
         for match in pattern.finditer(lowered):

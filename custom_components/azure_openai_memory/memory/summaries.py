@@ -427,6 +427,14 @@ class SummaryBook:
                 kept.household = kept.household and profile.household
         return len(moving)
 
+    def drop_group(self, group_id: str) -> int:
+        """Forget every summary and the profile of a group (an erasure); how many went."""
+        gone = [s for s in self._by_id.values() if s.group_id == group_id]
+        for summary in gone:
+            self.remove(summary)
+        self.profiles.pop(group_id, None)
+        return len(gone)
+
     def write_daily(
         self,
         group_id: str,

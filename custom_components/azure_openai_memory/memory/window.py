@@ -541,6 +541,47 @@ class AgentWindows:
         window = self.windows.get(conversation_id)
         return window.person_id if window is not None else None
 
+    def rename_people(self, renamed: Callable[[str], str | None]) -> int:
+        """Give each conversation of a person whose key changes its new key (`renamed`:
+        a key's new key, or None when it stays): its person, and the ids of windows and
+        sources kept apart for them. How many conversations changed."""
+        # Only the keys of the conversations' own people: a conversation id may hold APART.
+        mapping = {person: new for person in self.people() if (new := renamed(person)) is not None}
+        changed = 0
+        for window in self.windows.values():
+            if window.person_id in mapping:
+                window.person_id = mapping[window.person_id]
+                changed += 1
+            before = window.before_incognito
+            if before is not None and before.get("person_id") in mapping:
+                window.before_incognito = {**before, "person_id": mapping[before["person_id"]]}
+
+        def key(text: str) -> str:
+            head, apart, person = text.rpartition(APART)
+            if not apart or person not in mapping:
+                return text
+            return f"{head}{APART}{mapping[person]}"
+
+        windows = OrderedDict((key(cid), window) for cid, window in self.windows.items())
+        for cid, window in windows.items():
+            window.conversation_id = cid
+        self.windows = windows
+        self._last_by_source = {
+            key(source): (key(last[0]), last[1]) for source, last in self._last_by_source.items()
+        }
+        return changed
+
+    def people(self) -> set[str]:
+        """Every person key the conversations hold."""
+        return {w.person_id for w in self.windows.values() if w.person_id is not None}
+
+    def drop_person(self, person_id: str) -> int:
+        """Forget every conversation of a person (for an erasure); how many went."""
+        gone = [cid for cid, w in self.windows.items() if w.person_id == person_id]
+        for cid in gone:
+            del self.windows[cid]
+        return len(gone)
+
     def go_incognito(self, conversation_id: str) -> None:
         """From now on the conversation's turns live in memory only: storage keeps the
         window as it is now (nothing, for a new conversation) until incognito ends."""

@@ -21,6 +21,7 @@ from homeassistant.exceptions import HomeAssistantError
 from homeassistant.helpers.event import async_track_time_change
 from homeassistant.util import dt as dt_util, slugify
 
+from ..access import access
 from ..azure.summarize import Summarizer, SummaryUnavailable
 from ..const import (
     DOMAIN,
@@ -41,7 +42,15 @@ from ..memory.summaries import (
     summary_line,
     transcript_lines,
 )
-from ..people import PERSON_DOMAIN, Speaker, person_of_user
+from ..people import (
+    PERSON_DOMAIN,
+    Speaker,
+    is_person_group,
+    person_group,
+    person_id_of,
+    person_name,
+    person_of_user,
+)
 from .store import SummaryStore
 
 _LOGGER = logging.getLogger(__name__)
@@ -52,8 +61,6 @@ _LOGGER = logging.getLogger(__name__)
 CATCH_UP_DAYS = 14
 # Extractive summaries the model rewrites per cycle, at most.
 MAX_REWRITES = 10
-# How every person's group begins (a person entity id, slugified).
-PERSON_GROUP_PREFIX = "person_"
 
 
 @dataclass(frozen=True)
@@ -79,16 +86,6 @@ class DayMessage:
     household: bool
 
 
-def person_group(person_id: str) -> str:
-    """The group of one person's talk ("person.anna" -> "person_anna")."""
-    return slugify(person_id)
-
-
-def is_person_group(group: str) -> bool:
-    """Whether a group is one person's talk (no device or user slug starts so)."""
-    return group.startswith(PERSON_GROUP_PREFIX)
-
-
 def may_read(speaker: Speaker, group: str, household: bool) -> bool:
     """Whether a summary (or a group's profile) of this group is the speaker's to read, in
     a service's answer, a turn's context and past_talk alike: everything for those who
@@ -96,11 +93,7 @@ def may_read(speaker: Speaker, group: str, household: bool) -> bool:
     household's (`household`: said by no one known, without a user, since talk names
     its person). Like the history, the talk of nobody known that is someone's (a user
     without a person) and all that was summarised before are for administrators."""
-    if speaker.sees_everything:
-        return True
-    if is_person_group(group):
-        return speaker.person_id is not None and group == person_group(speaker.person_id)
-    return household
+    return access(speaker).reads_group(group, household)
 
 
 def summary_readable(speaker: Speaker) -> Callable[[GroupSummary], bool]:
@@ -271,7 +264,7 @@ class SummaryKeeper:
             return person if isinstance(person, str) and person else None
         user_id = data.get("user_id")
         if isinstance(user_id, str) and (state := person_of_user(self.hass, user_id)):
-            return state.entity_id
+            return person_id_of(state)
         return None
 
     def _group_of_question(self, data: dict[str, Any]) -> str:
@@ -293,16 +286,42 @@ class SummaryKeeper:
         moved = 0
         for state in self.hass.states.async_all(PERSON_DOMAIN):
             user_id = state.attributes.get("user_id")
-            if not isinstance(user_id, str) or (old := slugify(user_id)) not in groups:
+            person_id = person_id_of(state)
+            if (
+                not isinstance(user_id, str)
+                or person_id is None
+                or (old := slugify(user_id)) not in groups
+            ):
                 continue
-            new = person_group(state.entity_id)
-            _LOGGER.debug("Summaries of user %s now belong to %s", user_id, state.entity_id)
+            new = person_group(person_id)
+            _LOGGER.debug("Summaries of user %s now belong to %s", user_id, person_id)
             book.move_group(old, new)
             groups.discard(old)
             moved += 1
         if moved:
             self.store.async_changed()
         return moved
+
+    @callback
+    def async_rename_groups(self, renamed: Callable[[str], str | None]) -> int:
+        """People's groups take their new names (`renamed`: a group's new name, or None
+        when it stays), nothing lost; how many groups moved."""
+        book = self.store.book
+        moved = 0
+        for group in book.groups():
+            if (new := renamed(group)) is not None and new != group:
+                book.move_group(group, new)
+                moved += 1
+        if moved:
+            self.store.async_changed()
+        return moved
+
+    @callback
+    def async_drop_group(self, group: str) -> int:
+        """Forget a group's summaries and profile (an erasure); how many summaries went."""
+        gone = self.store.book.drop_group(group)
+        self.store.async_changed()
+        return gone
 
     async def _async_day_messages(self, day: date) -> list[DayMessage]:
         """The day's Communication events (local day), grouped by the writer's mode."""
@@ -339,8 +358,7 @@ class SummaryKeeper:
                 sessions[event.session_id] = group, household
                 speaker = "user"
                 if (person := self._person_of_question(data)) is not None:
-                    state = self.hass.states.get(person)
-                    speaker = str(state.name) if state is not None else person
+                    speaker = person_name(self.hass, person)
                 elif isinstance(user_id, str):
                     if user_id not in names:
                         user = await self.hass.auth.async_get_user(user_id)

@@ -20,9 +20,10 @@ from ..memory.summaries import (
     validate_group,
     validate_period_type,
 )
-from ..people import async_caller
-from ..services import Handler, Refused, ServiceSpec, async_register, translated
-from .keeper import SummaryKeeper, is_person_group, may_read, summary_readable
+from ..people import async_caller, is_person_group
+from ..refusals import Refused, translated
+from ..services import Handler, ServiceSpec, async_register
+from .keeper import SummaryKeeper, may_read, summary_readable
 
 SERVICE_SUMMARY_AGGREGATE = "summary_aggregate"
 SERVICE_SUMMARY_GET = "summary_get"
@@ -166,6 +167,9 @@ def async_register_summary_services(hass: HomeAssistant, keeper: SummaryKeeper) 
                 bound(_async_summary_aggregate),
                 SUMMARY_AGGREGATE_SCHEMA,
                 SupportsResponse.OPTIONAL,
+                # It runs the model over every person's talk and counts what it wrote
+                # for all of them: the installation's to do, not one person's.
+                admin=True,
             ),
             ServiceSpec(
                 SERVICE_SUMMARY_GET,

@@ -27,7 +27,7 @@ from ..memory.spoken_time import spoken_range
 from ..memory.summaries import GroupSummary, PeriodType, SummaryError
 from ..memory.tokens import TokenCounter
 from ..people import Speaker
-from ..services import translated
+from ..refusals import translated
 from .keeper import summary_readable
 
 TOOL_PAST_TALK = "past_talk"
@@ -135,7 +135,12 @@ class PastTalkTool(IntegrationTool):
         """The finest summaries kept for those days, bounded; words that name no days are
         refused with a translated error the model can read."""
         when = str(tool_input.tool_args["when"])
-        asked = spoken_range(when, dt_util.utcnow().timestamp(), dt_util.get_default_time_zone())
+        asked = spoken_range(
+            when,
+            dt_util.utcnow().timestamp(),
+            dt_util.get_default_time_zone(),
+            llm_context.language or hass.config.language,
+        )
         if asked is None:
             raise translated(SummaryError("past_talk_when", when=when))
         keeper = hass.data.get(DATA_SUMMARIES)

@@ -16,7 +16,8 @@ from ..memory.timeseries import (
     since,
     validate_key,
 )
-from ..services import ServiceSpec, async_register, translated
+from ..refusals import translated
+from ..services import ServiceSpec, async_register
 from .store import TimeseriesStore
 
 SERVICE_TIMESERIES_MERGE = "timeseries_merge"

@@ -20,7 +20,7 @@ from ..context import build_turn_context
 from ..data import DATA_TIMESERIES
 from ..memory.timeseries import TimeseriesError, format_time, validate_key
 from ..memory.tokens import TokenCounter
-from ..services import translated
+from ..refusals import translated
 from .services import query_range
 
 # The range looked up when the call names none.

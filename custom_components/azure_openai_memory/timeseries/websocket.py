@@ -4,7 +4,7 @@ A listing reads the index only (no series is loaded): count, oldest and newest, 
 windows fetched, and the gaps between them from the first fetch until now, found by the
 same rule timeseries_query answers with. A series opened shows a page of its entries and
 how many fall in each stretch of its range (a small chart), parsing only the page. Who may
-read the series is decided in one place, series_visible_to.
+read the series is the access policy's to say (access.py).
 """
 
 from typing import Any
@@ -13,6 +13,7 @@ from homeassistant.core import Context, HomeAssistant, callback
 from homeassistant.util import dt as dt_util
 import voluptuous as vol
 
+from ..access import access
 from ..memory.timeseries import (
     TimeseriesError,
     coverage_of,
@@ -36,12 +37,6 @@ DEFAULT_BUCKETS = 48
 MAX_BUCKETS = 500
 # What a series without any fetched window shows: the last day.
 DEFAULT_SPAN = 86400.0
-
-
-def series_visible_to(speaker: Speaker) -> bool:
-    """Whether the caller may read the series: everyone, as the series services allow;
-    they are the home's, fetched by its automations."""
-    return True
 
 
 LIST_SCHEMA = dict(PAGE_SCHEMA)
@@ -88,7 +83,7 @@ class SeriesCommands:
 
     async def list(self, speaker: Speaker, fields: dict[str, Any], _: Context) -> Any:
         """A page of keys with count, oldest, newest, fetched windows and gaps until now."""
-        ensure(series_visible_to(speaker))
+        ensure(access(speaker).reads_series())
         offset, limit = page_of(fields)
         summaries = await self.store.async_summaries()
         now = dt_util.utcnow().timestamp()
@@ -111,7 +106,7 @@ class SeriesCommands:
     async def entries(self, speaker: Speaker, fields: dict[str, Any], _: Context) -> Any:
         """A page of a series' entries (newest first) in a range, its coverage and gaps
         there, and how many entries fall in each of `buckets` stretches of it."""
-        ensure(series_visible_to(speaker))
+        ensure(access(speaker).reads_series())
         offset, limit = page_of(fields)
         key = validate_key(fields["key"])
         tz = dt_util.get_default_time_zone()

@@ -163,13 +163,24 @@ class FactError(InputError):
 @dataclass(frozen=True, slots=True)
 class FactSettings:
     """What a user tunes: how long archived records stay, how many sightings make a memory
-    high-confidence, how many memories one type keeps, and the points (two per shared
-    word) a memory needs to answer a question by its words."""
+    high-confidence, how many memories of one type the household's scope keeps and each
+    person's private scope keeps, and the points (two per shared word) a memory needs to
+    answer a question by its words.
+
+    Each scope has its own cap: one person's saves never push out another person's
+    memories, nor the household's."""
 
     archive_retention_days: float = 90
     high_confidence_threshold: int = 3
     max_memories_per_type: int = 10_000
     relevance_score_threshold: float = 2
+    max_private_memories_per_type: int = 10_000
+
+    def cap(self, scope: str) -> int:
+        """How many active memories of one type this scope keeps."""
+        if scope == HOUSEHOLD_SCOPE:
+            return self.max_memories_per_type
+        return self.max_private_memories_per_type
 
 
 @dataclass(slots=True)

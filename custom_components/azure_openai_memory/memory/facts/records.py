@@ -15,6 +15,7 @@ noted and applied once they are built; whatever needs them first builds them.
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import replace
 import threading
+import time
 from typing import Any, Self
 
 import numpy as np
@@ -23,10 +24,12 @@ import numpy.typing as npt
 from .models import (
     CONFIDENCE_BOOST,
     HOUSEHOLD_SCOPE,
+    PERSON_SCOPE_PREFIX,
     ArchivedMemory,
     FactSettings,
     Memory,
     MemoryType,
+    Provenance,
 )
 from .text import KeywordIndex, document, normalize_for_comparison
 from .vectors import Vector, as_unit_vector, decode_raw_vector, encode_vectors, normalize_rows
@@ -43,6 +46,10 @@ type _ArchiveKeywords = tuple[
 ]
 # A memory's words as indexed: id, scope, content, tags (None: taken out of the indexes).
 type _Words = tuple[str, str, str, tuple[str, ...] | None]
+
+
+# Why a memory handed over to a person who already had its words went to the archive.
+HANDED_OVER = "Handed over: the same words were already there"
 
 
 def content_key(scope: str, content: str) -> str:
@@ -412,6 +419,67 @@ class FactRecords:
         self._archive_index = (key, self._archive_generation, built)
         return built
 
+    # -- people's keys --
+
+    def rename_people(self, renamed: Callable[[str], str | None]) -> int:
+        """Give every memory, active or archived, of a person whose key changes its new
+        key: its scope (`person:<key>`) and who said it (provenance `said_by`). `renamed`
+        answers a key's new key, or None when it stays. Nothing else changes (content,
+        dates, pins, vectors); how many records changed.
+
+        A memory whose scope changes is taken out of the indexes and put back under its
+        new scope (the same words in two scopes are two memories). One whose words the new
+        scope already holds (a hand-over to a person who said the same) becomes one memory
+        with that one: counted there, and archived in its favour (when the words are
+        indexed; at a load, before they are, no scope holds another's words yet).
+        """
+        changed = 0
+        for memory in list(self._active.values()):
+            scope, provenance = _renamed(memory, renamed)
+            if scope is None and provenance is None:
+                continue
+            changed += 1
+            if provenance is not None:
+                memory.provenance = provenance
+            if scope is None:
+                continue
+            vector = self.vector(memory.id)
+            self._unindex(memory)
+            memory.scope = scope
+            same = (
+                self._by_content.get(content_key(scope, memory.content))
+                if self.keywords_ready
+                else None
+            )
+            if same is not None and same in self._active:
+                held = self._active[same]
+                held.occurrences += memory.occurrences
+                self._refresh_row(held)
+                self._archived[memory.id] = ArchivedMemory(
+                    replace(memory), same, time.time(), HANDED_OVER
+                )
+                continue
+            self._index(memory, vector)
+        for archived in self._archived.values():
+            scope, provenance = _renamed(archived.memory, renamed)
+            if scope is None and provenance is None:
+                continue
+            changed += 1
+            if scope is not None:
+                archived.memory.scope = scope
+            if provenance is not None:
+                archived.memory.provenance = provenance
+        if changed:
+            self._archive_generation += 1
+        return changed
+
+    def scope_ids(self, scope: str) -> list[str]:
+        """The ids of every memory of a scope, active or archived, sorted."""
+        return sorted(
+            {*self._by_scope.get(scope, set())}
+            | {a.id for a in self._archived.values() if a.memory.scope == scope}
+        )
+
     # -- storage --
 
     def as_dict(self) -> dict[str, Any]:
@@ -502,6 +570,23 @@ class FactRecords:
                 continue
             store._archived[archived.id] = archived
         return store
+
+
+def _renamed(
+    memory: Memory, renamed: Callable[[str], str | None]
+) -> tuple[str | None, Provenance | None]:
+    """A memory's new scope and provenance when a person's key in them changes (None:
+    that part stays)."""
+    scope = None
+    if memory.scope.startswith(PERSON_SCOPE_PREFIX):
+        new = renamed(memory.scope.removeprefix(PERSON_SCOPE_PREFIX))
+        scope = f"{PERSON_SCOPE_PREFIX}{new}" if new is not None else None
+    provenance = None
+    said_by = memory.provenance.said_by if memory.provenance is not None else None
+    if memory.provenance is not None and said_by is not None:
+        new = renamed(said_by)
+        provenance = replace(memory.provenance, said_by=new) if new is not None else None
+    return scope, provenance
 
 
 def _words_indexed(

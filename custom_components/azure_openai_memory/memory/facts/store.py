@@ -10,7 +10,7 @@ own changes are decisions, not observations: an edit supersedes without any judg
 is no sighting, a restore brings an archived record back as it was.
 """
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, replace
 import re
 import time
@@ -103,6 +103,17 @@ class ExportRecords:
         """Every scope the records belong to."""
         return frozenset([m.scope for m in self.memories] + [a.memory.scope for a in self.archived])
 
+    def rescoped(self, scope_of: Callable[[str], str]) -> "ExportRecords":
+        """The records with each scope as scope_of names it now (an export of before people
+        were known by their own id names a person's scope by their entity id)."""
+        return ExportRecords(
+            [replace(m, scope=scope_of(m.scope)) for m in self.memories],
+            [
+                replace(a, memory=replace(a.memory, scope=scope_of(a.memory.scope)))
+                for a in self.archived
+            ],
+        )
+
 
 @dataclass(frozen=True, slots=True)
 class ImportResult:
@@ -140,6 +151,7 @@ class FactStore(FactRecords):
         now: float | None = None,
         scope: str = HOUSEHOLD_SCOPE,
         provenance: Provenance | None = None,
+        push_out: bool = True,
     ) -> SaveResult:
         """Save with the three-step deduplication; raises FactError on bad input.
 
@@ -149,7 +161,9 @@ class FactStore(FactRecords):
         A `verdict` (a model's, on the memory update_candidate offered) decides step 2
         instead of the offline rule, while that memory is still there.
         A memory is reinforced or replaced only by one of its own scope: one person's fact
-        never archives another's, nor the household's.
+        never archives another's, nor the household's. Each scope has its own cap; with
+        push_out False, a new memory that would push another of its scope out of use is
+        refused instead (memory_scope_full), nothing changed.
         """
         content = validate_content(content)
         kind = parse_type(memory_type)
@@ -213,8 +227,10 @@ class FactStore(FactRecords):
             )
             archived = self._archive(old, memory.id, reason, now)
         # 3. Otherwise a new memory.
+        if old is None and not push_out:
+            self._refuse_over_cap(kind, scope)
         self._index(memory, unit)
-        evicted = self._evict_over_cap(kind, now, keep=memory.id)
+        evicted = self._evict_over_cap(kind, now, keep=memory.id, scope=scope)
         return SaveResult(action if archived else SaveAction.CREATED, memory, archived, evicted)
 
     def _reinforce(
@@ -350,22 +366,34 @@ class FactStore(FactRecords):
                 return self._active[memory_id]
         return None
 
+    def _of_scope(self, kind: MemoryType, scope: str) -> set[str]:
+        """The active memories of one type and scope."""
+        return self._by_type.get(kind, set()) & self._by_scope.get(scope, set())
+
+    def _refuse_over_cap(self, kind: MemoryType, scope: str) -> None:
+        """FactError (memory_scope_full) when one more memory of this type and scope would
+        push another out of use."""
+        cap = self.settings.cap(scope)
+        if len(self._of_scope(kind, scope)) >= cap:
+            raise FactError("memory_scope_full", type=kind.value, cap=cap)
+
     def _evict_over_cap(
-        self, kind: MemoryType, now: float, keep: str | None = None
+        self, kind: MemoryType, now: float, keep: str | None = None, *, scope: str
     ) -> tuple[ArchivedMemory, ...]:
-        """Beyond max_memories_per_type, the least confident, oldest memories go first.
+        """Beyond the scope's cap of a type, its least confident, oldest memories go first;
+        other scopes' memories are never touched (each scope has its own cap).
 
         Pinned memories count towards the cap but never go: a type holds more than its
         cap only when they alone are more.
         """
-        ids = self._by_type.get(kind, set())
-        over = len(ids) - self.settings.max_memories_per_type
+        ids = self._of_scope(kind, scope)
+        over = len(ids) - self.settings.cap(scope)
         if over <= 0:
             return ()
         active = self._active
         order = sorted(
             (active[i] for i in ids if i != keep and not active[i].pinned),
-            key=lambda m: (CONFIDENCE_ORDER[m.confidence], m.updated_at),
+            key=lambda m: (CONFIDENCE_ORDER[m.confidence], m.updated_at, m.id),
         )
         return tuple(
             self._archive(m, None, "Over max_memories_per_type", now) for m in order[:over]
@@ -378,7 +406,10 @@ class FactStore(FactRecords):
         self.settings = settings
         now = time.time() if now is None else now
         return tuple(
-            archived for kind in list(self._by_type) for archived in self._evict_over_cap(kind, now)
+            archived
+            for kind in list(self._by_type)
+            for scope in sorted(self._by_scope)
+            for archived in self._evict_over_cap(kind, now, scope=scope)
         )
 
     # -- searching --
@@ -432,6 +463,7 @@ class FactStore(FactRecords):
                     pair[0].pinned and pair[0].id in active,
                     CONFIDENCE_ORDER[pair[0].confidence],
                     pair[0].updated_at,
+                    pair[0].id,
                 ),
                 reverse=True,
             )
@@ -444,7 +476,7 @@ class FactStore(FactRecords):
             pinned = {m.id for m, _score in result.memories if m.pinned}
             merged = sorted(
                 result.memories + extra,
-                key=lambda pair: (pair[0].id in pinned, pair[1]),
+                key=lambda pair: (pair[0].id in pinned, pair[1], pair[0].id),
                 reverse=True,
             )
             result = SearchResult(merged[:limit], result.ranker)
@@ -472,14 +504,18 @@ class FactStore(FactRecords):
         min_similarity: float = MIN_SIMILARITY,
     ) -> SearchResult:
         size = len(self._ids)
-        allowed = self._in_use.copy()
+        # What the caller may see is the whole collection searched: the words' statistics
+        # and the best match that scales them are of it alone, so another scope's memories
+        # change no score of this one's.
+        visible = self._in_use.copy()
+        if hidden:
+            visible[[self._row[i] for i in hidden]] = False
+        allowed = visible.copy()
         if candidates is not None:
             allowed[:] = False
             allowed[[self._row[i] for i in candidates]] = True
-        elif hidden:
-            allowed[[self._row[i] for i in hidden]] = False
-        keyword, hits = self._keywords.scores(terms(text), size)
-        keyword /= float(keyword.max(initial=0.0)) or 1.0
+        keyword, hits = self._keywords.scores(terms(text), size, visible)
+        keyword /= float(keyword[visible].max(initial=0.0)) or 1.0
         # A match by words needs relevance_score_threshold points, two per shared word.
         matched = 2 * hits >= self.settings.relevance_score_threshold
         matched &= hits > 0
@@ -506,8 +542,12 @@ class FactStore(FactRecords):
         order = total + PINNED_FIRST * self._pinned
         rows = np.flatnonzero(allowed)
         if rows.size > limit:
-            rows = rows[np.argpartition(-order[rows], limit - 1)[:limit]]
-        rows = rows[np.argsort(-order[rows], kind="stable")]
+            # Every row as good as the limit-th (ties included), then ordered by score and id:
+            # never by row number, which reuses rows other scopes' memories left.
+            kth = np.partition(-order[rows], limit - 1)[limit - 1]
+            rows = rows[-order[rows] <= kth]
+        ids = np.array([self._ids[int(row)] for row in rows], dtype=object)
+        rows = rows[np.lexsort((ids.astype(str), -order[rows]))][:limit]
         found: list[tuple[Memory, float]] = []
         for row in rows:
             memory_id = self._ids[int(row)]
@@ -561,7 +601,7 @@ class FactStore(FactRecords):
                 continue
             prefix, value = tag.split(":", 1)
             shown = [m for i in ids for m in (*chains.get(i, ()), self._active[i])]
-            evidence = [m.id for m in sorted(shown, key=lambda m: m.created_at)]
+            evidence = [m.id for m in sorted(shown, key=lambda m: (m.created_at, m.id))]
             insights.append(
                 PatternInsight(
                     pattern_type=f"recurring_{prefix}",
@@ -580,7 +620,7 @@ class FactStore(FactRecords):
                 if m.id not in hidden
                 and (_OVERRIDE.search(m.content) or m.type is MemoryType.TRAINING_RESPONSE)
             ),
-            key=lambda m: m.created_at,
+            key=lambda m: (m.created_at, m.id),
         )
         if len(overrides) >= PATTERN_MIN_MEMORIES:
             insights.append(
@@ -695,9 +735,11 @@ class FactStore(FactRecords):
         *,
         vector: Sequence[float] | npt.NDArray[Any] | None = None,
         now: float | None = None,
+        provenance: Provenance | None = None,
     ) -> SaveResult | None:
         """A person's correction of a memory's words or tags: it supersedes the memory
         without any model's judgement; the old record goes to the archive as "edited".
+        The new memory says who corrected it (`provenance`; None: the old one's).
 
         The new memory keeps the type, pin, count and reference of the old one and is
         high-confidence: a person said so. Words that repeat another memory make the two
@@ -733,7 +775,7 @@ class FactStore(FactRecords):
             source_reference=old.source_reference,
             pinned=old.pinned,
             scope=old.scope,
-            provenance=old.provenance,
+            provenance=old.provenance if provenance is None else provenance,
         )
         archived = self._archive(old, memory.id, EDITED, now)
         self._index(memory, unit)
@@ -749,11 +791,13 @@ class FactStore(FactRecords):
             self._refresh_row(memory)
         return memory
 
-    def restore(self, memory_id: str, now: float | None = None) -> SaveResult:
+    def restore(
+        self, memory_id: str, now: float | None = None, *, push_out: bool = True
+    ) -> SaveResult:
         """An archived memory back in use, as it was (its embedding is made again).
 
         Refused while an active memory says the same words: that one is the memory. The
-        cap of its type applies as to a new memory.
+        cap of its type and scope applies as to a new memory (push_out as save's).
         """
         archived = self._archived.get(memory_id)
         if archived is None:
@@ -762,12 +806,14 @@ class FactStore(FactRecords):
         same_id = self._by_content.get(content_key(memory.scope, memory.content))
         if same_id is not None:
             raise FactError("memory_restore_duplicate", memory_id=same_id)
+        if not push_out:
+            self._refuse_over_cap(memory.type, memory.scope)
         now = time.time() if now is None else now
         del self._archived[memory_id]
         self._archive_generation += 1
         memory.updated_at = now
         self._index(memory, None)
-        evicted = self._evict_over_cap(memory.type, now, keep=memory.id)
+        evicted = self._evict_over_cap(memory.type, now, keep=memory.id, scope=memory.scope)
         return SaveResult(SaveAction.CREATED, memory, None, evicted)
 
     def cleanup_archived(
@@ -799,64 +845,178 @@ class FactStore(FactRecords):
             "archived": [a.as_dict() for a in archived],
         }
 
-    def import_records(self, records: ExportRecords, *, dry_run: bool = False) -> ImportResult:
+    def import_records(
+        self,
+        records: ExportRecords,
+        *,
+        dry_run: bool = False,
+        own: frozenset[str] | None = None,
+        now: float | None = None,
+        push_out: Callable[[str], bool] | None = None,
+    ) -> ImportResult:
         """Add what an export holds that the store lacks; never replace what it has.
 
-        A record whose id the store holds is unchanged when identical, else a conflict
-        (kept as the store has it); an active memory with the same words in its scope as
-        another is a duplicate (deduplication applies; the other stays). With dry_run,
-        what would happen is reported and nothing changes.
+        `own`: the scopes whose records the importer may change (None: every scope, for
+        those who see everything). A record keeps its id when the store holds that id in
+        one of those scopes (then it is unchanged when identical, else a conflict, kept as
+        the store has it) or, for those who see everything, when the store does not hold
+        it; every other record gets a new id, and links inside the export
+        (`superseded_by`) follow it. So nothing answered depends on a record the importer
+        may not see. A link to a memory neither in the export nor the importer's is
+        dropped. Times after now are brought back to now: an import sets no date a save
+        could not. An active memory with the same words in its scope as another is a
+        duplicate (deduplication applies; the other stays), and so is an archived record
+        alike in scope, words and archive time. With dry_run, what would happen is
+        reported and nothing changes. `push_out` (None: every scope) says of which scopes
+        the import may push older memories out at their cap; one that would push out
+        another scope's is refused (memory_scope_full), nothing changed.
         """
-        added: list[str] = []
-        unchanged: list[str] = []
-        conflicts: list[str] = []
-        duplicates: list[dict[str, str]] = []
-        new_keys: dict[str, str] = {}
-        new_ids: set[str] = set()
-        fresh: list[Memory] = []
-        for memory in records.memories:
-            if (held := self._active.get(memory.id)) is not None:
-                same = held.as_dict() == memory.as_dict()
-                (unchanged if same else conflicts).append(memory.id)
-                continue
-            if memory.id in self._archived or memory.id in new_ids:
-                conflicts.append(memory.id)
-                continue
-            key = content_key(memory.scope, memory.content)
-            if (other := self._by_content.get(key) or new_keys.get(key)) is not None:
-                duplicates.append({"id": memory.id, "existing": other})
-                continue
-            new_keys[key] = memory.id
-            new_ids.add(memory.id)
-            fresh.append(memory)
-            added.append(memory.id)
-        old: list[ArchivedMemory] = []
-        for archived in records.archived:
-            if (kept := self._archived.get(archived.id)) is not None:
-                same = kept.as_dict() == archived.as_dict()
-                (unchanged if same else conflicts).append(archived.id)
-                continue
-            if archived.id in self._active or archived.id in new_ids:
-                conflicts.append(archived.id)
-                continue
-            new_ids.add(archived.id)
-            old.append(archived)
-            added.append(archived.id)
+        plan = _ImportPlan(self, records, own, time.time() if now is None else now)
+        fresh = [m for m in map(plan.active, records.memories) if m is not None]
+        old = [a for a in map(plan.archived, records.archived) if a is not None]
+        if push_out is not None:
+            coming: dict[tuple[MemoryType, str], int] = {}
+            for memory in fresh:
+                key = (memory.type, memory.scope)
+                coming[key] = coming.get(key, 0) + 1
+            for (kind, scope), count in sorted(coming.items()):
+                cap = self.settings.cap(scope)
+                if not push_out(scope) and len(self._of_scope(kind, scope)) + count > cap:
+                    raise FactError("memory_scope_full", type=kind.value, cap=cap)
         evicted: tuple[ArchivedMemory, ...] = ()
         if not dry_run:
             for memory in fresh:
-                self._index(replace(memory), None)
+                self._index(memory, None)
             for archived in old:
                 self._archived[archived.id] = archived
             if old:
                 self._archive_generation += 1
-            now = time.time()
             evicted = tuple(
                 gone
-                for kind in sorted({m.type for m in fresh})
-                for gone in self._evict_over_cap(kind, now)
+                for kind, scope in sorted({(m.type, m.scope) for m in fresh})
+                for gone in self._evict_over_cap(kind, plan.now, scope=scope)
             )
-        return ImportResult(added, unchanged, conflicts, duplicates, evicted, dry_run)
+        return ImportResult(
+            plan.added, plan.unchanged, plan.conflicts, plan.duplicates, evicted, dry_run
+        )
+
+    def same_words(self, scope: str, content: str) -> str | None:
+        """The id of the active memory of this scope saying these words, if any."""
+        return self._by_content.get(content_key(scope, content))
+
+    def held_scope(self, memory_id: str) -> str | None:
+        """The scope of the active or archived memory with this id; None when there is none."""
+        if (active := self._active.get(memory_id)) is not None:
+            return active.scope
+        if (gone := self._archived.get(memory_id)) is not None:
+            return gone.memory.scope
+        return None
+
+
+class _ImportPlan:
+    """What an import does with each record of an export, decided one record at a time
+    (FactStore.import_records): its id in the store, and whether it is added, unchanged,
+    a conflict or a duplicate."""
+
+    def __init__(
+        self, store: FactStore, records: ExportRecords, own: frozenset[str] | None, now: float
+    ) -> None:
+        self.store = store
+        self.in_export = {m.id for m in records.memories} | {a.id for a in records.archived}
+        self.own = own
+        self.now = now
+        self.ids: dict[str, str] = {}
+        self.added: list[str] = []
+        self.unchanged: list[str] = []
+        self.conflicts: list[str] = []
+        self.duplicates: list[dict[str, str]] = []
+        self.new_keys: dict[str, str] = {}
+        self.new_ids: set[str] = set()
+        self.archive_keys = {
+            (a.memory.scope, a.original_content, a.archived_at): a.id
+            for a in store.archived()
+            if own is None or a.memory.scope in own
+        }
+
+    def _mine(self, memory_id: str) -> bool:
+        """Whether the store holds this id in one of the importer's scopes."""
+        held = self.store.held_scope(memory_id)
+        return held is not None and (self.own is None or held in self.own)
+
+    def id_of(self, memory_id: str) -> str:
+        """The id a record of the export has in the store: its own, or a new one."""
+        if (known := self.ids.get(memory_id)) is None:
+            keeps = self._mine(memory_id) or (
+                self.own is None and self.store.held_scope(memory_id) is None
+            )
+            known = self.ids[memory_id] = memory_id if keeps else _new_id()
+        return known
+
+    def link(self, target: str | None) -> str | None:
+        """A link to another record: followed when it is in the export or the importer's."""
+        if target is None:
+            return None
+        if target in self.in_export:
+            return self.id_of(target)
+        return target if self._mine(target) else None
+
+    def dated(self, memory: Memory, memory_id: str) -> Memory:
+        """The record with its id in the store and no time after now."""
+        updated = min(memory.updated_at, self.now)
+        return replace(
+            memory, id=memory_id, updated_at=updated, created_at=min(memory.created_at, updated)
+        )
+
+    def _held(self, memory_id: str, as_dict: dict[str, Any]) -> bool:
+        """Whether the store holds this id already (then unchanged or a conflict)."""
+        store = self.store
+        held = store.get(memory_id)
+        kept = store.get_archived(memory_id)
+        if held is None and kept is None and memory_id not in self.new_ids:
+            return False
+        same = (held.as_dict() if held is not None else None) == as_dict or (
+            kept is not None and kept.as_dict() == as_dict
+        )
+        (self.unchanged if same else self.conflicts).append(memory_id)
+        return True
+
+    def active(self, record: Memory) -> Memory | None:
+        """An active memory to add, or None (unchanged, a conflict, a duplicate)."""
+        memory = self.dated(record, self.id_of(record.id))
+        if self._held(memory.id, memory.as_dict()):
+            return None
+        key = content_key(memory.scope, memory.content)
+        if (
+            other := self.store.same_words(memory.scope, memory.content) or self.new_keys.get(key)
+        ) is not None:
+            self.duplicates.append({"id": memory.id, "existing": other})
+            return None
+        self.new_keys[key] = memory.id
+        return self._add(memory)
+
+    def archived(self, record: ArchivedMemory) -> ArchivedMemory | None:
+        """An archived record to add, or None (unchanged, a conflict, a duplicate)."""
+        memory_id = self.id_of(record.id)
+        archived = ArchivedMemory(
+            self.dated(record.memory, memory_id),
+            self.link(record.superseded_by),
+            min(record.archived_at, self.now),
+            record.reason,
+        )
+        if self._held(archived.id, archived.as_dict()):
+            return None
+        alike = (archived.memory.scope, archived.original_content, archived.archived_at)
+        if (other := self.archive_keys.get(alike)) is not None:
+            self.duplicates.append({"id": archived.id, "existing": other})
+            return None
+        self.archive_keys[alike] = archived.id
+        self._add(archived.memory)
+        return archived
+
+    def _add(self, memory: Memory) -> Memory:
+        self.new_ids.add(memory.id)
+        self.added.append(memory.id)
+        return memory
 
 
 def read_export(data: Any) -> ExportRecords:

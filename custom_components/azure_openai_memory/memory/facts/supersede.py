@@ -20,9 +20,10 @@ its indexes and asks these rules.
 from collections.abc import Iterable
 from dataclasses import dataclass
 from enum import StrEnum
+import functools
 
 from .models import MemoryType
-from .text import tag_terms, terms
+from .text import ENGLISH, language_of, tag_terms, terms
 
 
 class Relation(StrEnum):
@@ -51,32 +52,43 @@ class Verdict:
 # injury-history rule) and keeps every distinct pair apart.
 SAME_TAGS_WORD_OVERLAP = 0.40
 SAME_TAGS_SHARED_WORDS = 2
-# Words that say nothing about which fact a memory is, only about whom.
-_PRONOUNS = frozenset(
-    [
-        "he",
-        "him",
-        "his",
-        "she",
-        "her",
-        "hers",
-        "they",
-        "them",
-        "their",
-        "theirs",
-        "we",
-        "us",
-        "our",
-        "ours",
-        "you",
-        "your",
-        "i",
-        "me",
-        "my",
-        "it",
-        "its",
-    ]
-)
+# Words that say nothing about which fact a memory is, only about whom: the personal
+# and possessive pronouns of each language a memory is read in (text.language_of).
+# Most are stop words there already; these are left out of the shared words too.
+_PRONOUN_TEXT = {
+    "en": "he him his she her hers they them their theirs we us our ours you your i me my it its",
+    "de": (
+        "ich mich mir mein meine meinen meinem meiner meines du dich dir dein deine deinen "
+        "deinem deiner deines er ihn ihm sein seine seinen seinem seiner seines sie ihr ihre "
+        "ihren ihrem ihrer ihres es wir uns unser unsere unseren unserem unserer euch euer "
+        "eure"
+    ),
+    "nl": (
+        "ik mij me mijn jij je jou jouw jullie u uw hij hem zijn zij ze haar het wij we ons "
+        "onze hun hen"
+    ),
+    "fr": (
+        "je me moi mon ma mes tu te toi ton ta tes il elle lui son sa ses nous notre nos "
+        "vous votre vos ils elles leur leurs eux on"
+    ),
+    "es": (
+        "yo me mi mis tú te ti tu tus él ella le lo la su sus suyo suya suyos suyas "
+        "nosotros nosotras nos nuestro nuestra nuestros nuestras vosotros os vuestro "
+        "vuestra ustedes usted ellos ellas les"
+    ),
+    "it": (
+        "io me mi mio miei mie tu te ti tuo tua tuoi tue lui lei egli lo la gli le suo sua "
+        "suoi sue noi ci nostro nostra nostri nostre voi vi vostro vostra vostri vostre loro si"
+    ),
+}
+
+
+@functools.lru_cache(maxsize=8)
+def _pronouns(language: str) -> frozenset[str]:
+    """A language's pronouns as written and as read (stemmed) in it."""
+    words = _PRONOUN_TEXT.get(language, _PRONOUN_TEXT[ENGLISH]).split()
+    return frozenset(words).union(*(terms(word, language) for word in words))
+
 
 # Shared tags alone do not make two memories the same fact: their embeddings must be at
 # least this alike too (measured on the retrieval benchmark's labelled set).
@@ -115,10 +127,16 @@ def conflicting(new: Iterable[str], old: Iterable[str]) -> bool:
     return any(prefix in theirs and not mine & theirs[prefix] for prefix, mine in values.items())
 
 
+def _own_words(text: str, tags: tuple[str, ...]) -> set[str]:
+    """A text's meaningful words besides its tags' and pronouns, all read in its language."""
+    language = language_of(text)
+    ignored = {term for tag in tags for term in tag_terms(tag, language)}
+    return set(terms(text, language)) - ignored - _pronouns(language)
+
+
 def _words_alike(new: str, old: str, tags: tuple[str, ...]) -> bool:
     """Whether two texts share enough meaningful words, besides the tags' and pronouns."""
-    ignored = {term for tag in tags for term in tag_terms(tag)} | _PRONOUNS
-    a, b = set(terms(new)) - ignored, set(terms(old)) - ignored
+    a, b = _own_words(new, tags), _own_words(old, tags)
     shared = len(a & b)
     return shared >= SAME_TAGS_SHARED_WORDS and shared / len(a | b) >= SAME_TAGS_WORD_OVERLAP
 
