@@ -11,6 +11,7 @@ a removed person held); and which device speaks for whom.
 
 import asyncio
 from collections.abc import Callable
+from datetime import timedelta
 import json
 from pathlib import Path
 import random
@@ -33,7 +34,12 @@ from homeassistant.helpers import (
 from homeassistant.setup import async_setup_component
 from homeassistant.util import dt as dt_util
 import pytest
-from pytest_homeassistant_custom_component.common import CLIENT_ID, MockConfigEntry, MockUser
+from pytest_homeassistant_custom_component.common import (
+    CLIENT_ID,
+    MockConfigEntry,
+    MockUser,
+    async_fire_time_changed,
+)
 from pytest_homeassistant_custom_component.typing import (
     ClientSessionGenerator,
     MockHAClientWebSocket,
@@ -1042,6 +1048,104 @@ async def switch(hass: HomeAssistant, entity_id: str, on: bool) -> None:
     )
 
 
+async def test_no_person_takes_over_what_nobody_known_said(
+    hass: HomeAssistant,
+    people: tuple[MockUser, MockUser],
+    loaded_entry: MockConfigEntry,
+    azure: AzureStub,
+    hass_ws_client: WebSocketGenerator,
+    hass_read_only_access_token: str,
+) -> None:
+    """Dora, a user without a person, talks under a conversation id of her choosing; Ben's
+    turn under the same id is answered without her words, and nothing of hers shows on his
+    panel."""
+    _anna, ben = people
+    dora = MockUser(name="Dora").add_to_hass(hass)
+    agent_id = agent_entity_id(hass, loaded_entry)
+    secret = "The spare key is under the blue flower pot"
+    for user, text in ((dora, secret), (ben, "What was said here before?")):
+        azure.queue(Reply(text="Okay."))
+        await conversation.async_converse(
+            hass, text, "guest-chat", as_(user), language="en", agent_id=agent_id
+        )
+    body = azure.calls("/chat/completions")[-1].body
+    assert body is not None
+    assert secret not in json.dumps(body["messages"])
+    ben_ws = await hass_ws_client(hass, hass_read_only_access_token)
+    (agent,) = (await answer(ben_ws, "conversations/list"))["agents"]
+    read = [
+        await answer(
+            ben_ws,
+            "conversations/read",
+            entry_id=agent["entry_id"],
+            subentry_id=agent["subentry_id"],
+            conversation_id=row["conversation_id"],
+        )
+        for row in agent["conversations"]
+    ]
+    assert len(read) == 1
+    assert secret not in json.dumps(read)
+
+
+async def test_ben_s_conversation_ids_are_the_ones_he_used(
+    hass: HomeAssistant,
+    people: tuple[MockUser, MockUser],
+    loaded_entry: MockConfigEntry,
+    azure: AzureStub,
+    hass_ws_client: WebSocketGenerator,
+    hass_read_only_access_token: str,
+) -> None:
+    """Ben's turns under an id Anna used and under a fresh one are shown to him alike, by
+    the ids he used: his list does not tell which one Anna talked under."""
+    anna, ben = people
+    agent_id = agent_entity_id(hass, loaded_entry)
+    for user, text, conversation_id, device in (
+        (anna, "I see the doctor on Friday", "doctor", None),
+        (ben, "Hello", "doctor", "tablet-1"),
+        (ben, "Hello", "dentist", "tablet-2"),
+    ):
+        azure.queue(Reply(text="Okay."))
+        await conversation.async_converse(
+            hass, text, conversation_id, as_(user), language="en", agent_id=agent_id,
+            device_id=device,
+        )  # fmt: skip
+    ben_ws = await hass_ws_client(hass, hass_read_only_access_token)
+    (agent,) = (await answer(ben_ws, "conversations/list"))["agents"]
+    assert sorted(row["conversation_id"] for row in agent["conversations"]) == [
+        "dentist",
+        "doctor",
+    ]
+    where = {"entry_id": agent["entry_id"], "subentry_id": agent["subentry_id"]}
+    read = await answer(ben_ws, "conversations/read", conversation_id="doctor", **where)
+    assert [m["content"] for m in read["messages"] if m["role"] == "user"] == ["Hello"]
+    stats = await call(
+        hass,
+        "conversation_stats",
+        {"config_entry_id": loaded_entry.entry_id, "conversation_id": "doctor"},
+        context=as_(ben),
+    )
+    assert [list(a["conversations"]) for a in stats["agents"].values()] == [["doctor"]]
+
+
+async def test_no_one_cuts_short_an_incognito_someone_else_turned_on(
+    hass: HomeAssistant,
+    people: tuple[MockUser, MockUser],
+    loaded_entry: MockConfigEntry,
+) -> None:
+    """Anyone may call for incognito (it only keeps less): Ben asking for a minute of it
+    leaves on the incognito Anna turned on, with no end, a minute later and after."""
+    anna, ben = people
+    switch = switch_of(hass, loaded_entry)
+    await hass.services.async_call(
+        "switch", "turn_on", {"entity_id": switch}, blocking=True, context=as_(anna)
+    )
+    answered = await call(hass, "incognito", {"entity_id": switch, "minutes": 1}, context=as_(ben))
+    assert answered["until"] is None
+    async_fire_time_changed(hass, dt_util.utcnow() + timedelta(minutes=2))
+    await hass.async_block_till_done()
+    assert hass.states.get(switch).state == "on"
+
+
 @pytest.mark.parametrize("begun_before", [False, True], ids=["new", "continued"])
 async def test_incognito_switched_off_mid_turn_decides_that_turn_only(
     hass: HomeAssistant,
@@ -1344,6 +1448,76 @@ async def test_a_hand_over_of_words_the_person_has_makes_one_memory(
     assert len(pins) == 2
     active = await search(hass, new_cleo, query="bank PIN")
     assert [m["id"] for m in active] == [mine["memory"]["id"]]
+
+
+async def talk_as(
+    hass: HomeAssistant,
+    entry: MockConfigEntry,
+    azure: AzureStub,
+    user: MockUser | None,
+    text: str,
+    conversation_id: str,
+) -> None:
+    """One turn of this user, answered "Okay."."""
+    azure.queue(Reply(text="Okay."))
+    await conversation.async_converse(
+        hass, text, conversation_id, as_(user), language="en",
+        agent_id=agent_entity_id(hass, entry),
+    )  # fmt: skip
+
+
+CLEO_SECRET = "My divorce lawyer is Mr Grey"
+
+
+@pytest.mark.parametrize("agent_options", [HOUSEHOLD_API_ONLY])
+async def test_a_new_person_gets_none_of_a_removed_one_s_conversations(
+    hass: HomeAssistant,
+    azure: AzureStub,
+    config_entry: MockConfigEntry,
+    hass_admin_user: MockUser,
+    hass_read_only_user: MockUser,
+    hass_ws_client: WebSocketGenerator,
+) -> None:
+    """Cleo talks; the entry is then unloaded while an administrator deletes Cleo's person
+    and makes a new "Cleo" for another login (the same person id again). Her conversation,
+    on disk only then, is held too: the new Cleo is neither shown it nor answered from it."""
+    anna, first_cleo = hass_admin_user, hass_read_only_user
+    new_cleo = MockUser(name="Cleo").add_to_hass(hass)
+    assert await async_setup_component(
+        hass, "person", {"person": [{"id": "anna", "name": "Anna", "user_id": anna.id}]}
+    )
+    assert await async_setup_component(hass, "repairs", {})
+    assert await hass.config_entries.async_setup(config_entry.entry_id)
+    await hass.async_block_till_done(wait_background_tasks=True)
+    admin = await hass_ws_client(hass)
+    made = await ws_answer(admin, type="person/create", name="Cleo", user_id=first_cleo.id)
+    await hass.async_block_till_done()
+    await talk_as(hass, config_entry, azure, first_cleo, CLEO_SECRET, "cleo-chat")
+
+    assert await hass.config_entries.async_unload(config_entry.entry_id)
+    await hass.async_block_till_done(wait_background_tasks=True)
+    await ws_answer(admin, type="person/delete", person_id=made["id"])
+    await hass.async_block_till_done(wait_background_tasks=True)
+    again = await ws_answer(admin, type="person/create", name="Cleo", user_id=new_cleo.id)
+    assert again["id"] == made["id"]
+    await hass.async_block_till_done(wait_background_tasks=True)
+    assert await hass.config_entries.async_setup(config_entry.entry_id)
+    await hass.async_block_till_done(wait_background_tasks=True)
+
+    leaks = []
+    stats = await call(
+        hass, "conversation_stats", {"config_entry_id": config_entry.entry_id},
+        context=as_(new_cleo),
+    )  # fmt: skip
+    (agent,) = stats["agents"].values()
+    if "cleo-chat" in agent["conversations"]:
+        leaks.append("conversation_stats")
+    await talk_as(hass, config_entry, azure, new_cleo, "What did I tell you?", "cleo-chat")
+    body = azure.calls("/chat/completions")[-1].body
+    assert body is not None
+    if CLEO_SECRET in json.dumps(body["messages"]):
+        leaks.append("model request")
+    assert leaks == []
 
 
 # -- Data stored before people were keyed by their id -------------------------------------

@@ -9,7 +9,7 @@ from typing import Any
 from freezegun.api import FrozenDateTimeFactory
 from homeassistant.components import conversation
 from homeassistant.core import Context, HomeAssistant
-from homeassistant.exceptions import Unauthorized
+from homeassistant.exceptions import ServiceValidationError, Unauthorized
 from homeassistant.setup import async_setup_component
 from homeassistant.util import dt as dt_util, slugify
 import pytest
@@ -216,10 +216,12 @@ async def test_ben_asking_for_anna_s_data_is_refused_and_writes_nothing(
     ]
     before = await as_user(hass, None)("history_statistics")
 
-    with pytest.raises(Unauthorized) as refused:
+    # Her event and her snapshot are, to him, ones that do not exist.
+    with pytest.raises(ServiceValidationError) as unknown:
         await as_ben("history_event_chain", event_id=anna_question["event_id"])
-    assert str(refused.value) == said(
-        refused, "history_event_not_yours", event_id=anna_question["event_id"]
+    assert (unknown.value.translation_key, unknown.value.translation_placeholders) == (
+        "unknown_event",
+        {"event_id": anna_question["event_id"]},
     )
     with pytest.raises(Unauthorized) as refused:
         await as_ben("summary_get", group="person_anna")
@@ -235,10 +237,11 @@ async def test_ben_asking_for_anna_s_data_is_refused_and_writes_nothing(
     assert asked["agents"] == nothing["agents"]
     taken = await as_user(hass, anna)("history_snapshot", agent_id=agent_entity_id(hass, talk))
     snapshot_id = taken["snapshot"]["snapshot_id"]
-    with pytest.raises(Unauthorized) as refused:
+    with pytest.raises(ServiceValidationError) as unknown:
         await as_ben("history_snapshot", snapshot_id=snapshot_id)
-    assert str(refused.value) == said(
-        refused, "history_snapshot_not_yours", snapshot_id=snapshot_id
+    assert (unknown.value.translation_key, unknown.value.translation_placeholders) == (
+        "unknown_snapshot",
+        {"snapshot_id": snapshot_id},
     )
     assert (await as_ben("history_snapshots"))["total"] == 0
     # Recording as Anna, or after her event, is refused: nothing is written.
@@ -248,13 +251,14 @@ async def test_ben_asking_for_anna_s_data_is_refused_and_writes_nothing(
             event_type="communication",
             event_data={"text": "I am Anna", "person_id": "anna"},
         )
-    with pytest.raises(Unauthorized):
+    with pytest.raises(ServiceValidationError) as unknown:
         await as_ben(
             "history_record",
             event_type="communication",
             event_data={"text": "a reply"},
             parent_event_id=anna_question["event_id"],
         )
+    assert unknown.value.translation_key == "unknown_event"
     after = await as_user(hass, None)("history_statistics")
     assert after["total_events"] == before["total_events"]
     assert after["total_snapshots"] == before["total_snapshots"] + 1  # Anna's own

@@ -243,8 +243,9 @@ async def test_ben_using_anna_s_conversation_id_gets_a_window_of_his_own(
         hass, "conversation_stats", {"config_entry_id": entry_id}, context=ctx(ben)
     )
     (ben_agent,) = ben_stats["agents"].values()
-    assert list(ben_agent["conversations"]) == ["anna-talk@ben"]
-    assert ben_agent["conversations"]["anna-talk@ben"]["person_id"] == "ben"
+    # (shown under the id he used: that Anna talked under it first is not his to learn)
+    assert list(ben_agent["conversations"]) == ["anna-talk"]
+    assert ben_agent["conversations"]["anna-talk"]["person_id"] == "ben"
     # Anna's next turn carries her words and none of the others'.
     await say(hass, config_entry, "When was it again?", "anna-talk", anna)
     anna_request = last_request(azure)
@@ -379,9 +380,14 @@ async def test_summaries_written_before_per_person_grouping_are_for_administrato
 
     got = await call(hass, "summary_get", {}, context=ctx(ben))
     assert got == {"summaries": []}
-    assert (await call(hass, "summary_get", {"group": "home"}, context=ctx(ben))) == {
-        "summaries": []
-    }
+    # A group of nothing he may read is, to him, one that does not exist.
+    for group in ("home", "no_such_group"):
+        with pytest.raises(ServiceValidationError) as unknown:
+            await call(hass, "summary_get", {"group": group}, context=ctx(ben))
+        assert (unknown.value.translation_key, unknown.value.translation_placeholders) == (
+            "unknown_group",
+            {"group": group},
+        )
     groups = await call(hass, "summary_groups", {}, context=ctx(ben))
     assert ANNA_SAYS not in json.dumps(groups)
     assert groups["groups"] == []

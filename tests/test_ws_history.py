@@ -181,11 +181,10 @@ async def test_a_user_without_a_person_reads_the_household_s_events(
     assert everything["total"] > 1
     (question,) = [e for e in everything["events"] if e["session_id"] == "nobody-talk"][-1:]
     assert question["event_data"]["text"] == "Where are my keys?"
-    error = await refused_as(user, "unauthorized", "history/turn", event_id=question["event_id"])
-    assert (error["translation_domain"], error["translation_key"]) == (
-        DOMAIN,
-        "history_event_not_yours",
+    error = await refused_as(
+        user, "home_assistant_error", "history/turn", event_id=question["event_id"]
     )
+    assert (error["translation_domain"], error["translation_key"]) == (DOMAIN, "unknown_event")
 
 
 async def test_schema_errors(hass: HomeAssistant, admin: MockHAClientWebSocket) -> None:

@@ -267,7 +267,8 @@ async def test_ben_asking_the_panel_for_anna_s_talk_is_refused(
     automation = as_user(hass, None)
     anna_question = (await automation("history_query", session_id="anna-talk"))["events"][-1]
     event_id = anna_question["event_id"]
-    assert await refused(ben, "history_event_not_yours", "history/turn", event_id=event_id) == {
+    # Her turn is, to him, one that does not exist.
+    assert await translated(ben, "unknown_event", "history/turn", event_id=event_id) == {
         "event_id": event_id
     }
     assert ANNA_SAYS in words(await answer(anna, "history/turn", event_id=event_id))

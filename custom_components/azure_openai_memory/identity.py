@@ -21,7 +21,11 @@ from collections.abc import Callable, Mapping
 import logging
 from typing import Any
 
-from homeassistant.config_entries import SIGNAL_CONFIG_ENTRY_CHANGED, ConfigEntry
+from homeassistant.config_entries import (
+    SIGNAL_CONFIG_ENTRY_CHANGED,
+    ConfigEntry,
+    ConfigEntryState,
+)
 from homeassistant.const import ATTR_FRIENDLY_NAME, EVENT_STATE_CHANGED
 from homeassistant.core import Event, HomeAssistant, callback
 from homeassistant.exceptions import HomeAssistantError
@@ -30,6 +34,7 @@ from homeassistant.helpers.dispatcher import async_dispatcher_connect
 
 from .const import CONF_DEVICE_PEOPLE, DOMAIN
 from .data import DATA_HISTORY, DATA_MEMORIES, DATA_SUMMARIES
+from .memory.window import drop_stored_person, rename_stored_people
 from .people import (
     PERSON_ENTITY_PREFIX,
     PeopleKeys,
@@ -43,6 +48,7 @@ from .people import (
     person_name,
     person_scope,
 )
+from .window_files import async_change_stored_windows
 
 _LOGGER = logging.getLogger(__name__)
 
@@ -226,6 +232,16 @@ async def async_hold_person(hass: HomeAssistant, person_id: str, name: str) -> s
     return held
 
 
+@callback
+def _unloaded_entries(hass: HomeAssistant) -> list[str]:
+    """The ids of this integration's entries whose windows are on disk only now."""
+    return [
+        entry.entry_id
+        for entry in hass.config_entries.async_entries(DOMAIN)
+        if entry.state is not ConfigEntryState.LOADED
+    ]
+
+
 async def async_move_person(hass: HomeAssistant, old: str, new: str) -> None:
     """Everything of person key `old` becomes `new`'s, in every store: memories (scope and
     who said them), summaries, history, the loaded entries' windows."""
@@ -243,6 +259,10 @@ async def async_move_person(hass: HomeAssistant, old: str, new: str) -> None:
     for entry in hass.config_entries.async_loaded_entries(DOMAIN):
         if sum(agent.rename_people(renamed) for agent in entry.runtime_data.windows.values()):
             entry.runtime_data.windows_store.async_schedule_save()
+    for entry_id in _unloaded_entries(hass):
+        await async_change_stored_windows(
+            hass, entry_id, lambda agent: rename_stored_people(agent, renamed)
+        )
     history = hass.data[DATA_HISTORY]
     if history.available:
         await history.async_rename_people(renamed)
@@ -260,6 +280,10 @@ async def async_erase_person(hass: HomeAssistant, person: str) -> None:
     for entry in hass.config_entries.async_loaded_entries(DOMAIN):
         if sum(agent.drop_person(person) for agent in entry.runtime_data.windows.values()):
             entry.runtime_data.windows_store.async_schedule_save()
+    for entry_id in _unloaded_entries(hass):
+        await async_change_stored_windows(
+            hass, entry_id, lambda agent: drop_stored_person(agent, person)
+        )
     history = hass.data[DATA_HISTORY]
     if history.available:
         await history.async_delete_person(person)

@@ -125,8 +125,14 @@ def async_turn_on(
     """Incognito on, until turned off or (with minutes) for that long.
 
     Going from off to on is recorded: one event, without content (when the entry records).
+    An incognito already on is only ever made longer: anyone may call for incognito (it
+    only keeps less), so no call may end sooner what someone else turned on.
     """
     state = incognito_of(entry.runtime_data, subentry_id)
+    if state.on:
+        ends = dt_util.utcnow() + timedelta(minutes=minutes) if minutes is not None else None
+        if state.until is None or (ends is not None and ends <= state.until):
+            return state
     state.stop_timer()
     was_on, state.on = state.on, True
     if not was_on:

@@ -41,6 +41,7 @@ from .memory.errors import InputError
 from .memory.timeseries import format_time
 from .memory.tokens import load_counter
 from .memory.window import (
+    APART,
     WINDOWS_VERSION,
     AgentWindows,
     MessageEntry,
@@ -58,6 +59,7 @@ from .websocket import (
     page_of,
     record_change,
 )
+from .window_files import windows_store_key
 
 ATTR_CONFIG_ENTRY = "config_entry_id"
 ATTR_CONVERSATION_ID = "conversation_id"
@@ -70,11 +72,6 @@ CONVERSATION_SCHEMA = vol.Schema(
         vol.Optional(ATTR_CONVERSATION_ID): cv.string,
     }
 )
-
-
-def windows_store_key(entry_id: str) -> str:
-    """The Store key of an entry's windows file."""
-    return f"{DOMAIN}.windows.{entry_id}"
 
 
 def window_settings(entry: ConfigEntry, subentry: ConfigSubentry) -> WindowSettings:
@@ -154,6 +151,23 @@ def async_maintain(runtime: Runtime) -> None:
     runtime.reported_health = health
 
 
+def _own_key(windows: AgentWindows, caller: Speaker, conversation_id: str) -> str:
+    """The window a caller means by a conversation id: for those who see everything the
+    window of that key; for anyone else their own window under that id (kept apart when
+    someone else talked under it first), so that the id they use is the id they see."""
+    if access(caller).sees_everything:
+        return conversation_id
+    return windows.window_for(conversation_id, caller.person_id)
+
+
+def _shown_id(caller: Speaker, key: str) -> str:
+    """A window's key as the caller is shown it: the id they used (not whether it was kept
+    apart, which would tell that someone else talked under that id)."""
+    if access(caller).sees_everything or caller.person_id is None:
+        return key
+    return key.removesuffix(f"{APART}{caller.person_id}")
+
+
 def _whose(windows: AgentWindows, caller: Speaker) -> Callable[[str], bool]:
     """Whether a conversation's figures are the caller's to see: every one for those who
     see everything, else their own person's."""
@@ -175,12 +189,16 @@ async def _async_conversation_stats(hass: HomeAssistant, call: ServiceCall) -> S
     agents: dict[str, Any] = {}
     for sid, name in names.items():
         windows = runtime.windows[sid]
-        ids = [conversation_id] if conversation_id else windows.get_all_conversations()
+        ids = (
+            [_own_key(windows, caller, conversation_id)]
+            if conversation_id
+            else windows.get_all_conversations()
+        )
         shown = _whose(windows, caller)
         agents[name] = {
             "memory": windows.totals(),
             "conversations": {
-                cid: stats
+                _shown_id(caller, cid): stats
                 for cid in ids
                 if shown(cid) and (stats := windows.get_stats(cid)) is not None
             },
@@ -289,7 +307,7 @@ class ConversationCommands:
                     window = windows.windows[cid]
                     rows.append(
                         {
-                            "conversation_id": cid,
+                            "conversation_id": _shown_id(speaker, cid),
                             **window.stats(),
                             "last_activity": format_time(window.last_activity),
                         }
@@ -312,13 +330,13 @@ class ConversationCommands:
         """A page of one conversation's messages, oldest first, and its figures."""
         offset, limit = page_of(fields)
         _runtime, windows = _agent_windows(self.hass, fields)
-        window = windows.windows.get(fields["conversation_id"])
+        window = windows.windows.get(_own_key(windows, speaker, fields["conversation_id"]))
         # Another person's conversation is, to the caller, one that does not exist.
         if window is None or not _whose(windows, speaker)(window.conversation_id):
             raise InputError("unknown_conversation", conversation_id=fields["conversation_id"])
         messages = window.messages()
         return {
-            "conversation_id": window.conversation_id,
+            "conversation_id": _shown_id(speaker, window.conversation_id),
             **window.stats(),
             "last_activity": format_time(window.last_activity),
             "messages": [_message_view(m) for m in messages[offset : offset + limit]],

@@ -241,11 +241,15 @@ def test_a_conversation_is_its_person_s(counter: TokenCounter, clock: Clock) -> 
     assert memory.window_for("new", "person.ben") == "new"
     memory.set_person("talk", "person.ben")
     assert memory.person_of("talk") == "person.anna"
-    # A window of nobody known becomes the first known speaker's.
+    # What nobody known said is nobody's to take over: a person's turn under its id gets
+    # a window of its own; a window where nothing was said yet becomes the speaker's.
     memory.add_message("kitchen", "user", "timer for ten minutes")
-    assert memory.window_for("kitchen", "person.ben") == "kitchen"
-    memory.set_person("kitchen", "person.ben")
-    assert memory.person_of("kitchen") == "person.ben"
+    assert memory.window_for("kitchen", None) == "kitchen"
+    assert memory.window_for("kitchen", "person.ben") == "kitchen@person.ben"
+    memory.set_person("kitchen", None)
+    assert memory.person_of("kitchen") is None
+    memory.continue_conversation("hall", None, None)
+    assert memory.window_for("hall", "person.ben") == "hall"
     memory.add_message("talk@person.ben", "user", "what did I say?")
     memory.add_message("talk@nobody", "user", "and now?")
     assert memory.reset("talk") == 3

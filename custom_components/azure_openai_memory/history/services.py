@@ -163,8 +163,10 @@ async def _async_history_record(recorder: HistoryRecorder, call: ServiceCall) ->
         event_data = {**event_data, PERSON_KEY: caller.person_id}
         if (parent := data.get("parent_event_id")) is not None:
             seen = await recorder.async_run(recorder.store.is_visible, parent, visibility)
-            if seen is False:
-                raise Refused(call.context, "history_event_not_yours", event_id=parent)
+            if seen is not True:
+                # A parent must be an event the caller may read (and written already):
+                # another person's is, to them, one that does not exist.
+                raise HistoryError("unknown_event", field="parent_event_id", event_id=parent)
     event = AgentHistoryEvent.new(
         data["agent_id"],
         data["event_type"],
@@ -222,7 +224,8 @@ async def _async_read_snapshot(
             raise
         raise HistoryError("invalid_snapshot_id", value=snapshot_id) from err
     except NotVisible as err:
-        raise Refused(call.context, "history_snapshot_not_yours", snapshot_id=snapshot_id) from err
+        # Another person's snapshot is, to the caller, one that does not exist.
+        raise HistoryError("unknown_snapshot", snapshot_id=snapshot_id) from err
     if stored is None:
         raise HistoryError("unknown_snapshot", snapshot_id=snapshot_id)
     shown = stored.as_dict()
@@ -293,7 +296,8 @@ async def async_visible_chain(
             recorder.store.get_event_chain, event_id, visibility_of(caller)
         )
     except NotVisible as err:
-        raise Refused(context, "history_event_not_yours", event_id=event_id) from err
+        # Another person's event is, to the caller, one that does not exist.
+        raise HistoryError("unknown_event", event_id=event_id) from err
 
 
 async def _async_history_event_chain(

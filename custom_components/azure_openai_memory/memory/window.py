@@ -191,6 +191,10 @@ class ConversationWindow:
         """Percent of the budget in use."""
         return round(100.0 * self.current_tokens / self.max_tokens, 2) if self.max_tokens else 0.0
 
+    def said_anything(self) -> bool:
+        """Whether anything was said in the window (beyond its system message)."""
+        return bool(self._messages)
+
     def messages(self) -> list[MessageEntry]:
         """Every message, system first, in order."""
         if self.system is None:
@@ -474,8 +478,14 @@ class AgentWindows:
         conversation id: the conversation's own, unless it is another person's (or a
         person's, and nobody is known now) — then one kept apart for this speaker, so that
         no one is answered from another person's words nor adds to them."""
-        owner = self.person_of(conversation_id)
-        if owner is None or owner == person_id:
+        window = self.windows.get(conversation_id)
+        owner = window.person_id if window is not None else None
+        if owner == person_id:
+            return conversation_id
+        # Nobody known's talk is nobody's to take over: a person's turn under its id (a
+        # guest's, a user's without a person, an automation's) gets a window of its own,
+        # unless nothing has been said there yet.
+        if owner is None and (window is None or not window.said_anything()):
             return conversation_id
         return f"{conversation_id}{APART}{person_id or NOBODY}"
 
@@ -703,3 +713,57 @@ class AgentWindows:
             window.preserve_system = self.settings.preserve_system
         self._last_by_source = {k: (v[0], v[1]) for k, v in data.get("sources", {}).items()}
         self.dropped_conversations = data.get("dropped_conversations", 0)
+
+
+def rename_stored_people(agent: dict[str, Any], renamed: Callable[[str], str | None]) -> int:
+    """rename_people on one agent's stored windows (AgentWindows.as_dict's form), for the
+    windows of an entry not loaded now; how many conversations changed."""
+    conversations = agent.get("conversations")
+    if not isinstance(conversations, dict):
+        return 0
+    people = {
+        raw["person_id"]
+        for raw in conversations.values()
+        if isinstance(raw, dict) and isinstance(raw.get("person_id"), str)
+    }
+    mapping = {person: new for person in people if (new := renamed(person)) is not None}
+    if not mapping:
+        return 0
+
+    def key(text: str) -> str:
+        head, apart, person = text.rpartition(APART)
+        return f"{head}{APART}{mapping[person]}" if apart and person in mapping else text
+
+    changed = 0
+    moved: dict[str, Any] = {}
+    for cid, raw in conversations.items():
+        kept = raw
+        if isinstance(raw, dict) and raw.get("person_id") in mapping:
+            kept = {**raw, "person_id": mapping[raw["person_id"]]}
+            changed += 1
+        moved[key(cid)] = kept
+    agent["conversations"] = moved
+    sources = agent.get("sources")
+    if isinstance(sources, dict):
+        agent["sources"] = {
+            key(source): [key(last[0]), *last[1:]]
+            if isinstance(last, list) and last and isinstance(last[0], str)
+            else last
+            for source, last in sources.items()
+        }
+    return changed
+
+
+def drop_stored_person(agent: dict[str, Any], person_id: str) -> int:
+    """drop_person on one agent's stored windows; how many conversations went."""
+    conversations = agent.get("conversations")
+    if not isinstance(conversations, dict):
+        return 0
+    gone = [
+        cid
+        for cid, raw in conversations.items()
+        if isinstance(raw, dict) and raw.get("person_id") == person_id
+    ]
+    for cid in gone:
+        del conversations[cid]
+    return len(gone)

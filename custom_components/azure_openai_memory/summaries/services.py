@@ -91,7 +91,10 @@ async def _async_summary_get(keeper: SummaryKeeper, call: ServiceCall) -> Servic
         group = validate_group(data["group"])
         if is_person_group(group) and not may_read(caller, group, household=False):
             raise Refused(call.context, "summary_group_not_yours", group=group)
-        if group not in groups:
+        # A group holding nothing the caller may read is, to them, one that does not exist.
+        if group not in groups or not any(
+            readable(summary) for kind in PeriodType for summary in book.of(group, kind)
+        ):
             raise SummaryError("unknown_group", group=group)
         groups = [group]
     start = _summary_day(data["start"], "start").isoformat() if "start" in data else None
