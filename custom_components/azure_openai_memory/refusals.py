@@ -45,5 +45,3 @@ def translated(err: InputError) -> ServiceValidationError:
         translation_key=err.key,
         translation_placeholders=_echoed(err.placeholders),
     )
-
-

@@ -27,6 +27,7 @@ from .refusals import translated
 
 type Handler = Callable[[ServiceCall], Coroutine[Any, Any, ServiceResponse]]
 
+
 @dataclass(frozen=True)
 class ServiceSpec:
     """One service: its name, handler, schema, whether it answers, who may call it."""
