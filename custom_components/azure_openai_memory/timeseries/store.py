@@ -8,7 +8,7 @@ from typing import Any
 from homeassistant.core import HomeAssistant, callback
 
 from ..memory.timeseries import SERIES_VERSION, TimeSeries, TimeseriesSettings, migrate_series
-from ..storage import DebouncedStore
+from ..storage import DebouncedStore, backup_holds
 
 _LOGGER = logging.getLogger(__name__)
 
@@ -243,6 +243,10 @@ class TimeseriesStore:
         )
 
     async def _async_trim(self) -> None:
+        if backup_holds(self.hass):
+            # An eviction writes its series first, which waits for the backup while the
+            # series' lock is held: the next load or change after the backup trims.
+            return
         self._trim_again = True
         while self._trim_again:
             self._trim_again = False
