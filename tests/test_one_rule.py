@@ -1030,7 +1030,7 @@ async def test_the_tools_tell_nothing_of_another_person_s_memories(
     assert [m["content"] for m in everything["memories"]] == [melatonin]
 
 
-# -- incognito switched off while a turn runs --------------------------------------------
+# -- conversations and incognito: nobody takes over, or ends, what is another's ---------
 
 
 def switch_of(hass: HomeAssistant, entry: MockConfigEntry) -> str:
