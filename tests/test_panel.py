@@ -19,6 +19,14 @@ from .panel_commands import answer
 FRONTEND = Path(__file__).parents[1] / "custom_components" / DOMAIN / "frontend"
 
 
+async def test_the_sidebar_entry_is_named_in_the_home_s_language(hass: HomeAssistant) -> None:
+    """The sidebar has one title for every user: the home's language's."""
+    hass.config.language = "de"
+    assert await async_setup_component(hass, DOMAIN, {})
+    panel = hass.data[DATA_PANELS]["azure-openai-memory"].to_response()
+    assert panel["title"] == "Gedächtnis"
+
+
 async def test_the_sidebar_entry_and_its_page(
     hass: HomeAssistant, hass_client: ClientSessionGenerator
 ) -> None:

@@ -112,7 +112,10 @@ async def async_register_panel(hass: HomeAssistant) -> None:
         hass,
         frontend_url_path=PANEL_URL_PATH,
         webcomponent_name=PANEL_ELEMENT,
-        sidebar_title=PANEL_TITLE,
+        # The sidebar has one title for everyone: the home's language's.
+        sidebar_title=str(
+            catalogue_for(catalogues, hass.config.language).get("title") or PANEL_TITLE
+        ),
         sidebar_icon=PANEL_ICON,
         module_url=f"{STATIC_URL}/{PANEL_MODULE}?v={version}",
         require_admin=False,
