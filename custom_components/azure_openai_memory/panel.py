@@ -114,7 +114,7 @@ async def async_register_panel(hass: HomeAssistant) -> None:
         webcomponent_name=PANEL_ELEMENT,
         # The sidebar has one title for everyone: the home's language's.
         sidebar_title=str(
-            catalogue_for(catalogues, hass.config.language).get("title") or PANEL_TITLE
+            catalogue_for(catalogues, hass.config.language)["words"].get("title") or PANEL_TITLE
         ),
         sidebar_icon=PANEL_ICON,
         module_url=f"{STATIC_URL}/{PANEL_MODULE}?v={version}",
