@@ -1127,6 +1127,29 @@ async def test_ben_s_conversation_ids_are_the_ones_he_used(
     assert [list(a["conversations"]) for a in stats["agents"].values()] == [["doctor"]]
 
 
+async def test_ben_s_new_conversations_never_push_out_anna_s(
+    hass: HomeAssistant,
+    people: tuple[MockUser, MockUser],
+    loaded_entry: MockConfigEntry,
+    azure: AzureStub,
+) -> None:
+    """Conversations kept at most is each person's: Ben's many new conversations (each from
+    another device id, so none continues the last) push out only his own."""
+    anna, ben = people
+    await submit_options(hass, loaded_entry, max_conversations=3)
+    agent_id = agent_entity_id(hass, loaded_entry)
+    turns = [(anna, "anna-talk", None)] + [(ben, f"ben-{n}", f"device-{n}") for n in range(5)]
+    for user, conversation_id, device in turns:
+        azure.queue(Reply(text="Okay."))
+        await conversation.async_converse(
+            hass, "Hello", conversation_id, as_(user), language="en", agent_id=agent_id,
+            device_id=device,
+        )  # fmt: skip
+    stats = await call(hass, "conversation_stats", {"config_entry_id": loaded_entry.entry_id})
+    (agent,) = stats["agents"].values()
+    assert sorted(agent["conversations"]) == ["anna-talk", "ben-2", "ben-3", "ben-4"]
+
+
 async def test_no_one_cuts_short_an_incognito_someone_else_turned_on(
     hass: HomeAssistant,
     people: tuple[MockUser, MockUser],

@@ -416,12 +416,24 @@ class AgentWindows:
                 conversation_id, self.settings.max_tokens, self.settings.preserve_system
             )
             self.windows[conversation_id] = window
-            while len(self.windows) > self.settings.max_conversations:
-                self.windows.popitem(last=False)
-                self.dropped_conversations += 1
+            self._keep_cap(None, keep=conversation_id)
         else:
             self.windows.move_to_end(conversation_id)
         return window
+
+    def _keep_cap(self, person_id: str | None, keep: str | None = None) -> None:
+        """Beyond max_conversations windows of one person (or of nobody known), that
+        person's least recently used go: each person has the cap to themselves, so one
+        person's new conversations never push out another person's."""
+        mine = [
+            cid
+            for cid, window in self.windows.items()
+            if window.person_id == person_id and cid != keep
+        ]
+        over = len(mine) + (keep is not None) - self.settings.max_conversations
+        for cid in mine[: max(over, 0)]:
+            del self.windows[cid]
+            self.dropped_conversations += 1
 
     def count_tokens(self, content: str, tool_calls: tuple[ToolCallEntry, ...] = ()) -> int:
         """What a message costs in the window."""
@@ -543,8 +555,9 @@ class AgentWindows:
         It never changes after (another person's turns go to a window of their own,
         window_for)."""
         window = self._window(conversation_id)
-        if window.person_id is None:
+        if window.person_id is None and person_id is not None:
             window.person_id = person_id
+            self._keep_cap(person_id)
 
     def person_of(self, conversation_id: str) -> str | None:
         """Whose talk a conversation is (None: nobody known, or no such conversation)."""
