@@ -546,8 +546,8 @@ class FactStore(FactRecords):
             # never by row number, which reuses rows other scopes' memories left.
             kth = np.partition(-order[rows], limit - 1)[limit - 1]
             rows = rows[-order[rows] <= kth]
-        ids = np.array([self._ids[int(row)] for row in rows], dtype=object)
-        rows = rows[np.lexsort((ids.astype(str), -order[rows]))][:limit]
+        ids = np.array([str(self._ids[int(row)]) for row in rows], dtype=str)
+        rows = rows[np.lexsort((ids, -order[rows]))][:limit]
         found: list[tuple[Memory, float]] = []
         for row in rows:
             memory_id = self._ids[int(row)]
