@@ -84,6 +84,11 @@ async def write_until(
             {"event_type": "action", "event_data": {"n": number}, "session_id": "busy"},
         )
         writers.events.append(recorded["event"]["event_id"])
+        # Read back at once, also while a backup copies the files.
+        read = await call(
+            hass, "history_query", {"session_id": "busy", "event_type": "action", "limit": 1}
+        )
+        assert read["total"] == len(writers.events)
         await call(
             hass,
             "timeseries_merge",
@@ -139,6 +144,18 @@ def unpack(tar: Path, into: Path, entry_id: str) -> BackupContents:
         window=(storage / windows_key_of(entry_id)).read_text(),
         wal_size=wal_size,
     )
+
+
+def events_on_disk(hass: HomeAssistant, session_id: str) -> int:
+    """A session's events in the history database's files, read beside the store."""
+    conn = sqlite3.connect(hass.config.path(DOMAIN, "history.db"))
+    try:
+        found: int = conn.execute(
+            "SELECT COUNT(*) FROM agent_history_events WHERE session_id = ?", (session_id,)
+        ).fetchone()[0]
+    finally:
+        conn.close()
+    return found
 
 
 def windows_key_of(entry_id: str) -> str:
@@ -252,11 +269,30 @@ class TestAHoldThatNeverEnds:
         read = await call(hass, "history_query", {"session_id": "held"})
         assert [e["event_id"] for e in read["events"]] == [first]
         assert not second.done()
+        # A turn during the copy: its events are read back (and counted), though none of
+        # them is in the database file yet.
+        await converse(hass, config_entry, "Where is the ladder?", "held-talk")
+        talk = await call(hass, "history_query", {"session_id": "held-talk", "ascending": True})
+        question, decision, answer = talk["events"]
+        assert question["event_data"]["text"] == "Where is the ladder?"
+        assert (decision["event_type"], answer["event_type"]) == ("decision", "communication")
+        assert talk["total"] == 3
+        # Counted too, with the memory saved during the copy.
+        everything = await call(hass, "history_query", {"ascending": True})
+        assert [(e["event_type"], e["event_data"].get("action")) for e in everything["events"]][
+            :2
+        ] == [("action", None), ("state_change", "created")]
+        assert everything["total"] == 5
+        assert (await call(hass, "history_statistics", {}))["total_events"] == 5
+        assert await hass.async_add_executor_job(events_on_disk, hass, "held-talk") == 0
 
         async_fire_time_changed(hass, dt_util.utcnow() + timedelta(seconds=HOLD_AT_MOST))
         recorded = (await second)["event"]["event_id"]
         await hass.async_block_till_done()
         read = await call(hass, "history_query", {"session_id": "held", "ascending": True})
         assert [e["event_id"] for e in read["events"]] == [first, recorded]
+        after = await call(hass, "history_query", {"session_id": "held-talk", "ascending": True})
+        assert after["events"] == talk["events"]
+        assert await hass.async_add_executor_job(events_on_disk, hass, "held-talk") == 3
         memories = Path(hass.config.path(".storage", f"{DOMAIN}.memories"))
         assert "The ladder is in the shed" in await hass.async_add_executor_job(memories.read_text)

@@ -62,8 +62,9 @@ How it is stored, and why:
 * A backup's copy (hold_writes): what is queued is committed, the log is copied into the
   database and emptied (TRUNCATE), and then nothing is written (not by the writer, not by
   the checkpointer) until release_writes: events queue in memory as while writes fail,
-  other writes (a purge, an erasure) wait, and reads answer from what is stored. A copy
-  of the file taken meanwhile is whole and needs no log.
+  other writes (a purge, an erasure) wait. Reads see the queued events too: each read
+  inserts them in its own transaction and rolls it back (see _begin_reading), so nothing
+  reaches the files. A copy of the file taken meanwhile is whole and needs no log.
 * A file that is not a database, or one shorter than its header says, is moved aside as
   `<name>.corrupt.<UTC time>` (never deleted) and a fresh database started. Checking every
   page at start-up would cost seconds on a large history; damage deeper in the file surfaces
@@ -73,7 +74,7 @@ How it is stored, and why:
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from concurrent.futures import Future
-from contextlib import contextmanager, suppress
+from contextlib import contextmanager, nullcontext, suppress
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from functools import partial
@@ -712,6 +713,8 @@ class HistoryStore:
         self._thread: threading.Thread | None = None
         # Writes held for a backup's copy (hold_writes .. release_writes).
         self._held = False
+        # Taken by a read that sees the held events (_begin_reading).
+        self._held_reading = threading.Lock()
         self._stopping = False
         self._dropped = 0
         self._commits = 0
@@ -917,7 +920,7 @@ class HistoryStore:
         """Commit what is queued, copy the log into the database and empty it, then write
         nothing until release_writes (or close): a copy of the files taken meanwhile is a
         whole database. Events queue meanwhile (up to max_queue), other writes wait, reads
-        answer from what was stored."""
+        answer from what was stored and what queued."""
 
         with self._cond:
             if self._held:
@@ -1491,12 +1494,18 @@ class HistoryStore:
         if conn is None:
             conn = self._connect()
             conn.execute("PRAGMA query_only = ON")
+            # Changes of a read transaction (the held events) never reach the log.
+            conn.execute("PRAGMA cache_spill = OFF")
+        with self._cond:
+            held = list(self._pending) if flush and self._held else []
         try:
-            conn.execute("BEGIN")
-            try:
-                yield conn
-            finally:
-                conn.execute("COMMIT")
+            # Reads that insert the held events take the write lock: one at a time, in turn.
+            with self._held_reading if held else nullcontext():
+                held_in = self._begin_reading(conn, held)
+                try:
+                    yield conn
+                finally:
+                    conn.execute("ROLLBACK" if held_in else "COMMIT")
         except BaseException:
             conn.close()
             raise
@@ -1505,6 +1514,32 @@ class HistoryStore:
                 self._readers.append(conn)
                 return
         conn.close()
+
+    def _begin_reading(self, conn: sqlite3.Connection, held: list[_Row]) -> bool:
+        """Begin a read transaction; with events held for a backup's copy, one that sees them
+        too: they are inserted in this transaction only and rolled back after the read, so
+        every query, total and statistic counts them and nothing reaches the files (the
+        cache never spills, and a rollback writes nothing). True when they were inserted.
+        Should that fail (another process holds the write lock), the read answers from what
+        is stored."""
+        if not held:
+            conn.execute("BEGIN")
+            return False
+        conn.execute("PRAGMA query_only = OFF")
+        try:
+            conn.execute("BEGIN IMMEDIATE")
+            try:
+                _insert_events(conn, held, strict=False)
+            except sqlite3.Error:
+                conn.execute("ROLLBACK")
+                raise
+        except sqlite3.Error as err:
+            _LOGGER.debug("History read without the %d events held: %s", len(held), err)
+            conn.execute("BEGIN")
+            return False
+        finally:
+            conn.execute("PRAGMA query_only = ON")
+        return True
 
     # -- The writer thread -----------------------------------------------------------------
 
