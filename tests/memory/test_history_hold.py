@@ -12,13 +12,16 @@ from pathlib import Path
 import pytest
 
 from custom_components.azure_openai_memory.memory.history import (
+    PERSON_KEY,
     AgentHistoryEvent,
     HistoryEventType,
     HistoryQuery,
     HistoryStore,
+    NotVisible,
 )
 
 from .test_history import AGENT, NOW, count_rows, db_path, ids, make
+from .test_history_visibility import ANNA, BEN
 
 SESSION = "kitchen"
 
@@ -144,3 +147,30 @@ def test_events_queued_after_the_release_are_read_as_before(
     assert ids(events) == ids([*stored, question, answer, late])
     assert total == 5
     assert count_rows(path) == 5
+
+
+def test_a_person_reading_during_a_hold_sees_only_what_they_may(
+    store: HistoryStore, stored: list[AgentHistoryEvent]
+) -> None:
+    """Anna's turn queued during the copy: she reads it back; Ben's reads, totals and
+    statistics are what they would be without it, and her event is refused him."""
+    ben_before = store.query_events(HistoryQuery(limit=10, visibility=BEN))
+    ben_statistics = store.get_statistics(AGENT, BEN)
+    store.hold_writes()
+    anna_said = AgentHistoryEvent.new(
+        "conversation.kitchen",
+        HistoryEventType.COMMUNICATION,
+        {"text": "My PIN is 4711", PERSON_KEY: "person.anna"},
+        timestamp=NOW + 5,
+        session_id="anna-talk",
+    )
+    store.enqueue(anna_said)
+
+    assert store.query_events(HistoryQuery(limit=10, visibility=ANNA))[0][0] == anna_said
+    assert store.query_events(HistoryQuery(limit=10, visibility=BEN)) == ben_before
+    assert store.get_statistics(AGENT, BEN) == ben_statistics
+    assert store.get_statistics("conversation.kitchen", BEN).total_events == 0
+    assert store.get_statistics("conversation.kitchen", ANNA).total_events == 1
+    with pytest.raises(NotVisible):
+        store.get_event_chain(anna_said.event_id, BEN)
+    assert store.is_visible(anna_said.event_id, BEN) is False
