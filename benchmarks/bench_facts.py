@@ -21,7 +21,7 @@ from typing import Any
 import numpy as np
 import orjson
 
-from custom_components.azure_openai_memory.memory.facts import (
+from custom_components.azure_openai_memory.lib.memories import (
     FactSettings,
     FactStore,
     MemoryType,

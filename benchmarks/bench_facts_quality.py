@@ -47,8 +47,8 @@ import numpy as np
 import numpy.typing as npt
 
 from benchmarks.minilm_embedder import CACHE, MODEL_NAME, EmbeddingsUnavailable, load_cache
-from custom_components.azure_openai_memory.memory import facts
-from custom_components.azure_openai_memory.memory.facts import (
+from custom_components.azure_openai_memory.lib import facts
+from custom_components.azure_openai_memory.lib.memories import (
     FactSettings,
     FactStore,
     SaveAction,

@@ -54,14 +54,14 @@ from custom_components.azure_openai_memory.const import (
     API_STYLE_V1,
     CONF_DEPLOYMENT,
 )
-from custom_components.azure_openai_memory.memory.facts import (
+from custom_components.azure_openai_memory.lib.memories import (
     FactSettings,
     FactStore,
     Relation,
     SaveAction,
     Verdict,
 )
-from custom_components.azure_openai_memory.memory.facts.text import numbers_of, tag_terms, terms
+from custom_components.azure_openai_memory.lib.memories.text import numbers_of, tag_terms, terms
 
 DATA = Path(__file__).resolve().parent / "data" / "household_memories.json"
 NOW = datetime(2026, 6, 1, 12, tzinfo=UTC).timestamp()

@@ -25,7 +25,7 @@ import time
 from typing import Any
 import uuid
 
-from custom_components.azure_openai_memory.memory.history import (
+from custom_components.azure_openai_memory.lib.history.store import (
     AgentHistoryEvent,
     HistoryEventType,
     HistoryQuery,

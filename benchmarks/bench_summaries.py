@@ -17,14 +17,14 @@ import statistics
 import time
 from typing import Any
 
-from custom_components.azure_openai_memory.context import build_past_context
-from custom_components.azure_openai_memory.memory.summaries import (
+from custom_components.azure_openai_memory.agent.context import build_past_context
+from custom_components.azure_openai_memory.lib.summaries.book import (
     GroupSummary,
     PeriodType,
     SummaryBook,
     Written,
 )
-from custom_components.azure_openai_memory.memory.tokens import load_counter
+from custom_components.azure_openai_memory.lib.tokens import load_counter
 
 START = date(2025, 1, 1)
 NOW = datetime(2026, 1, 1, 4, tzinfo=UTC)

@@ -25,13 +25,13 @@ from typing import Any
 from homeassistant.core import HomeAssistant
 import orjson
 
-from custom_components.azure_openai_memory.memory.timeseries import (
+from custom_components.azure_openai_memory.lib.series.store import (
     DEFAULT_MAX_ENTRIES,
     MAX_COVERAGE_INTERVALS,
     TimeSeries,
     format_time,
 )
-from custom_components.azure_openai_memory.timeseries.store import (
+from custom_components.azure_openai_memory.series.store import (
     DEFAULT_MEMORY_BUDGET,
     TimeseriesStore,
 )

@@ -10,8 +10,8 @@ import statistics
 import time
 import tracemalloc
 
-from custom_components.azure_openai_memory.memory.tokens import load_counter
-from custom_components.azure_openai_memory.memory.window import (
+from custom_components.azure_openai_memory.lib.tokens import load_counter
+from custom_components.azure_openai_memory.lib.windows.window import (
     AgentWindows,
     WindowSettings,
 )

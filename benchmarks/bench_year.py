@@ -38,31 +38,31 @@ import orjson
 
 from benchmarks.bench_summaries import TEXT
 from custom_components.azure_openai_memory.const import DOMAIN
-from custom_components.azure_openai_memory.memory import history_schema
-from custom_components.azure_openai_memory.memory.facts import (
-    FACTS_VERSION,
-    FactSettings,
-    FactStore,
-    MemoryType,
-)
-from custom_components.azure_openai_memory.memory.history import (
+from custom_components.azure_openai_memory.lib import history_schema
+from custom_components.azure_openai_memory.lib.history.store import (
     SCHEMA_VERSION,
     AgentHistoryEvent,
     HistoryEventType,
     HistoryQuery,
     HistoryStore,
 )
-from custom_components.azure_openai_memory.memory.summaries import (
-    SUMMARIES_VERSION,
-    PeriodType,
-    SummaryBook,
+from custom_components.azure_openai_memory.lib.memories import (
+    FACTS_VERSION,
+    FactSettings,
+    FactStore,
+    MemoryType,
 )
-from custom_components.azure_openai_memory.memory.timeseries import (
+from custom_components.azure_openai_memory.lib.series.store import (
     SERIES_VERSION,
     TimeSeries,
     format_time,
 )
-from custom_components.azure_openai_memory.timeseries.store import INDEX_VERSION, SUMMARY_FIELDS
+from custom_components.azure_openai_memory.lib.summaries.book import (
+    SUMMARIES_VERSION,
+    PeriodType,
+    SummaryBook,
+)
+from custom_components.azure_openai_memory.series.store import INDEX_VERSION, SUMMARY_FIELDS
 
 # Change to build the cached state again; a change of the history's schema module does too.
 STATE_VERSION = 2

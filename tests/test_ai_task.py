@@ -21,6 +21,7 @@ from pytest_homeassistant_custom_component.common import MockConfigEntry
 import voluptuous as vol
 
 from custom_components.azure_openai_memory import PLATFORMS
+from custom_components.azure_openai_memory.agent.context import DATA_NOTICE
 from custom_components.azure_openai_memory.azure.structure import structured_output_schema
 from custom_components.azure_openai_memory.compat import HAS_AI_TASK
 from custom_components.azure_openai_memory.const import (
@@ -37,7 +38,6 @@ from custom_components.azure_openai_memory.const import (
     SUBENTRY_AGENT,
     SUBENTRY_AI_TASK,
 )
-from custom_components.azure_openai_memory.context import DATA_NOTICE
 
 from .azure_stub import AzureStub, Reply, ToolCall
 from .conftest import DEFAULT_KEY, assist_tool, entry_data, statistics

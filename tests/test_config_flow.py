@@ -57,7 +57,7 @@ from custom_components.azure_openai_memory.const import (
     SUBENTRY_AI_TASK,
 )
 from custom_components.azure_openai_memory.data import DATA_HISTORY, DATA_TIMESERIES
-from custom_components.azure_openai_memory.memory.timeseries import TimeseriesSettings
+from custom_components.azure_openai_memory.lib.series.store import TimeseriesSettings
 
 from .azure_stub import DEFAULT_KEY, AzureStub, Reply
 from .conftest import options_shown

@@ -18,9 +18,9 @@ from homeassistant.helpers import intent
 import pytest
 from pytest_homeassistant_custom_component.common import MockConfigEntry, async_mock_service
 
+from custom_components.azure_openai_memory.agent.speech import asks_user
 from custom_components.azure_openai_memory.const import CONF_EARLY_TIMEOUT, CONF_REQUEST_TIMEOUT
-from custom_components.azure_openai_memory.memory.window import RESUMED
-from custom_components.azure_openai_memory.speech import asks_user
+from custom_components.azure_openai_memory.lib.windows.window import RESUMED
 
 from .azure_stub import AzureStub, Reply
 from .conftest import LLM_ONLY, NO_TOOLS, agent_entity_id, converse, speech, stored_window

@@ -17,7 +17,7 @@ from custom_components.azure_openai_memory.history.recorder import (
     CUT_MARKER,
     MAX_RECORDED_TEXT,
 )
-from custom_components.azure_openai_memory.memory.history import (
+from custom_components.azure_openai_memory.lib.history.store import (
     AgentHistoryEvent,
     HistorySnapshot,
 )

@@ -211,12 +211,12 @@ def test_the_rules_see_what_they_check() -> None:
     """The readers above find what they look for: a guard against checks that pass on nothing."""
     modules = package_modules()
     assert f"{PACKAGE}.const" in modules
-    assert f"{PACKAGE}.memory.window" in modules
+    assert f"{PACKAGE}.lib.windows.window" in modules
     imported = {(imp.importer, imp.module) for imp in package_imports()}
     assert (PACKAGE, f"{PACKAGE}.const") in imported
     assert cycles({"a": {"b"}, "b": {"a"}, "c": {"a"}}) == [["a", "b"]]
     assert cycles({"a": {"a"}}) == [["a"]]
-    assert resolve(f"{PACKAGE}.memory.window", False, 2, "const") == f"{PACKAGE}.const"
+    assert resolve(f"{PACKAGE}.lib.windows.window", False, 2, "const") == f"{PACKAGE}.const"
     assert resolve(f"{PACKAGE}.llm", True, 1, "client") == f"{PACKAGE}.llm.client"
     tree = ast.parse("if TYPE_CHECKING:\n    import a\nelse:\n    import b\nimport c\n")
     names = [a.name for n in run_time_nodes(tree) if isinstance(n, ast.Import) for a in n.names]

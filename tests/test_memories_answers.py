@@ -12,7 +12,7 @@ from pytest_homeassistant_custom_component.common import MockConfigEntry, MockUs
 
 from custom_components.azure_openai_memory.const import DOMAIN
 from custom_components.azure_openai_memory.data import DATA_MEMORIES
-from custom_components.azure_openai_memory.memory.facts import FactSettings
+from custom_components.azure_openai_memory.lib.memories import FactSettings
 
 from .azure_stub import AzureStub, Reply, ToolCall
 from .conftest import NO_TOOLS, agent_entity_id, converse, told_memories

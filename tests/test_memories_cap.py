@@ -12,8 +12,8 @@ from custom_components.azure_openai_memory.const import (
     RECOMMENDED_MAX_MEMORIES_PER_TYPE,
 )
 from custom_components.azure_openai_memory.data import DATA_MEMORIES
+from custom_components.azure_openai_memory.lib.memories import FactSettings, FactStore
 from custom_components.azure_openai_memory.memories.store import STORAGE_KEY, Memories
-from custom_components.azure_openai_memory.memory.facts import FactSettings, FactStore
 
 from .memory.test_facts import household_facts
 

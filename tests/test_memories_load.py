@@ -17,12 +17,12 @@ from custom_components.azure_openai_memory.azure.client import ResourceSettings,
 from custom_components.azure_openai_memory.azure.embeddings import Embedder
 from custom_components.azure_openai_memory.const import API_STYLE_V1, DOMAIN
 from custom_components.azure_openai_memory.data import DATA_MEMORIES
-from custom_components.azure_openai_memory.memories.store import Memories
-from custom_components.azure_openai_memory.memory.facts import (
+from custom_components.azure_openai_memory.lib.memories import (
     FactSettings,
     FactStore,
     SaveAction,
 )
+from custom_components.azure_openai_memory.memories.store import Memories
 
 from .azure_stub import DEFAULT_KEY, AzureStub
 from .conftest import MEMORIES_KEY, memories_file, memory_record, stored_memories

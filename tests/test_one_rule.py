@@ -46,6 +46,7 @@ from pytest_homeassistant_custom_component.typing import (
     WebSocketGenerator,
 )
 
+from custom_components.azure_openai_memory.agent.context import MEMORIES_NOTE
 from custom_components.azure_openai_memory.compat import HAS_TOOL_RESULT
 from custom_components.azure_openai_memory.const import (
     CONF_DEVICE_PEOPLE,
@@ -55,14 +56,13 @@ from custom_components.azure_openai_memory.const import (
     RECOMMENDED_OPTIONS,
     SUBENTRY_AGENT,
 )
-from custom_components.azure_openai_memory.context import MEMORIES_NOTE
-from custom_components.azure_openai_memory.memory.history import (
+from custom_components.azure_openai_memory.lib.history.store import (
     AgentHistoryEvent,
     HistoryStore,
 )
-from custom_components.azure_openai_memory.memory.summaries import SummaryBook, Written
-from custom_components.azure_openai_memory.memory.tokens import load_counter
-from custom_components.azure_openai_memory.memory.window import AgentWindows
+from custom_components.azure_openai_memory.lib.summaries.book import SummaryBook, Written
+from custom_components.azure_openai_memory.lib.tokens import load_counter
+from custom_components.azure_openai_memory.lib.windows.window import AgentWindows
 
 from .azure_stub import AzureStub, Reply, ToolCall
 from .conftest import (

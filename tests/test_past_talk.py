@@ -17,7 +17,7 @@ from custom_components.azure_openai_memory.const import (
     CONF_SUMMARIES,
     DOMAIN,
 )
-from custom_components.azure_openai_memory.memory.summaries import (
+from custom_components.azure_openai_memory.lib.summaries.book import (
     SUMMARIES_VERSION,
     GroupSummary,
     PeriodType,

@@ -4,8 +4,8 @@ from homeassistant.core import Context, HomeAssistant
 from homeassistant.setup import async_setup_component
 from pytest_homeassistant_custom_component.common import MockUser
 
-from custom_components.azure_openai_memory.access import access
-from custom_components.azure_openai_memory.people import (
+from custom_components.azure_openai_memory.people.access import access
+from custom_components.azure_openai_memory.people.speakers import (
     HOUSEHOLD,
     SYSTEM,
     Speaker,

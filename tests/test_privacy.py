@@ -16,7 +16,7 @@ import pytest
 from pytest_homeassistant_custom_component.common import MockConfigEntry, MockUser
 
 from custom_components.azure_openai_memory.const import CONF_SUMMARY_GROUP_MODE, DOMAIN
-from custom_components.azure_openai_memory.memory.summaries import (
+from custom_components.azure_openai_memory.lib.summaries.book import (
     PeriodType,
     SummaryBook,
     Written,

@@ -25,7 +25,7 @@ from custom_components.azure_openai_memory.const import (
     DOMAIN,
 )
 from custom_components.azure_openai_memory.data import DATA_MEMORIES
-from custom_components.azure_openai_memory.memory.summaries import (
+from custom_components.azure_openai_memory.lib.summaries.book import (
     SUMMARIES_VERSION,
     SummaryBook,
     Written,

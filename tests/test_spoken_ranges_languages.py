@@ -7,7 +7,7 @@ from zoneinfo import ZoneInfo
 
 import pytest
 
-from custom_components.azure_openai_memory.memory.spoken_time import spoken_range
+from custom_components.azure_openai_memory.lib.spoken_time import spoken_range
 
 HOME = ZoneInfo("Europe/Amsterdam")
 # Thursday 26 November 2026, 14:05:30 in the home (as the English tests).

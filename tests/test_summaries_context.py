@@ -15,14 +15,14 @@ from pytest_homeassistant_custom_component.common import (
     async_fire_time_changed,
 )
 
+from custom_components.azure_openai_memory.agent.context import DATA_NOTICE, build_past_context
 from custom_components.azure_openai_memory.const import CONF_SUMMARY_CONTEXT_TOKENS, DOMAIN
-from custom_components.azure_openai_memory.context import DATA_NOTICE, build_past_context
-from custom_components.azure_openai_memory.memory.summaries import (
+from custom_components.azure_openai_memory.lib.summaries.book import (
     PeriodType,
     SummaryBook,
     Written,
 )
-from custom_components.azure_openai_memory.memory.tokens import load_counter
+from custom_components.azure_openai_memory.lib.tokens import load_counter
 
 from .azure_stub import AzureStub, Reply
 from .conftest import (

@@ -22,7 +22,7 @@ from custom_components.azure_openai_memory.const import (
     DOMAIN,
     RECOMMENDED_OPTIONS,
 )
-from custom_components.azure_openai_memory.timeseries.store import TimeseriesStore
+from custom_components.azure_openai_memory.series.store import TimeseriesStore
 
 from .conftest import Restart, options_shown, saves_fall_due, stored, submit_options
 

@@ -17,7 +17,7 @@ from pytest_homeassistant_custom_component.typing import (
 
 from custom_components.azure_openai_memory.const import CONF_EMBEDDINGS_DEPLOYMENT, DOMAIN
 from custom_components.azure_openai_memory.data import DATA_MEMORIES
-from custom_components.azure_openai_memory.memory.facts import FactSettings
+from custom_components.azure_openai_memory.lib.memories import FactSettings
 
 from .azure_stub import AzureStub
 from .conftest import call

@@ -23,7 +23,7 @@ from homeassistant.helpers.dispatcher import async_dispatcher_connect
 from homeassistant.helpers.event import async_track_time_interval
 from homeassistant.helpers.typing import ConfigType
 
-from .availability import async_clear_resolved_issues, async_remove_issues
+from .azure.availability import async_clear_resolved_issues, async_remove_issues
 from .azure.client import async_check_resource, async_create_client, async_release_client
 from .azure.errors import API_ERRORS, ErrorKind, classify_error
 from .compat import platforms
@@ -34,32 +34,28 @@ from .data import (
     set_up_from,
     settings_from_entry_data,
 )
-from .encodings import async_fetch_encodings
 from .history import async_apply_options as async_apply_history_options, async_setup_history
-from .household import async_register_household_api, async_unregister_household_api
-from .identity import async_setup_identity, migrated_device_people
-from .incognito import async_register_incognito_service
 from .memories import (
     async_apply_options as async_apply_memory_options,
     async_setup_memories,
     async_use_embeddings,
 )
 from .panel import async_register_panel
-from .people import people_keys
-from .summaries import async_attach_writer, async_setup_summaries
-from .timeseries import (
+from .people.household import async_register_household_api, async_unregister_household_api
+from .people.identity import async_setup_identity, migrated_device_people
+from .people.incognito import async_register_incognito_service
+from .people.speakers import people_keys
+from .series import (
     async_apply_options as async_apply_series_options,
     async_setup_timeseries,
     async_take_options,
 )
+from .summaries import async_attach_writer, async_setup_summaries
 from .title import is_untouched_title, resource_title
-from .window import (
-    async_load_windows,
-    async_maintain,
-    async_register_window_commands,
-    async_register_window_services,
-    async_remove_windows,
-)
+from .windows.encodings import async_fetch_encodings
+from .windows.services import async_register_window_services
+from .windows.store import async_load_windows, async_maintain, async_remove_windows
+from .windows.websocket import async_register_window_commands
 
 PLATFORMS: list[Platform] = platforms(Platform.CONVERSATION, Platform.SENSOR, Platform.SWITCH)
 CONFIG_SCHEMA = cv.config_entry_only_config_schema(DOMAIN)

@@ -22,7 +22,7 @@ from homeassistant.config_entries import ConfigSubentry
 from homeassistant.core import HomeAssistant
 from homeassistant.exceptions import HomeAssistantError
 
-from .access import access
+from .agent.context import MAX_CONTEXT_TOKENS, async_turn_data, memories_budget
 from .azure.client import JsonFormat, RequestOptions, Usage, create_llm_client
 from .azure.structure import structured_output_schema
 from .compat import AddConfigEntryEntitiesCallback
@@ -33,12 +33,12 @@ from .const import (
     RECOMMENDED_TIMESERIES_CONTEXT,
     SUBENTRY_AI_TASK,
 )
-from .context import MAX_CONTEXT_TOKENS, async_turn_data, memories_budget
 from .data import AzureOpenAIMemoryConfigEntry
 from .entity import AzureOpenAIMemoryBaseLLMEntity, RequestFailed, tool_specs
-from .memory.tokens import TokenCounter, load_counter
-from .memory.window import MESSAGE_OVERHEAD_TOKENS
-from .people import Speaker
+from .lib.tokens import TokenCounter, load_counter
+from .lib.windows.window import MESSAGE_OVERHEAD_TOKENS
+from .people.access import access
+from .people.speakers import Speaker
 
 # Tasks of automations run side by side; each is one request.
 PARALLEL_UPDATES = 0

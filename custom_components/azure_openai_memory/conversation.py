@@ -19,6 +19,11 @@ from homeassistant.const import CONF_LLM_HASS_API, MATCH_ALL
 from homeassistant.core import HomeAssistant
 from homeassistant.helpers import intent
 
+from .agent.context import memories_budget
+from .agent.request import Budget, PromptCount, RequestBuilder
+from .agent.speech import asks_user, async_spoken, async_text
+from .agent.stats import ROUTE_LLM, ROUTE_LOCAL
+from .agent.turn import Turn, WindowWriter
 from .azure.client import ILLMClient, RequestOptions, Usage, create_llm_client
 from .compat import (
     AddConfigEntryEntitiesCallback,
@@ -40,20 +45,15 @@ from .const import (
     RECOMMENDED_PREFER_LOCAL_INTENTS,
     SUBENTRY_AGENT,
 )
-from .context import memories_budget
 from .data import DATA_HISTORY, AzureOpenAIMemoryConfigEntry
 from .entity import AzureOpenAIMemoryBaseLLMEntity, RequestFailed, tool_specs
 from .history.recorder import HistoryRecorder, TurnRecording
-from .household import agent_llm_apis
-from .incognito import async_refuse_remember, incognito_lasts, is_incognito
+from .lib.windows.window import AgentWindows
 from .memories.tools import MemoryTurn, async_add_memory_tools
-from .memory.window import AgentWindows
-from .request import Budget, PromptCount, RequestBuilder
-from .speech import asks_user, async_spoken, async_text
-from .stats import ROUTE_LLM, ROUTE_LOCAL
+from .people.household import agent_llm_apis
+from .people.incognito import async_refuse_remember, incognito_lasts, is_incognito
 from .summaries import speaker_groups
 from .summaries.tools import async_add_past_talk
-from .turn import Turn, WindowWriter
 
 # Turns of different speakers run side by side; one speaker's are ordered by a lock.
 PARALLEL_UPDATES = 0

@@ -18,19 +18,19 @@ from homeassistant.core import HomeAssistant
 from homeassistant.helpers import entity_registry as er
 from homeassistant.util.hass_dict import HassKey
 
-from .availability import ResourceHealth
+from .agent.stats import TurnStatistics
+from .azure.availability import ResourceHealth
 from .azure.client import ResourceSettings, SDKClient
 from .const import CONF_API_STYLE, CONF_API_VERSION, CONF_ENDPOINT, DOMAIN, RECOMMENDED_API_VERSION
-from .memory.window import AgentWindows
-from .stats import TurnStatistics
+from .lib.windows.window import AgentWindows
 from .storage import DebouncedStore
 
 if TYPE_CHECKING:
     from .history.recorder import HistoryRecorder
-    from .incognito import Incognito
     from .memories.store import Memories
+    from .people.incognito import Incognito
+    from .series.store import TimeseriesStore
     from .summaries.keeper import SummaryKeeper
-    from .timeseries.store import TimeseriesStore
 
 DATA_TIMESERIES: HassKey["TimeseriesStore"] = HassKey(f"{DOMAIN}_timeseries")
 DATA_HISTORY: HassKey["HistoryRecorder"] = HassKey(f"{DOMAIN}_history")

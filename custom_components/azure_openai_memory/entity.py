@@ -16,7 +16,8 @@ from homeassistant.config_entries import ConfigSubentry
 from homeassistant.helpers import device_registry as dr
 from homeassistant.helpers.entity import Entity
 
-from .availability import async_request_failed, async_request_succeeded
+from .agent.turn import pending_from_content
+from .azure.availability import async_request_failed, async_request_succeeded
 from .azure.client import (
     Delta,
     PromptCacheKey,
@@ -29,9 +30,8 @@ from .azure.errors import ErrorKind, classify_error
 from .azure.tools import tool_spec
 from .const import CONF_DEPLOYMENT, DOMAIN
 from .data import AzureOpenAIMemoryConfigEntry, Runtime
-from .memory.window import MessageEntry
-from .people import Speaker, async_speaker, device_people
-from .turn import pending_from_content
+from .lib.windows.window import MessageEntry
+from .people.speakers import Speaker, async_speaker, device_people
 
 # Max number of back and forth with the LLM to generate a response
 MAX_TOOL_ITERATIONS = 10

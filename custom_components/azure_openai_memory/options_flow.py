@@ -67,7 +67,7 @@ from .flow_common import (
     select,
     whole,
 )
-from .people import PERSON_DOMAIN, device_people, person_id_of_entity, person_name
+from .people.speakers import PERSON_DOMAIN, device_people, person_id_of_entity, person_name
 
 SECTION_CONVERSATIONS = "conversations"
 SECTION_TIMESERIES = "timeseries"

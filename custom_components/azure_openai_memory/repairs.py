@@ -11,8 +11,8 @@ from homeassistant.core import HomeAssistant
 from homeassistant.helpers.selector import EntitySelector, EntitySelectorConfig
 import voluptuous as vol
 
-from .identity import ISSUE_HELD, async_erase_person, async_move_person, held_of_issue
-from .people import PERSON_DOMAIN, person_id_of_entity
+from .people.identity import ISSUE_HELD, async_erase_person, async_move_person, held_of_issue
+from .people.speakers import PERSON_DOMAIN, person_id_of_entity
 
 STEP_ERASE = "erase"
 STEP_HAND_OVER = "hand_over"

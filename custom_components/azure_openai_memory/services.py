@@ -18,12 +18,12 @@ from homeassistant.core import (
 from homeassistant.exceptions import Unauthorized
 import voluptuous as vol
 
-from .access import access
 from .const import DOMAIN
 from .data import AzureOpenAIMemoryConfigEntry
-from .memory.errors import InputError
-from .people import async_caller
-from .refusals import translated
+from .lib.errors import InputError
+from .people.access import access
+from .people.refusals import translated
+from .people.speakers import async_caller
 
 type Handler = Callable[[ServiceCall], Coroutine[Any, Any, ServiceResponse]]
 

@@ -59,7 +59,7 @@ from .flow_common import (
     select,
     whole,
 )
-from .household import agent_llm_apis
+from .people.household import agent_llm_apis
 
 
 class LLMSubentryFlowHandler(ConfigSubentryFlow):

@@ -11,7 +11,7 @@ from homeassistant.helpers import device_registry as dr
 from .compat import AddConfigEntryEntitiesCallback
 from .const import DOMAIN, SUBENTRY_AGENT
 from .data import AzureOpenAIMemoryConfigEntry
-from .incognito import (
+from .people.incognito import (
     SWITCH_SUFFIX,
     async_stop_timers,
     async_turn_off,

@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from custom_components.azure_openai_memory.memory.history import DEFAULT_BATCH_WINDOW
+from custom_components.azure_openai_memory.lib.history.store import DEFAULT_BATCH_WINDOW
 from custom_components.azure_openai_memory.storage import MAX_SAVE_WAIT
 
 from ..devhome.client import spoken

@@ -2,7 +2,7 @@
 
 import pytest
 
-from custom_components.azure_openai_memory.memory.tokens import TokenCounter, load_counter
+from custom_components.azure_openai_memory.lib.tokens import TokenCounter, load_counter
 
 from ..no_hass import auto_enable_custom_integrations, detect_blocking_calls, setup_ha
 

@@ -8,7 +8,7 @@ import numpy as np
 import orjson
 import pytest
 
-from custom_components.azure_openai_memory.memory.facts import (
+from custom_components.azure_openai_memory.lib.memories import (
     FUZZY_SIMILARITY,
     MAX_CONTENT_LENGTH,
     MAX_TAGS,

@@ -1,6 +1,6 @@
 """The archive searched again and again: its keyword index follows every change."""
 
-from custom_components.azure_openai_memory.memory.facts import FactSettings, FactStore
+from custom_components.azure_openai_memory.lib.memories import FactSettings, FactStore
 
 NOW = 1_760_000_000.0
 

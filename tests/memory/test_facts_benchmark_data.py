@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 from benchmarks.minilm_embedder import DIMENSIONS, labelled_texts, load_cache
-from custom_components.azure_openai_memory.memory.facts import (
+from custom_components.azure_openai_memory.lib.memories import (
     MemoryType,
     normalize_for_comparison,
     terms,

@@ -2,7 +2,7 @@
 
 import pytest
 
-from custom_components.azure_openai_memory.memory.facts import (
+from custom_components.azure_openai_memory.lib.memories import (
     EDITED,
     FactError,
     FactSettings,

@@ -8,14 +8,14 @@ import numpy as np
 import orjson
 import pytest
 
-from custom_components.azure_openai_memory.memory.facts import (
+from custom_components.azure_openai_memory.lib.memories import (
     FactSettings,
     FactStore,
     SaveAction,
     encode_vector,
 )
-from custom_components.azure_openai_memory.memory.facts.text import KeywordIndex
-from custom_components.azure_openai_memory.memory.facts.vectors import encode_vectors
+from custom_components.azure_openai_memory.lib.memories.text import KeywordIndex
+from custom_components.azure_openai_memory.lib.memories.vectors import encode_vectors
 from tests.azure_stub.embeddings import hashed_embedding
 
 from .test_facts import NOW, household_facts

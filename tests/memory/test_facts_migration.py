@@ -1,7 +1,7 @@
 """Memories files of version 1 kept the old per-type cap of 50 as if a user had chosen it;
 files before version 3 knew no scopes: every memory in them is the household's."""
 
-from custom_components.azure_openai_memory.memory.facts import (
+from custom_components.azure_openai_memory.lib.memories import (
     FACTS_VERSION,
     FactSettings,
     FactStore,

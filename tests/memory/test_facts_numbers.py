@@ -6,7 +6,7 @@ The exact-repeat check compares normalised content. Were punctuation simply drop
 
 import pytest
 
-from custom_components.azure_openai_memory.memory.facts import (
+from custom_components.azure_openai_memory.lib.memories import (
     FactStore,
     SaveAction,
     normalize_for_comparison,

@@ -2,7 +2,7 @@
 
 import numpy as np
 
-from custom_components.azure_openai_memory.memory.facts import FactStore, SaveAction
+from custom_components.azure_openai_memory.lib.memories import FactStore, SaveAction
 
 NOW = 1_760_000_000.0
 DAY = 86_400.0

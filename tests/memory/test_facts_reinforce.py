@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 
-from custom_components.azure_openai_memory.memory.facts import (
+from custom_components.azure_openai_memory.lib.memories import (
     MAX_TAGS,
     FactError,
     FactStore,

@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from custom_components.azure_openai_memory.memory.facts import (
+from custom_components.azure_openai_memory.lib.memories import (
     FactSettings,
     FactStore,
     SaveAction,

@@ -4,7 +4,7 @@ scope, a search sees only the scopes it is given, an export reads back whole."""
 import orjson
 import pytest
 
-from custom_components.azure_openai_memory.memory.facts import (
+from custom_components.azure_openai_memory.lib.memories import (
     EXPORT_FORMAT,
     Authority,
     FactError,

@@ -8,7 +8,7 @@ import math
 
 import pytest
 
-from custom_components.azure_openai_memory.memory.facts import (
+from custom_components.azure_openai_memory.lib.memories import (
     CANDIDATE_SIMILARITY,
     SUPERSEDE_SIMILARITY,
     FactStore,

@@ -18,8 +18,8 @@ import uuid
 
 import pytest
 
-from custom_components.azure_openai_memory.memory import history_schema
-from custom_components.azure_openai_memory.memory.history import (
+from custom_components.azure_openai_memory.lib import history_schema
+from custom_components.azure_openai_memory.lib.history.store import (
     MAX_EVENT_DATA_BYTES,
     MAX_QUERY_LIMIT,
     SCHEMA_VERSION,

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from custom_components.azure_openai_memory.memory.history import (
+from custom_components.azure_openai_memory.lib.history.store import (
     PERSON_KEY,
     AgentHistoryEvent,
     HistoryEventType,

@@ -19,8 +19,15 @@ from typing import Any
 
 import pytest
 
-from custom_components.azure_openai_memory.memory import history
-from custom_components.azure_openai_memory.memory.history import (
+from custom_components.azure_openai_memory.lib import history
+from custom_components.azure_openai_memory.lib.history.models import to_us
+from custom_components.azure_openai_memory.lib.history.schema import (
+    INDEX_CURSOR,
+    MIGRATIONS,
+    index_batch,
+    migrate_schema,
+)
+from custom_components.azure_openai_memory.lib.history.store import (
     INSERT_EVENT,
     SCHEMA_VERSION,
     AgentHistoryEvent,
@@ -30,13 +37,6 @@ from custom_components.azure_openai_memory.memory.history import (
     HistoryStatistics,
     HistoryStore,
     encode_event,
-)
-from custom_components.azure_openai_memory.memory.history_models import to_us
-from custom_components.azure_openai_memory.memory.history_schema import (
-    INDEX_CURSOR,
-    MIGRATIONS,
-    index_batch,
-    migrate_schema,
 )
 
 NOW = datetime(2025, 10, 25, 11, 0, tzinfo=UTC).timestamp()

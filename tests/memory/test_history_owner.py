@@ -11,7 +11,15 @@ from typing import Any
 
 import pytest
 
-from custom_components.azure_openai_memory.memory.history import (
+from custom_components.azure_openai_memory.lib.history.schema import (
+    MIGRATIONS,
+    OWNER_CURSOR,
+    index_batch,
+    migrate_schema,
+    owner_batch,
+    owner_pending,
+)
+from custom_components.azure_openai_memory.lib.history.store import (
     INSERT_EVENT,
     PERSON_KEY,
     SCHEMA_VERSION,
@@ -20,14 +28,6 @@ from custom_components.azure_openai_memory.memory.history import (
     HistoryStore,
     Visibility,
     encode_event,
-)
-from custom_components.azure_openai_memory.memory.history_schema import (
-    MIGRATIONS,
-    OWNER_CURSOR,
-    index_batch,
-    migrate_schema,
-    owner_batch,
-    owner_pending,
 )
 
 from .test_history_indexes import (

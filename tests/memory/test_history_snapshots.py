@@ -12,7 +12,7 @@ import uuid
 
 import pytest
 
-from custom_components.azure_openai_memory.memory.history import (
+from custom_components.azure_openai_memory.lib.history.store import (
     MAX_QUERY_LIMIT,
     PURGE_FIRST_STEP,
     AgentHistoryEvent,

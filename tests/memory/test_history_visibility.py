@@ -9,8 +9,12 @@ from typing import Any
 
 import pytest
 
-from custom_components.azure_openai_memory.memory import history
-from custom_components.azure_openai_memory.memory.history import (
+from custom_components.azure_openai_memory.lib import history
+from custom_components.azure_openai_memory.lib.history.schema import (
+    MIGRATIONS,
+    migrate_schema,
+)
+from custom_components.azure_openai_memory.lib.history.store import (
     PERSON_KEY,
     SCHEMA_VERSION,
     AgentHistoryEvent,
@@ -20,10 +24,6 @@ from custom_components.azure_openai_memory.memory.history import (
     HistoryStore,
     NotVisible,
     Visibility,
-)
-from custom_components.azure_openai_memory.memory.history_schema import (
-    MIGRATIONS,
-    migrate_schema,
 )
 
 from .test_history_indexes import (

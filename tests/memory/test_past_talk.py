@@ -2,13 +2,13 @@
 
 from datetime import date
 
-from custom_components.azure_openai_memory.memory.past_talk import talk_between
-from custom_components.azure_openai_memory.memory.summaries import (
+from custom_components.azure_openai_memory.lib.summaries.book import (
     GroupSummary,
     PeriodType,
     SummaryBook,
     summary_id,
 )
+from custom_components.azure_openai_memory.lib.summaries.days import talk_between
 
 GROUP = "kitchen"
 

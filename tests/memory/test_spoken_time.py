@@ -5,7 +5,7 @@ from zoneinfo import ZoneInfo
 
 import pytest
 
-from custom_components.azure_openai_memory.memory.spoken_time import (
+from custom_components.azure_openai_memory.lib.spoken_time import (
     EARLIEST,
     SpokenRange,
     spoken_range,

@@ -5,7 +5,7 @@ import math
 
 import pytest
 
-from custom_components.azure_openai_memory.memory.summaries import (
+from custom_components.azure_openai_memory.lib.summaries.book import (
     DECAY_CONFIG,
     ERA_DRIFT_THRESHOLD,
     PeriodType,

@@ -5,7 +5,7 @@ from datetime import UTC, date, datetime, time, timedelta
 
 import pytest
 
-from custom_components.azure_openai_memory.memory.summaries import (
+from custom_components.azure_openai_memory.lib.summaries.book import (
     SUMMARIES_VERSION,
     GroupSummary,
     PeriodType,

@@ -8,12 +8,12 @@ from pathlib import Path
 
 import pytest
 
-from custom_components.azure_openai_memory.memory.facts import (
+from custom_components.azure_openai_memory.lib.memories import (
     FactStore,
     SaveAction,
     terms,
 )
-from custom_components.azure_openai_memory.memory.facts.text import document, language_of
+from custom_components.azure_openai_memory.lib.memories.text import document, language_of
 
 NOW = 1_760_000_000.0
 LANGUAGES = ("en", "de", "nl", "fr", "es", "it")

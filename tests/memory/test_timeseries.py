@@ -9,7 +9,7 @@ from typing import Any
 import orjson
 import pytest
 
-from custom_components.azure_openai_memory.memory.timeseries import (
+from custom_components.azure_openai_memory.lib.series.store import (
     DEFAULT_MAX_ENTRIES,
     MAX_ENTRIES_PER_CALL,
     SERIES_VERSION,

@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from custom_components.azure_openai_memory.memory.timeseries import (
+from custom_components.azure_openai_memory.lib.series.store import (
     MAX_COVERAGE_INTERVALS,
     MIN_GAP_SECONDS,
     TimeSeries,

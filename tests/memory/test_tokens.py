@@ -12,7 +12,7 @@ import tiktoken
 import tiktoken_ext
 from tiktoken_ext import openai_public
 
-from custom_components.azure_openai_memory.memory import tokens
+from custom_components.azure_openai_memory.lib import tokens
 
 BUNDLED_CL100K = Path(tiktoken_ext.__path__[0]) / "data" / "cl100k_base.tiktoken"
 CL100K_URL = "https://openaipublic.blob.core.windows.net/encodings/cl100k_base.tiktoken"

@@ -4,8 +4,8 @@ import json
 
 import pytest
 
-from custom_components.azure_openai_memory.memory.tokens import TokenCounter
-from custom_components.azure_openai_memory.memory.window import (
+from custom_components.azure_openai_memory.lib.tokens import TokenCounter
+from custom_components.azure_openai_memory.lib.windows.window import (
     MESSAGE_OVERHEAD_TOKENS,
     AgentWindows,
     MessageEntry,

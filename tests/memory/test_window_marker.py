@@ -7,8 +7,8 @@ from zoneinfo import ZoneInfo
 
 import pytest
 
-from custom_components.azure_openai_memory.memory.tokens import TokenCounter
-from custom_components.azure_openai_memory.memory.window import (
+from custom_components.azure_openai_memory.lib.tokens import TokenCounter
+from custom_components.azure_openai_memory.lib.windows.window import (
     MESSAGE_OVERHEAD_TOKENS,
     RESUME_AFTER_SECONDS,
     RESUMED,

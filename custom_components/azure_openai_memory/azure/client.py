@@ -40,7 +40,7 @@ from ..const import (
     RECOMMENDED_TOP_P,
     VALIDATION_TIMEOUT,
 )
-from ..memory.tokens import context_limit_for_model
+from ..lib.tokens import context_limit_for_model
 from .errors import ContentFiltered, MalformedToolArguments, ResponseFailed
 from .tools import chat_tool, responses_tool
 

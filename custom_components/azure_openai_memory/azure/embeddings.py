@@ -11,7 +11,7 @@ from homeassistant.util import dt as dt_util
 import numpy as np
 import openai
 
-from ..memory.facts import Vector
+from ..lib.memories import Vector
 from .client import SDKClient
 from .errors import API_ERRORS, classify_error
 

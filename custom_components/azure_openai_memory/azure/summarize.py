@@ -12,7 +12,7 @@ import json
 import logging
 from typing import Any, Final
 
-from ..memory.tokens import TokenCounter
+from ..lib.tokens import TokenCounter
 from .client import (
     JsonFormat,
     RequestOptions,

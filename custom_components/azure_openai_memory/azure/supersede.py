@@ -19,7 +19,7 @@ from typing import Any, Final
 
 from homeassistant.util import dt as dt_util
 
-from ..memory.facts import Relation
+from ..lib.memories import Relation
 from .client import JsonFormat, RequestOptions, SDKClient, Usage, create_llm_client
 from .errors import API_ERRORS, classify_error
 

@@ -17,7 +17,6 @@ from homeassistant.exceptions import HomeAssistantError
 from homeassistant.helpers import intent, issue_registry as ir
 import orjson
 
-from ..access import access
 from ..const import (
     DOMAIN,
     MEMORY_SERVICE_PREFIX,
@@ -26,7 +25,7 @@ from ..const import (
     TOOL_RECALL,
     TOOL_REMEMBER,
 )
-from ..memory.history import (
+from ..lib.history.store import (
     PERSON_KEY,
     AgentHistoryEvent,
     HistoryError,
@@ -35,7 +34,8 @@ from ..memory.history import (
     HistoryStore,
     Visibility,
 )
-from ..people import Speaker, person_id_of, person_of_user, scope_person
+from ..people.access import access
+from ..people.speakers import Speaker, person_id_of, person_of_user, scope_person
 
 _LOGGER = logging.getLogger(__name__)
 

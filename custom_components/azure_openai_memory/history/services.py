@@ -23,10 +23,9 @@ from homeassistant.helpers import config_validation as cv
 from homeassistant.util import dt as dt_util
 import voluptuous as vol
 
-from ..access import access
 from ..const import DOMAIN
 from ..data import agent_names
-from ..memory.history import (
+from ..lib.history.store import (
     PERSON_KEY,
     AgentHistoryEvent,
     HistoryError,
@@ -34,9 +33,10 @@ from ..memory.history import (
     HistorySnapshot,
     NotVisible,
 )
-from ..memory.timeseries import TimeseriesError, format_time, parse_time
-from ..people import SYSTEM, Speaker, async_caller
-from ..refusals import Refused
+from ..lib.series.store import TimeseriesError, format_time, parse_time
+from ..people.access import access
+from ..people.refusals import Refused
+from ..people.speakers import SYSTEM, Speaker, async_caller
 from ..services import Handler, ServiceSpec, async_register
 from .recorder import HistoryRecorder, visibility_of
 

@@ -19,9 +19,15 @@ import voluptuous as vol
 
 from ..const import DOMAIN
 from ..data import agent_names
-from ..memory.history import AgentHistoryEvent, HistoryEventType, HistoryQuery
-from ..people import Speaker
-from ..websocket import PAGE_SCHEMA, CommandSpec, async_register_commands, calendar_day, page_of
+from ..lib.history.store import AgentHistoryEvent, HistoryEventType, HistoryQuery
+from ..panel.commands import (
+    PAGE_SCHEMA,
+    CommandSpec,
+    async_register_commands,
+    calendar_day,
+    page_of,
+)
+from ..people.speakers import Speaker
 from .recorder import HistoryRecorder, visibility_of
 from .services import async_visible_chain
 

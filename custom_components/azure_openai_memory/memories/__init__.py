@@ -31,7 +31,7 @@ from ..const import (
 )
 from ..data import DATA_MEMORIES, AzureOpenAIMemoryConfigEntry
 from ..history.recorder import HistoryRecorder
-from ..memory.facts import FactSettings
+from ..lib.memories import FactSettings
 from .services import async_register_memory_services
 from .store import Memories
 from .websocket import async_register_memory_commands

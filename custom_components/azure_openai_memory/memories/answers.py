@@ -3,8 +3,7 @@
 from collections.abc import Iterable
 from typing import Any
 
-from ..access import Access
-from ..memory.facts import (
+from ..lib.memories import (
     HOUSEHOLD_SCOPE,
     MIN_SIMILARITY,
     ArchivedMemory,
@@ -13,8 +12,9 @@ from ..memory.facts import (
     Provenance,
     SearchResult,
 )
-from ..memory.timeseries import format_time
-from ..refusals import translated
+from ..lib.series.store import format_time
+from ..people.access import Access
+from ..people.refusals import translated
 from .store import Memories
 
 # What a memory's provenance says of where it was said, shown only to those who may see it

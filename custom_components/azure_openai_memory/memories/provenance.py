@@ -3,8 +3,8 @@ else the person who called."""
 
 from homeassistant.core import Context, HomeAssistant, callback
 
-from ..memory.facts import Authority, Origin, Provenance, parse_authority
-from ..people import Speaker
+from ..lib.memories import Authority, Origin, Provenance, parse_authority
+from ..people.speakers import Speaker
 
 
 @callback

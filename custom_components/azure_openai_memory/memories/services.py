@@ -12,10 +12,9 @@ from homeassistant.helpers import config_validation as cv
 from homeassistant.util.json import JSON_DECODE_EXCEPTIONS, json_loads
 import voluptuous as vol
 
-from ..access import Access, access
 from ..const import LOGGER
 from ..history.recorder import HistoryRecorder, record_service_call
-from ..memory.facts import (
+from ..lib.memories import (
     HOUSEHOLD_SCOPE,
     Authority,
     FactError,
@@ -23,8 +22,9 @@ from ..memory.facts import (
     ImportResult,
     read_export,
 )
-from ..people import Speaker, async_caller, canonical_scope
-from ..refusals import Refused, translated
+from ..people.access import Access, access
+from ..people.refusals import Refused, translated
+from ..people.speakers import Speaker, async_caller, canonical_scope
 from ..services import Handler, ServiceSpec, async_register
 from .answers import archived_response, async_save, async_search_answer
 from .provenance import service_provenance

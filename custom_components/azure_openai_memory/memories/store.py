@@ -23,8 +23,7 @@ from homeassistant.helpers.start import async_at_started
 from ..azure.embeddings import BATCH_SIZE, RETRY_AFTER, Embedder
 from ..azure.supersede import SupersedeJudge
 from ..const import DOMAIN
-from ..identity import rekey_people
-from ..memory.facts import (
+from ..lib.memories import (
     FACTS_VERSION,
     HOUSEHOLD_SCOPE,
     MIN_SIMILARITY,
@@ -51,6 +50,7 @@ from ..memory.facts import (
     validate_scope,
     validate_tags,
 )
+from ..people.identity import rekey_people
 from ..storage import DebouncedStore
 
 _LOGGER = logging.getLogger(__name__)

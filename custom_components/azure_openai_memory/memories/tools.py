@@ -23,13 +23,12 @@ from homeassistant.helpers import llm
 from homeassistant.util.json import JsonObjectType
 import voluptuous as vol
 
-from ..access import PRIVATE, access
+from ..agent.context import memories_shown
+from ..agent.context.memories import memories_data
 from ..compat import IntegrationTool, llm_context_of
 from ..const import DOMAIN, MEMORY_CONTEXT_LIMIT, TOOL_FORGET, TOOL_RECALL, TOOL_REMEMBER
-from ..context import memories_shown
-from ..context.memories import memories_data
 from ..data import DATA_MEMORIES
-from ..memory.facts import (
+from ..lib.memories import (
     HOUSEHOLD_SCOPE,
     MAX_SEARCH_LIMIT,
     Authority,
@@ -42,9 +41,10 @@ from ..memory.facts import (
     Provenance,
     parse_authority,
 )
-from ..memory.tokens import TokenCounter
-from ..people import Speaker
-from ..refusals import translated
+from ..lib.tokens import TokenCounter
+from ..people.access import PRIVATE, access
+from ..people.refusals import translated
+from ..people.speakers import Speaker
 from .answers import async_save, async_search
 
 _TYPES = [kind.value for kind in MemoryType]

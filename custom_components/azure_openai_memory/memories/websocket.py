@@ -14,9 +14,8 @@ from homeassistant.core import Context, HomeAssistant, callback
 from homeassistant.helpers import config_validation as cv
 import voluptuous as vol
 
-from ..access import EDIT, ERASE, FORGET, PIN, RESTORE, Access, access
 from ..history.recorder import HistoryRecorder
-from ..memory.facts import (
+from ..lib.memories import (
     MAX_SEARCH_LIMIT,
     ArchivedMemory,
     Authority,
@@ -31,9 +30,8 @@ from ..memory.facts import (
     archived_page,
     validate_tags,
 )
-from ..memory.timeseries import format_time
-from ..people import Speaker
-from ..websocket import (
+from ..lib.series.store import format_time
+from ..panel.commands import (
     PAGE_SCHEMA,
     CommandHandler,
     CommandSpec,
@@ -42,6 +40,8 @@ from ..websocket import (
     page_of,
     record_change,
 )
+from ..people.access import EDIT, ERASE, FORGET, PIN, RESTORE, Access, access
+from ..people.speakers import Speaker
 from .answers import archived_response, async_search, memory_response
 from .services import async_erase_history
 from .store import Memories

@@ -21,7 +21,6 @@ from homeassistant.exceptions import HomeAssistantError
 from homeassistant.helpers.event import async_track_time_change
 from homeassistant.util import dt as dt_util, slugify
 
-from ..access import access
 from ..azure.summarize import Summarizer, SummaryUnavailable
 from ..const import (
     DOMAIN,
@@ -30,9 +29,9 @@ from ..const import (
     SUMMARY_GROUP_USER,
 )
 from ..history.recorder import HistoryRecorder
-from ..memory.history import PERSON_KEY, HistoryEventType, HistoryQuery
-from ..memory.history_models import MAX_QUERY_LIMIT
-from ..memory.summaries import (
+from ..lib.history.models import MAX_QUERY_LIMIT
+from ..lib.history.store import PERSON_KEY, HistoryEventType, HistoryQuery
+from ..lib.summaries.book import (
     HOME_GROUP,
     AggregationJob,
     GroupSummary,
@@ -42,7 +41,8 @@ from ..memory.summaries import (
     summary_line,
     transcript_lines,
 )
-from ..people import (
+from ..people.access import access
+from ..people.speakers import (
     PERSON_DOMAIN,
     Speaker,
     is_person_group,

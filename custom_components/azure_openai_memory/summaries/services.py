@@ -13,15 +13,15 @@ from homeassistant.core import HomeAssistant, ServiceCall, ServiceResponse, Supp
 from homeassistant.util import dt as dt_util
 import voluptuous as vol
 
-from ..memory.summaries import (
+from ..lib.summaries.book import (
     GroupProfile,
     PeriodType,
     SummaryError,
     validate_group,
     validate_period_type,
 )
-from ..people import async_caller, is_person_group
-from ..refusals import Refused, translated
+from ..people.refusals import Refused, translated
+from ..people.speakers import async_caller, is_person_group
 from ..services import Handler, ServiceSpec, async_register
 from .keeper import SummaryKeeper, may_read, summary_readable
 

@@ -2,7 +2,7 @@
 
 from homeassistant.core import HomeAssistant, callback
 
-from ..memory.summaries import SUMMARIES_VERSION, SummaryBook, migrate_summaries
+from ..lib.summaries.book import SUMMARIES_VERSION, SummaryBook, migrate_summaries
 from ..storage import DebouncedStore
 
 

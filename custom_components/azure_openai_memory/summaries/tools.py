@@ -18,16 +18,16 @@ from homeassistant.util import dt as dt_util
 from homeassistant.util.json import JsonObjectType
 import voluptuous as vol
 
+from ..agent.context.base import CLOSE, json_line
 from ..compat import IntegrationTool, llm_context_of
 from ..const import DOMAIN
-from ..context.base import CLOSE, json_line
 from ..data import DATA_SUMMARIES
-from ..memory.past_talk import talk_between
-from ..memory.spoken_time import spoken_range
-from ..memory.summaries import GroupSummary, PeriodType, SummaryError
-from ..memory.tokens import TokenCounter
-from ..people import Speaker
-from ..refusals import translated
+from ..lib.spoken_time import spoken_range
+from ..lib.summaries.book import GroupSummary, PeriodType, SummaryError
+from ..lib.summaries.days import talk_between
+from ..lib.tokens import TokenCounter
+from ..people.refusals import translated
+from ..people.speakers import Speaker
 from .keeper import summary_readable
 
 TOOL_PAST_TALK = "past_talk"

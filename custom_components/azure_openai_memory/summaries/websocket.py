@@ -14,10 +14,8 @@ from homeassistant.core import Context, HomeAssistant, callback
 from homeassistant.util import dt as dt_util
 import voluptuous as vol
 
-from ..access import access
-from ..memory.summaries import GroupSummary, PeriodType, SummaryError
-from ..people import Speaker
-from ..websocket import (
+from ..lib.summaries.book import GroupSummary, PeriodType, SummaryError
+from ..panel.commands import (
     PAGE_SCHEMA,
     CommandSpec,
     async_register_commands,
@@ -25,6 +23,8 @@ from ..websocket import (
     ensure,
     page_of,
 )
+from ..people.access import access
+from ..people.speakers import Speaker
 from .keeper import SummaryKeeper, may_read, summary_readable
 
 # Summary fields kept for the cycle's own bookkeeping, not shown.

@@ -1,0 +1,1 @@
+"""One turn of an agent: the request, its context blocks, tool rounds and speech."""

@@ -1,0 +1,1 @@
+"""Time series that automations accumulate, pure Python."""

@@ -1,0 +1,1 @@
+"""Summaries of past talk (daily, weekly, monthly, era), pure Python."""

@@ -1,0 +1,1 @@
+"""Conversation windows: a conversation's token-bounded messages, pure Python."""
