@@ -216,7 +216,7 @@ def test_the_rules_see_what_they_check() -> None:
     assert (PACKAGE, f"{PACKAGE}.const") in imported
     assert cycles({"a": {"b"}, "b": {"a"}, "c": {"a"}}) == [["a", "b"]]
     assert cycles({"a": {"a"}}) == [["a"]]
-    assert resolve(f"{PACKAGE}.lib.windows.window", False, 2, "const") == f"{PACKAGE}.const"
+    assert resolve(f"{PACKAGE}.lib.windows.window", False, 3, "const") == f"{PACKAGE}.const"
     assert resolve(f"{PACKAGE}.llm", True, 1, "client") == f"{PACKAGE}.llm.client"
     tree = ast.parse("if TYPE_CHECKING:\n    import a\nelse:\n    import b\nimport c\n")
     names = [a.name for n in run_time_nodes(tree) if isinstance(n, ast.Import) for a in n.names]

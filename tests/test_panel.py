@@ -16,7 +16,7 @@ from custom_components.azure_openai_memory.const import DOMAIN
 
 from .panel_commands import answer
 
-FRONTEND = Path(__file__).parents[1] / "custom_components" / DOMAIN / "frontend"
+FRONTEND = Path(__file__).parents[1] / "custom_components" / DOMAIN / "panel" / "frontend"
 
 
 async def test_the_sidebar_entry_is_named_in_the_home_s_language(hass: HomeAssistant) -> None:

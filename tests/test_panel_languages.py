@@ -17,7 +17,7 @@ from custom_components.azure_openai_memory.const import DOMAIN
 from .conftest import call, converse
 from .panel_commands import answer, invalid
 
-FRONTEND = Path(__file__).parents[1] / "custom_components" / DOMAIN / "frontend"
+FRONTEND = Path(__file__).parents[1] / "custom_components" / DOMAIN / "panel" / "frontend"
 CATALOGUES = FRONTEND / "i18n"
 LANGUAGES = ("en", "de", "fr", "nl", "es", "it")
 PLACEHOLDER = re.compile(r"\{(\w+)\}")
