@@ -47,7 +47,7 @@ import numpy as np
 import numpy.typing as npt
 
 from benchmarks.minilm_embedder import CACHE, MODEL_NAME, EmbeddingsUnavailable, load_cache
-from custom_components.azure_openai_memory.lib import facts
+from custom_components.azure_openai_memory.lib import memories as facts
 from custom_components.azure_openai_memory.lib.memories import (
     FactSettings,
     FactStore,
