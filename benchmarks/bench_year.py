@@ -38,7 +38,7 @@ import orjson
 
 from benchmarks.bench_summaries import TEXT
 from custom_components.azure_openai_memory.const import DOMAIN
-from custom_components.azure_openai_memory.lib import history_schema
+from custom_components.azure_openai_memory.lib.history import schema as history_schema
 from custom_components.azure_openai_memory.lib.history.store import (
     SCHEMA_VERSION,
     AgentHistoryEvent,

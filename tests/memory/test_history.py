@@ -18,7 +18,7 @@ import uuid
 
 import pytest
 
-from custom_components.azure_openai_memory.lib import history_schema
+from custom_components.azure_openai_memory.lib.history import schema as history_schema
 from custom_components.azure_openai_memory.lib.history.store import (
     MAX_EVENT_DATA_BYTES,
     MAX_QUERY_LIMIT,

@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from custom_components.azure_openai_memory.lib import history
+from custom_components.azure_openai_memory.lib.history import store as history
 from custom_components.azure_openai_memory.lib.history.schema import (
     MIGRATIONS,
     migrate_schema,
