@@ -966,8 +966,8 @@ def test_schema_objects_and_settings(store: HistoryStore, path: Path) -> None:
         assert conn.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION == 3
         assert conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
     # The writer's connection: foreign keys on, NORMAL sync under WAL.
-    assert store._submit(lambda conn: conn.execute("PRAGMA foreign_keys").fetchone()[0]) == 1
-    assert store._submit(lambda conn: conn.execute("PRAGMA synchronous").fetchone()[0]) == 1
+    assert store.run_on_writer(lambda conn: conn.execute("PRAGMA foreign_keys").fetchone()[0]) == 1
+    assert store.run_on_writer(lambda conn: conn.execute("PRAGMA synchronous").fetchone()[0]) == 1
     assert store.schema_version == 3
     assert store.path == path
     assert store.size_bytes() > 0
@@ -1117,20 +1117,19 @@ def test_queries_are_answered_from_indexes(store: HistoryStore) -> None:
     """The plans behind the benchmark's figures: each read walks an index, none sorts."""
     store.record_event(make(session_id="s"))
     statements: list[str] = []
-    conn = store._connect()
-    conn.execute("PRAGMA query_only = ON")
-    conn.set_trace_callback(statements.append)
-    store._readers.append(conn)  # the next read uses this connection
+    store.trace_reads(statements.append)
 
     store.query_events(
         HistoryQuery(agent_id=AGENT, start_time=NOW - HOUR, end_time=NOW + HOUR, limit=1)
     )
     store.get_statistics(AGENT)
+    store.trace_reads(None)
     plans = {}
-    for statement in statements:
-        if statement.startswith("SELECT"):
-            plan = conn.execute(f"EXPLAIN QUERY PLAN {statement}").fetchall()
-            plans[statement] = " | ".join(row[3] for row in plan)
+    with raw(store.path) as conn:
+        for statement in statements:
+            if statement.startswith("SELECT"):
+                plan = conn.execute(f"EXPLAIN QUERY PLAN {statement}").fetchall()
+                plans[statement] = " | ".join(row[3] for row in plan)
     page = next(p for s, p in plans.items() if "LIMIT" in s)
     assert "idx_history_agent_timestamp" in page
     assert "TEMP B-TREE" not in page

@@ -19,24 +19,23 @@ from typing import Any
 
 import pytest
 
-from custom_components.azure_openai_memory.lib.history import store as history
+from custom_components.azure_openai_memory.lib.history import planner
+from custom_components.azure_openai_memory.lib.history.bulk import index_batch
+from custom_components.azure_openai_memory.lib.history.events import INSERT_EVENT, encode_event
 from custom_components.azure_openai_memory.lib.history.models import to_us
+from custom_components.azure_openai_memory.lib.history.planner import EventRead
 from custom_components.azure_openai_memory.lib.history.schema import (
     INDEX_CURSOR,
     MIGRATIONS,
-    index_batch,
     migrate_schema,
 )
 from custom_components.azure_openai_memory.lib.history.store import (
-    INSERT_EVENT,
     SCHEMA_VERSION,
     AgentHistoryEvent,
-    EventRead,
     HistoryEventType,
     HistoryQuery,
     HistoryStatistics,
     HistoryStore,
-    encode_event,
 )
 
 NOW = datetime(2025, 10, 25, 11, 0, tzinfo=UTC).timestamp()
@@ -316,7 +315,7 @@ def test_upgrade_keeps_every_event_and_answers_as_before(tmp_path: Path) -> None
     store.open()
     try:
         assert store.schema_version == SCHEMA_VERSION == 3
-        assert store._wait_for_index(30)
+        assert store.wait_for_index(30)
         with raw(path) as conn:
             assert conn.execute("SELECT COUNT(*) FROM agent_history_events").fetchone() == (1500,)
             assert conn.execute(
@@ -380,7 +379,7 @@ def test_a_version_set_back_by_hand_upgrades_again(tmp_path: Path) -> None:
     store.open()
     try:
         assert store.schema_version == 3
-        assert store._wait_for_index(30)
+        assert store.wait_for_index(30)
         assert_counters_match_events(path)
         assert_answers(store, events)
     finally:
@@ -471,7 +470,7 @@ def test_every_way_of_reading_answers_the_same(
     store.record_events(events)
     assert_answers(store, events)
     for sorted_at_most in (0, 10**9):
-        monkeypatch.setattr(history, "_SORTED_AT_MOST", sorted_at_most)
+        monkeypatch.setattr(planner, "SORTED_AT_MOST", sorted_at_most)
         for query in queries(events):
             if query.agent_id is not None and query.event_type is not None:
                 page, total = store.query_events(query)
@@ -483,10 +482,7 @@ def test_query_plans_use_the_indexes(store: HistoryStore) -> None:
     events = household(300)
     store.record_events(events)
     statements: list[str] = []
-    conn = store._connect()
-    conn.execute("PRAGMA query_only = ON")
-    conn.set_trace_callback(statements.append)
-    store._readers.append(conn)  # every read below uses this connection
+    store.trace_reads(statements.append)
     day = (NOW - 10 * DAY, NOW - 9 * DAY)
     for fields in (
         {"session_id": events[40].session_id},
@@ -502,23 +498,29 @@ def test_query_plans_use_the_indexes(store: HistoryStore) -> None:
             store.query_events(HistoryQuery(**fields, start_time=start, end_time=end, limit=1))
     store.get_statistics()
     store.get_statistics(AGENTS[0])
-    conn.set_trace_callback(None)
+    store.trace_reads(None)
     reads = [s for s in statements if s.startswith("SELECT")]
     assert len(reads) > 40
-    for statement in reads:
-        plan = [row[3] for row in conn.execute(f"EXPLAIN QUERY PLAN {statement}")]
-        page = "LIMIT" in statement
-        scans = [step for step in plan if step.startswith(("SCAN e", "SCAN agent_history_events"))]
-        if page and "idx_history_timestamp" in statement:
-            # The newest page of everything: the time index walked in order, up to the page.
-            assert scans in ([], ["SCAN e USING INDEX idx_history_timestamp"]), (statement, plan)
-        else:
-            assert not scans, (statement, plan)
-        # Only a session's events, or an agent's of one type when they are few, are sorted.
-        if page and not (
-            "idx_history_session_id" in statement or "idx_history_agent_type" in statement
-        ):
-            assert "USE TEMP B-TREE FOR ORDER BY" not in plan, (statement, plan)
+    with raw(store.path) as conn:
+        for statement in reads:
+            plan = [row[3] for row in conn.execute(f"EXPLAIN QUERY PLAN {statement}")]
+            page = "LIMIT" in statement
+            scans = [
+                step for step in plan if step.startswith(("SCAN e", "SCAN agent_history_events"))
+            ]
+            if page and "idx_history_timestamp" in statement:
+                # The newest page of everything: the time index walked in order, up to the page.
+                assert scans in ([], ["SCAN e USING INDEX idx_history_timestamp"]), (
+                    statement,
+                    plan,
+                )
+            else:
+                assert not scans, (statement, plan)
+            # Only a session's events, or an agent's of one type when they are few, are sorted.
+            if page and not (
+                "idx_history_session_id" in statement or "idx_history_agent_type" in statement
+            ):
+                assert "USE TEMP B-TREE FOR ORDER BY" not in plan, (statement, plan)
 
 
 # --- Space --------------------------------------------------------------------------------
@@ -537,7 +539,7 @@ def test_a_new_database_gives_purged_space_back(store: HistoryStore, tmp_path: P
         checkpointed(conn)
     full = path.stat().st_size
     assert store.purge_before(NOW).events == 3000
-    assert store._wait_until_idle(30)  # the pages are handed back in the background
+    assert store.wait_until_idle(30)  # the pages are handed back in the background
     with raw(path) as conn:
         checkpointed(conn)
         assert conn.execute("PRAGMA freelist_count").fetchone() == (0,)
@@ -554,9 +556,9 @@ def test_a_version_1_file_keeps_its_size_and_reuses_its_pages(tmp_path: Path) ->
     store = HistoryStore(path)
     store.open()
     try:
-        assert store._wait_for_index(30)
+        assert store.wait_for_index(30)
         assert store.purge_before(NOW).events == 1000
-        assert store._wait_until_idle(30)
+        assert store.wait_until_idle(30)
         with raw(path) as conn:
             assert conn.execute("PRAGMA auto_vacuum").fetchone() == (0,)
             assert conn.execute("PRAGMA freelist_count").fetchone()[0] > 0

@@ -11,23 +11,24 @@ from typing import Any
 
 import pytest
 
-from custom_components.azure_openai_memory.lib.history.schema import (
-    MIGRATIONS,
-    OWNER_CURSOR,
+from custom_components.azure_openai_memory.lib.history.bulk import (
     index_batch,
-    migrate_schema,
     owner_batch,
     owner_pending,
 )
+from custom_components.azure_openai_memory.lib.history.events import INSERT_EVENT, encode_event
+from custom_components.azure_openai_memory.lib.history.planner import EventRead
+from custom_components.azure_openai_memory.lib.history.schema import (
+    MIGRATIONS,
+    OWNER_CURSOR,
+    migrate_schema,
+)
 from custom_components.azure_openai_memory.lib.history.store import (
-    INSERT_EVENT,
     PERSON_KEY,
     SCHEMA_VERSION,
     AgentHistoryEvent,
-    EventRead,
     HistoryStore,
     Visibility,
-    encode_event,
 )
 
 from .test_history_indexes import (
@@ -217,7 +218,7 @@ def test_the_store_fills_in_an_upgraded_database_s_classes_in_the_background(
     store.open()
     try:
         assert store.schema_version == 3
-        assert store._wait_until_idle(30)
+        assert store.wait_until_idle(30)
         with raw(path) as conn:
             assert conn.execute(
                 "SELECT COUNT(*) FROM history_settings WHERE name = ?", (OWNER_CURSOR,)

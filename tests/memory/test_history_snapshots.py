@@ -7,6 +7,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 import sqlite3
 import threading
+import time
 from typing import Any
 import uuid
 
@@ -174,8 +175,10 @@ def test_a_purge_batch_commits_after_one_step_when_a_write_waits(
         )
 
     def jobs_queued(count: int) -> None:
-        with store._cond:
-            assert store._cond.wait_for(lambda: len(store._jobs) == count, 10)
+        deadline = time.monotonic() + 10
+        while store.waiting_jobs != count and time.monotonic() < deadline:
+            time.sleep(0.001)
+        assert store.waiting_jobs == count
 
     # The writer held up while the purge's first batch and then the write queue behind it.
     busy, go_on = threading.Event(), threading.Event()
@@ -184,14 +187,14 @@ def test_a_purge_batch_commits_after_one_step_when_a_write_waits(
         busy.set()
         go_on.wait(10)
 
-    threading.Thread(target=store._submit, args=(hold_up,)).start()
+    threading.Thread(target=store.run_on_writer, args=(hold_up,)).start()
     assert busy.wait(10)
     purged: list[HistoryPurge] = []
     purge = threading.Thread(target=lambda: purged.append(store.purge_before(CUTOFF)))
     purge.start()
     jobs_queued(1)
     seen: list[tuple[Any, ...]] = []
-    write = threading.Thread(target=lambda: seen.append(store._submit(seen_by_the_write)))
+    write = threading.Thread(target=lambda: seen.append(store.run_on_writer(seen_by_the_write)))
     write.start()
     jobs_queued(2)
     go_on.set()

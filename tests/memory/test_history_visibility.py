@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from custom_components.azure_openai_memory.lib.history import store as history
+from custom_components.azure_openai_memory.lib.history import planner
 from custom_components.azure_openai_memory.lib.history.schema import (
     MIGRATIONS,
     migrate_schema,
@@ -90,7 +90,7 @@ def store(tmp_path: Path, events: list[AgentHistoryEvent]) -> Iterator[HistorySt
 
 
 @pytest.mark.parametrize("reader", [ANNA, BEN, NOBODY], ids=["anna", "ben", "nobody"])
-@pytest.mark.parametrize("probe", [history.PROBE_ROWS, 40, 1], ids=["probed", "mixed", "by-class"])
+@pytest.mark.parametrize("probe", [planner.PROBE_ROWS, 40, 1], ids=["probed", "mixed", "by-class"])
 def test_a_reader_s_pages_totals_and_statistics_are_of_what_they_may_see(
     store: HistoryStore,
     events: list[AgentHistoryEvent],
@@ -100,7 +100,7 @@ def test_a_reader_s_pages_totals_and_statistics_are_of_what_they_may_see(
 ) -> None:
     """A page is read from the newest events the query selects when they hold it (probe:
     how many are looked through), else class by class: the same answer either way."""
-    monkeypatch.setattr(history, "PROBE_ROWS", probe)
+    monkeypatch.setattr(planner, "PROBE_ROWS", probe)
     mine = seen(events, reader)
     assert 0 < len(mine) < len(events)
     for query in itertools.islice(queries(events), 0, None, 5):
@@ -213,8 +213,8 @@ def test_agents_beside_the_talk_prefix_are_told_apart(
     opened.open()
     try:
         opened.record_events(recorded)
-        for probe in (history.PROBE_ROWS, 1):
-            monkeypatch.setattr(history, "PROBE_ROWS", probe)
+        for probe in (planner.PROBE_ROWS, 1):
+            monkeypatch.setattr(planner, "PROBE_ROWS", probe)
             page, total = opened.query_events(HistoryQuery(limit=100, visibility=reader))
             expected = [e for e in reversed(recorded) if not e.agent_id.startswith(talk)]
             assert [e.agent_id for e in page] == [e.agent_id for e in expected]

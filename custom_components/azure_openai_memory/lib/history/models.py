@@ -1,7 +1,7 @@
 """Agent history: the records (events, queries, snapshots, statistics) and their validation.
 
-Everything here is pure Python: no database. `history.py` re-exports the public names, and
-the store (history.py) encodes and decodes these records for SQLite.
+Everything here is pure Python: no database. store.py re-exports the public names, and
+events.py encodes and decodes these records for SQLite.
 """
 
 from collections.abc import Iterable
@@ -261,7 +261,7 @@ class Visibility:
     def where(self, row: str = "e", *, owners_known: bool = False) -> tuple[str, list[Any]]:
         """The condition (true or false, never NULL) on an events row, and its parameters.
 
-        Answered from the row's reader class (`owner`, see history_schema) where it is
+        Answered from the row's reader class (`owner`, see schema.py) where it is
         known, from its JSON where it is not yet. owners_known: every row's is (then the
         condition is one the class's index answers alone)."""
         n, prefix = len(self.talk_prefix), self.talk_prefix

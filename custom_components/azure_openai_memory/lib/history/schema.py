@@ -1,5 +1,6 @@
 """Agent history: the SQLite schema, its migrations, the write connection's PRAGMAs and the
-detection of a damaged database file. See history.py for how the history is stored.
+detection of a damaged database file. store.py says how the history is stored; bulk.py
+indexes many events at once.
 
 Version 2 adds what answers a query or the statistics without reading every event:
 
@@ -17,7 +18,7 @@ Triggers keep them in step with every insert, delete and change of an event, who
 writes (our store, or SQL by hand). An event is *indexed* when its row in
 `history_event_types` exists; the other triggers act only on indexed events. A database
 of version 1 gets the tables and triggers at once (milliseconds) and its existing events
-are indexed afterwards, a batch at a time in the writer thread (`index_batch`), walking
+are indexed afterwards, a batch at a time in the writer thread (`bulk.index_batch`), walking
 the events by id from a cursor kept in history_settings. Until that cursor is gone, reads
 answer from the events themselves, as version 1 did.
 
@@ -32,7 +33,7 @@ everything may read (Visibility) is answered from an index, not from every event
 
 The store writes it with each event. NULL is not yet known (an event of an upgraded
 database not reached yet, or one written by hand): its JSON is read instead. Existing
-events get theirs in batches in the writer thread (`owner_batch`), after index_batch;
+events get theirs in batches in the writer thread (`bulk.owner_batch`), after index_batch;
 once every event has one, the condition reads the class alone.
 """
 
@@ -41,9 +42,7 @@ from contextlib import contextmanager, suppress
 import logging
 from pathlib import Path
 import sqlite3
-from typing import Any
-
-import orjson
+from typing import Final
 
 from .models import OWNER_PERSON, PERSON_KEY
 
@@ -66,10 +65,15 @@ INDEX_CURSOR = "index_cursor"
 # How far the events of a database upgraded to version 3 have got their reader class (the
 # last rowid done); there is none once every event has.
 OWNER_CURSOR = "owner_cursor"
+# The public field `ref` of an event and of a snapshot is stored in these columns, named
+# by the first schema and kept (a rename would rewrite every database). SQL names them only
+# through these two; everything else says `ref`.
+REF_COLUMN: Final = "git_commit_hash"
+SNAPSHOT_REF_COLUMN: Final = "git_commit"
 _DAY_US = 86_400_000_000
 
 
-def _day(column: str) -> str:
+def day_sql(column: str) -> str:
     """The UTC day of a stored time, as SQL: floor division, also before 1970."""
     return f"(({column} - ((({column}) % {_DAY_US}) + {_DAY_US}) % {_DAY_US}) / {_DAY_US})"
 
@@ -85,13 +89,13 @@ def day_start(day: int) -> int:
 
 
 _SCHEMA_1 = (
-    """CREATE TABLE agent_history_events (
+    f"""CREATE TABLE agent_history_events (
         event_id TEXT PRIMARY KEY NOT NULL,
         agent_id TEXT NOT NULL,
         timestamp INTEGER NOT NULL,
         event_type TEXT NOT NULL,
         event_data TEXT NOT NULL,
-        git_commit_hash TEXT,
+        {REF_COLUMN} TEXT,
         session_id TEXT,
         parent_event_id TEXT,
         tags TEXT NOT NULL DEFAULT '[]',
@@ -100,11 +104,11 @@ _SCHEMA_1 = (
         FOREIGN KEY (parent_event_id) REFERENCES agent_history_events(event_id)
             ON DELETE SET NULL
     )""",
-    """CREATE TABLE history_snapshots (
+    f"""CREATE TABLE history_snapshots (
         snapshot_id TEXT PRIMARY KEY NOT NULL,
         agent_id TEXT NOT NULL,
         timestamp INTEGER NOT NULL,
-        git_commit TEXT,
+        {SNAPSHOT_REF_COLUMN} TEXT,
         description TEXT,
         metadata TEXT,
         agent_state TEXT,
@@ -121,7 +125,7 @@ _SCHEMA_1 = (
     "CREATE INDEX idx_history_timestamp ON agent_history_events(timestamp)",
     "CREATE INDEX idx_history_event_type ON agent_history_events(event_type)",
     "CREATE INDEX idx_history_session_id ON agent_history_events(session_id)",
-    "CREATE INDEX idx_history_git_commit ON agent_history_events(git_commit_hash)",
+    f"CREATE INDEX idx_history_git_commit ON agent_history_events({REF_COLUMN})",
     "CREATE INDEX idx_history_agent_timestamp ON agent_history_events(agent_id, timestamp)",
     "CREATE INDEX idx_history_agent_type ON agent_history_events(agent_id, event_type)",
     "CREATE INDEX idx_history_parent ON agent_history_events(parent_event_id)",
@@ -132,11 +136,11 @@ _SCHEMA_1 = (
         FROM agent_history_events
         WHERE timestamp > (strftime('%s', 'now') - 86400) * 1000000
         GROUP BY agent_id, event_type""",
-    """CREATE VIEW v_agent_event_summary AS
+    f"""CREATE VIEW v_agent_event_summary AS
         SELECT agent_id,
                COUNT(*) AS total_events,
                COUNT(DISTINCT session_id) AS unique_sessions,
-               COUNT(DISTINCT git_commit_hash) AS unique_commits,
+               COUNT(DISTINCT {REF_COLUMN}) AS unique_commits,
                MIN(timestamp) AS earliest_event,
                MAX(timestamp) AS latest_event
         FROM agent_history_events
@@ -162,13 +166,13 @@ def _create_version_1(conn: sqlite3.Connection) -> None:
         conn.execute(statement)
 
 
-def _text_values(column: str, alias: str = "j") -> str:
+def text_values(column: str, alias: str = "j") -> str:
     """The text values in a stored tags column (a JSON list), as a json_each table named
     `alias`; a column that is not JSON holds none."""
     return f"json_each(CASE WHEN json_valid({column}) THEN {column} ELSE '[]' END) AS {alias}"
 
 
-def _indexed(row: str) -> str:
+def indexed_sql(row: str) -> str:
     return (
         f"EXISTS (SELECT 1 FROM history_event_types WHERE event_type = {row}.event_type "
         f"AND timestamp = {row}.timestamp AND event_id = {row}.event_id)"
@@ -177,9 +181,9 @@ def _indexed(row: str) -> str:
 
 def _index_event(row: str) -> str:
     """The statements that add one event to the side tables and counters."""
-    day = _day(f"{row}.timestamp")
+    day = day_sql(f"{row}.timestamp")
     pair = f"agent_id = {row}.agent_id AND session_id = {row}.session_id"
-    tags = f"FROM {_text_values(f'{row}.tags')} WHERE j.type = 'text'"
+    tags = f"FROM {text_values(f'{row}.tags')} WHERE j.type = 'text'"
     return f"""
         INSERT INTO history_event_types (event_type, timestamp, event_id)
             VALUES ({row}.event_type, {row}.timestamp, {row}.event_id);
@@ -209,11 +213,11 @@ def _index_event(row: str) -> str:
 def _unindex_event(row: str) -> str:
     """The statements that take one indexed event out again; a counter that reaches zero
     goes."""
-    day = _day(f"{row}.timestamp")
+    day = day_sql(f"{row}.timestamp")
     total = f"agent_id = {row}.agent_id AND event_type = {row}.event_type"
     counter = f"day = {day} AND {total}"
     pair = f"agent_id = {row}.agent_id AND session_id = {row}.session_id"
-    tags = f"SELECT j.value FROM {_text_values(f'{row}.tags')} WHERE j.type = 'text'"
+    tags = f"SELECT j.value FROM {text_values(f'{row}.tags')} WHERE j.type = 'text'"
     return f"""
         DELETE FROM history_event_types WHERE event_type = {row}.event_type
             AND timestamp = {row}.timestamp AND event_id = {row}.event_id;
@@ -290,13 +294,13 @@ _SCHEMA_2 = (
     BEGIN {_index_event("new")}
     END""",
     f"""CREATE TRIGGER IF NOT EXISTS history_event_removed AFTER DELETE ON agent_history_events
-    WHEN {_indexed("old")}
+    WHEN {indexed_sql("old")}
     BEGIN {_unindex_event("old")}
     END""",
     f"""CREATE TRIGGER IF NOT EXISTS history_event_changed
     AFTER UPDATE OF event_id, agent_id, timestamp, event_type, tags, session_id
     ON agent_history_events
-    WHEN {_indexed("old")}
+    WHEN {indexed_sql("old")}
     BEGIN {_unindex_event("old")} {_index_event("new")}
     END""",
 )
@@ -304,7 +308,7 @@ _SCHEMA_2 = (
 
 def _create_version_2(conn: sqlite3.Connection) -> None:
     """The side tables, counters and their triggers. Events already stored are indexed
-    later, in batches (index_batch): at a million events that takes seconds, which an
+    later, in batches (bulk.index_batch): at a million events that takes seconds, which an
     upgrade must not add to Home Assistant's start.
 
     Safe to run again on a database that has them (its version number set back by hand):
@@ -337,7 +341,7 @@ def owner_of(data: str, session: str) -> str:
 
 
 # Covering for what a reader's totals and statistics read: no event row is visited.
-_OWNER_INDEX = (
+OWNER_INDEX = (
     "CREATE INDEX IF NOT EXISTS idx_history_owner ON agent_history_events"
     "(owner, agent_id, event_type, timestamp, session_id)"
 )
@@ -359,7 +363,7 @@ _SCHEMA_3 = (
 
 def _create_version_3(conn: sqlite3.Connection) -> None:
     """The owner column and its triggers. Existing events keep NULL (read from their JSON)
-    until owner_batch reaches them, walking by rowid from a cursor in history_settings; the
+    until bulk.owner_batch reaches them, walking by rowid from a cursor in history_settings; the
     index is built when the last is done (built now, over a million events, it would add
     seconds to Home Assistant's start). Safe to run again, like version 2's step."""
     columns = {row[1] for row in conn.execute("PRAGMA table_info(agent_history_events)")}
@@ -368,7 +372,7 @@ def _create_version_3(conn: sqlite3.Connection) -> None:
     for statement in _SCHEMA_3:
         conn.execute(statement)
     if conn.execute("SELECT 1 FROM agent_history_events LIMIT 1").fetchone() is None:
-        conn.execute(_OWNER_INDEX)
+        conn.execute(OWNER_INDEX)
     else:
         conn.execute(
             "INSERT INTO history_settings (name, value) VALUES (?, '0') "
@@ -381,279 +385,6 @@ type MigrationStep = Callable[[sqlite3.Connection], None]
 # Step n takes a database from version n to n + 1; version 0 is an empty file.
 MIGRATIONS: tuple[MigrationStep, ...] = (_create_version_1, _create_version_2, _create_version_3)
 assert len(MIGRATIONS) == SCHEMA_VERSION
-
-
-# --- Many events at once ------------------------------------------------------------------
-# Indexing the events of an upgraded database, and taking out those a purge deletes, are
-# done set by set rather than by the triggers row by row: a statement per table for a
-# whole batch. The events are first put in temp.indexing (the write connection's own);
-# a purge takes them out of the side tables before deleting them, so the triggers find
-# them no longer indexed and stand aside.
-
-_BULK_TABLES = (
-    """CREATE TEMP TABLE IF NOT EXISTS indexing (
-        event_id TEXT PRIMARY KEY, agent_id TEXT NOT NULL, timestamp INTEGER NOT NULL,
-        event_type TEXT NOT NULL, tags TEXT, session_id TEXT)""",
-    """CREATE TEMP TABLE IF NOT EXISTS tagging (
-        tag TEXT NOT NULL, timestamp INTEGER NOT NULL, event_id TEXT NOT NULL,
-        PRIMARY KEY (tag, timestamp, event_id)) WITHOUT ROWID""",
-)
-_FILL_INDEXING = (
-    "INSERT INTO temp.indexing (event_id, agent_id, timestamp, event_type, tags, session_id) "
-    "SELECT e.event_id, e.agent_id, e.timestamp, e.event_type, e.tags, e.session_id "
-)
-_FILL_TAGGING = (
-    "INSERT OR IGNORE INTO temp.tagging (tag, timestamp, event_id) "
-    f"SELECT j.value, b.timestamp, b.event_id FROM temp.indexing b, {_text_values('b.tags')} "
-    "WHERE j.type = 'text'"
-)
-_SESSIONS_OF_BATCH = "SELECT DISTINCT agent_id, session_id FROM temp.indexing"
-_ADD_BATCH = (
-    "INSERT INTO history_event_types (event_type, timestamp, event_id) "
-    "SELECT event_type, timestamp, event_id FROM temp.indexing",
-    "INSERT INTO history_event_tags (tag, timestamp, event_id) "
-    "SELECT tag, timestamp, event_id FROM temp.tagging",
-    "INSERT INTO history_tag_counts (tag, day, events) "
-    f"SELECT tag, {_day('timestamp')}, COUNT(*) FROM temp.tagging WHERE true GROUP BY 1, 2 "
-    "ON CONFLICT DO UPDATE SET events = events + excluded.events",
-    "INSERT INTO history_counts (day, agent_id, event_type, events) "
-    f"SELECT {_day('timestamp')}, agent_id, event_type, COUNT(*) FROM temp.indexing "
-    "WHERE true GROUP BY 1, 2, 3 ON CONFLICT DO UPDATE SET events = events + excluded.events",
-    "INSERT INTO history_totals (agent_id, event_type, events) "
-    "SELECT agent_id, event_type, COUNT(*) FROM temp.indexing "
-    "WHERE true GROUP BY 1, 2 ON CONFLICT DO UPDATE SET events = events + excluded.events",
-    "INSERT INTO history_sessions (session_id, events) "
-    "SELECT session_id, COUNT(*) FROM temp.indexing WHERE session_id IS NOT NULL "
-    "GROUP BY 1 ON CONFLICT DO UPDATE SET events = events + excluded.events",
-    "INSERT INTO history_agent_session_counts (agent_id, sessions) "
-    f"SELECT agent_id, COUNT(*) FROM ({_SESSIONS_OF_BATCH} b WHERE session_id IS NOT NULL "
-    "AND NOT EXISTS (SELECT 1 FROM history_agent_sessions a "
-    "WHERE a.agent_id = b.agent_id AND a.session_id = b.session_id)) WHERE true GROUP BY 1 "
-    "ON CONFLICT DO UPDATE SET sessions = sessions + excluded.sessions",
-    "INSERT INTO history_agent_sessions (agent_id, session_id, events) "
-    "SELECT agent_id, session_id, COUNT(*) FROM temp.indexing WHERE session_id IS NOT NULL "
-    "GROUP BY 1, 2 ON CONFLICT DO UPDATE SET events = events + excluded.events",
-)
-_TAKE_OUT_BATCH = (
-    "DELETE FROM history_event_types WHERE (event_type, timestamp, event_id) IN "
-    "(SELECT event_type, timestamp, event_id FROM temp.indexing)",
-    "DELETE FROM history_event_tags WHERE (tag, timestamp, event_id) IN "
-    "(SELECT tag, timestamp, event_id FROM temp.tagging)",
-    "UPDATE history_tag_counts AS c SET events = c.events - d.n "
-    f"FROM (SELECT tag, {_day('timestamp')} AS day, COUNT(*) AS n FROM temp.tagging "
-    "GROUP BY 1, 2) AS d WHERE c.tag = d.tag AND c.day = d.day",
-    "DELETE FROM history_tag_counts WHERE events <= 0",
-    "UPDATE history_counts AS c SET events = c.events - d.n "
-    f"FROM (SELECT {_day('timestamp')} AS day, agent_id, event_type, COUNT(*) AS n "
-    "FROM temp.indexing GROUP BY 1, 2, 3) AS d "
-    "WHERE c.day = d.day AND c.agent_id = d.agent_id AND c.event_type = d.event_type",
-    "DELETE FROM history_counts WHERE events <= 0 AND day BETWEEN "
-    f"(SELECT MIN({_day('timestamp')}) FROM temp.indexing) "
-    f"AND (SELECT MAX({_day('timestamp')}) FROM temp.indexing)",
-    "UPDATE history_totals AS c SET events = c.events - d.n "
-    "FROM (SELECT agent_id, event_type, COUNT(*) AS n FROM temp.indexing GROUP BY 1, 2) AS d "
-    "WHERE c.agent_id = d.agent_id AND c.event_type = d.event_type",
-    "DELETE FROM history_totals WHERE events <= 0",
-    "UPDATE history_sessions AS c SET events = c.events - d.n "
-    "FROM (SELECT session_id, COUNT(*) AS n FROM temp.indexing "
-    "WHERE session_id IS NOT NULL GROUP BY 1) AS d WHERE c.session_id = d.session_id",
-    "DELETE FROM history_sessions WHERE events <= 0 "
-    "AND session_id IN (SELECT session_id FROM temp.indexing)",
-    "UPDATE history_agent_sessions AS c SET events = c.events - d.n "
-    "FROM (SELECT agent_id, session_id, COUNT(*) AS n FROM temp.indexing "
-    "WHERE session_id IS NOT NULL GROUP BY 1, 2) AS d "
-    "WHERE c.agent_id = d.agent_id AND c.session_id = d.session_id",
-    "UPDATE history_agent_session_counts AS c SET sessions = c.sessions - d.n "
-    "FROM (SELECT agent_id, COUNT(*) AS n FROM history_agent_sessions "
-    f"WHERE events <= 0 AND (agent_id, session_id) IN ({_SESSIONS_OF_BATCH}) "
-    "GROUP BY 1) AS d WHERE c.agent_id = d.agent_id",
-    "DELETE FROM history_agent_session_counts WHERE sessions <= 0",
-    "DELETE FROM history_agent_sessions WHERE events <= 0 "
-    f"AND (agent_id, session_id) IN ({_SESSIONS_OF_BATCH})",
-)
-
-
-def _begin_bulk(conn: sqlite3.Connection) -> None:
-    for statement in _BULK_TABLES:
-        conn.execute(statement)
-    conn.execute("DELETE FROM temp.indexing")
-    conn.execute("DELETE FROM temp.tagging")
-
-
-def _end_bulk(conn: sqlite3.Connection) -> None:
-    conn.execute("DELETE FROM temp.indexing")
-    conn.execute("DELETE FROM temp.tagging")
-
-
-def take_out_of_index(conn: sqlite3.Connection, events: str, params: Sequence[Any]) -> None:
-    """Inside the caller's transaction: take the indexed events that `events` (a FROM
-    and WHERE over `agent_history_events e`) selects out of the side tables and counters,
-    before the caller deletes them."""
-    _begin_bulk(conn)
-    conn.execute(f"{_FILL_INDEXING} {events} AND {_indexed('e')}", params)
-    conn.execute(_FILL_TAGGING)
-    for statement in _TAKE_OUT_BATCH:
-        conn.execute(statement)
-    _end_bulk(conn)
-
-
-def insert_in_bulk(conn: sqlite3.Connection, insert: Callable[[], object]) -> None:
-    """Inside the caller's transaction: run `insert`, which adds events, with the insert
-    trigger standing aside, then index what it added set by set (many times faster than
-    the trigger row by row). The new events are those after the largest rowid before:
-    the caller holds the write lock, so nobody else adds any meanwhile."""
-    before = conn.execute("SELECT COALESCE(MAX(rowid), 0) FROM agent_history_events")
-    last = before.fetchone()[0]
-    conn.execute("INSERT INTO history_bulk_insert (running) VALUES (1)")
-    insert()
-    conn.execute("DELETE FROM history_bulk_insert")
-    _begin_bulk(conn)
-    conn.execute(
-        f"{_FILL_INDEXING} FROM agent_history_events e WHERE e.rowid > ? AND NOT {_indexed('e')}",
-        (last,),
-    )
-    conn.execute(_FILL_TAGGING)
-    for statement in _ADD_BATCH:
-        conn.execute(statement)
-    _end_bulk(conn)
-
-
-def index_pending(conn: sqlite3.Connection) -> bool:
-    """Whether events stored before version 2 are still to be indexed."""
-    found = conn.execute("SELECT 1 FROM history_settings WHERE name = ?", (INDEX_CURSOR,))
-    return found.fetchone() is not None
-
-
-def index_batch(conn: sqlite3.Connection, limit: int) -> bool:
-    """Index up to `limit` more of the events stored before version 2, in one transaction;
-    True once none is left (the cursor is gone).
-
-    Events are taken in id order after the cursor. Those written since the upgrade are
-    indexed by the triggers already and skipped here; one deleted meanwhile is simply not
-    found, so every event is counted once whatever happens between two batches.
-    """
-    with write_transaction(conn):
-        found = conn.execute(
-            "SELECT value FROM history_settings WHERE name = ?", (INDEX_CURSOR,)
-        ).fetchone()
-        if found is None:
-            return True
-        cursor = orjson.loads(found[0])
-        last = conn.execute(
-            "SELECT max(event_id) FROM (SELECT event_id FROM agent_history_events "
-            "WHERE event_id > ? ORDER BY event_id LIMIT ?)",
-            (cursor, limit),
-        ).fetchone()[0]
-        if last is None:
-            conn.execute("DELETE FROM history_settings WHERE name = ?", (INDEX_CURSOR,))
-            return True
-        _begin_bulk(conn)
-        conn.execute(
-            f"{_FILL_INDEXING} FROM agent_history_events e "
-            f"WHERE e.event_id > ? AND e.event_id <= ? AND NOT {_indexed('e')}",
-            (cursor, last),
-        )
-        conn.execute(_FILL_TAGGING)
-        for statement in _ADD_BATCH:
-            conn.execute(statement)
-        _end_bulk(conn)
-        conn.execute(
-            "UPDATE history_settings SET value = ? WHERE name = ?",
-            (orjson.dumps(last).decode(), INDEX_CURSOR),
-        )
-    return False
-
-
-# --- People's keys ------------------------------------------------------------------------
-# The talk of a person names them in its data (PERSON_KEY) and its reader class (`owner`).
-# When a person's key changes (their entity id of before becomes their id; a removed
-# person's talk is held; held talk is handed over), both follow, in one transaction.
-
-_NAMED_PERSON = (
-    f"SELECT DISTINCT json_extract(event_data, {PERSON_PATH}) FROM agent_history_events "
-    f"WHERE owner IS NULL AND json_valid(event_data) AND json_type(event_data, {PERSON_PATH}) "
-    "= 'text'"
-)
-
-
-def history_people(conn: sqlite3.Connection) -> set[str]:
-    """Every person key the events name: from the reader classes (the classes' index
-    answers where it is built), and from the data of events whose class is not known yet."""
-    keys = {
-        row[0][len(OWNER_PERSON) :]
-        for row in conn.execute(
-            "SELECT DISTINCT owner FROM agent_history_events WHERE substr(owner, 1, ?) = ?",
-            (len(OWNER_PERSON), OWNER_PERSON),
-        )
-    }
-    keys.update(row[0] for row in conn.execute(_NAMED_PERSON) if isinstance(row[0], str))
-    return keys
-
-
-def rename_people(conn: sqlite3.Connection, renamed: Callable[[str], str | None]) -> dict[str, str]:
-    """Every event of a person whose key changes names their new key (`renamed`: a key's
-    new key, or None when it stays), in its data and its reader class; nothing else of
-    an event changes. One transaction; the keys that changed, old -> new."""
-    with write_transaction(conn):
-        mapping = {key: new for key in history_people(conn) if (new := renamed(key)) is not None}
-        for old, new in sorted(mapping.items()):
-            conn.execute(
-                f"UPDATE agent_history_events SET event_data = json_set(event_data, {PERSON_PATH}, "
-                "?) WHERE owner = ? OR (owner IS NULL AND json_valid(event_data) AND "
-                f"json_extract(event_data, {PERSON_PATH}) = ?)",
-                (new, OWNER_PERSON + old, old),
-            )
-    return mapping
-
-
-def delete_person_events(conn: sqlite3.Connection, person: str) -> int:
-    """Delete every event of one person's talk (for an erasure); how many went. The
-    triggers keep the side tables in step; the foreign keys unlink children and
-    snapshots."""
-    with write_transaction(conn):
-        cursor = conn.execute(
-            "DELETE FROM agent_history_events WHERE owner = ? OR (owner IS NULL AND "
-            f"json_valid(event_data) AND json_extract(event_data, {PERSON_PATH}) = ?)",
-            (OWNER_PERSON + person, person),
-        )
-    return cursor.rowcount
-
-
-def owner_pending(conn: sqlite3.Connection) -> bool:
-    """Whether events stored before version 3 are still to get their reader class."""
-    found = conn.execute("SELECT 1 FROM history_settings WHERE name = ?", (OWNER_CURSOR,))
-    return found.fetchone() is not None
-
-
-def owner_batch(conn: sqlite3.Connection, limit: int) -> bool:
-    """Give up to `limit` more of the events stored before version 3 their reader class, in
-    one transaction, in rowid order after the cursor; True once none is left (the cursor
-    is gone and the index built). Events written since have theirs and are skipped."""
-    with write_transaction(conn):
-        found = conn.execute(
-            "SELECT value FROM history_settings WHERE name = ?", (OWNER_CURSOR,)
-        ).fetchone()
-        if found is None:
-            return True
-        cursor = int(found[0])
-        last = conn.execute(
-            "SELECT max(rowid) FROM (SELECT rowid FROM agent_history_events "
-            "WHERE rowid > ? ORDER BY rowid LIMIT ?)",
-            (cursor, limit),
-        ).fetchone()[0]
-        if last is None:
-            conn.execute(_OWNER_INDEX)
-            conn.execute("DELETE FROM history_settings WHERE name = ?", (OWNER_CURSOR,))
-            return True
-        conn.execute(
-            f"UPDATE agent_history_events SET owner = {owner_of('event_data', 'session_id')} "
-            "WHERE rowid > ? AND rowid <= ? AND owner IS NULL",
-            (cursor, last),
-        )
-        conn.execute(
-            "UPDATE history_settings SET value = ? WHERE name = ?", (str(last), OWNER_CURSOR)
-        )
-    return False
 
 
 def migrate_schema(conn: sqlite3.Connection, steps: Sequence[MigrationStep]) -> int:
