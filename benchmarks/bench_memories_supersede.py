@@ -12,7 +12,7 @@ Decided three ways. The offline rule alone (MemoryStore.save). With a model: the
 MemoryStore.update_candidate offers is judged (replaces / adds / repeats / unsure) and the
 verdict decides, as Memories.async_save does with the entry's first agent. The model is a
 real Azure deployment when AZURE_OPENAI_ENDPOINT, AZURE_OPENAI_API_KEY and
-AZURE_OPENAI_DEPLOYMENT are set (llm/supersede.py's request, unchanged; also
+AZURE_OPENAI_DEPLOYMENT are set (azure/supersede.py's request, unchanged; also
 AZURE_OPENAI_API_VERSION for a dated API). Otherwise no model is reachable, and a
 deterministic stand-in judges instead, said so in the output: it reads only the two texts
 (words announcing a change, a changed number) and was written while reading these pairs,
@@ -157,7 +157,7 @@ def careless_judge(kind: str, tags: Sequence[str], older: str, newer: str) -> Re
 
 
 def azure_judge() -> tuple[Judge, str] | None:
-    """The real model named by the environment, through llm/supersede.py; None without."""
+    """The real model named by the environment, through azure/supersede.py; None without."""
     try:
         endpoint = normalize_endpoint(os.environ["AZURE_OPENAI_ENDPOINT"])
         key = os.environ["AZURE_OPENAI_API_KEY"]

@@ -177,7 +177,7 @@ def test_alike_embeddings_without_shared_tag_do_not_supersede() -> None:
 
 
 @pytest.mark.parametrize("with_vectors", [False, True])
-def test_hundreds_of_household_facts_with_overlapping_tags_all_stay(with_vectors: bool) -> None:
+def test_hundreds_of_household_memories_with_overlapping_tags_all_stay(with_vectors: bool) -> None:
     told = household_memories()
     assert len(told) >= 300
     store = MemoryStore(MemorySettings(max_memories_per_type=1000))

@@ -38,7 +38,7 @@ SERVICE_MEMORY_CLEANUP_ARCHIVED = "memory_cleanup_archived"
 SERVICE_MEMORY_EXPORT = "memory_export"
 SERVICE_MEMORY_IMPORT = "memory_import"
 
-# Content, types, tags, confidence, source and limit are checked by memory.store, whose
+# Content, types, tags, confidence, source and limit are checked by lib.memories, whose
 # errors are translated; the schemas take what a YAML script may send.
 MEMORY_SAVE_SCHEMA = vol.Schema(
     {

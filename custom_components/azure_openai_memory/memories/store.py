@@ -69,7 +69,8 @@ OVER_CAP_ISSUE = "memories_over_cap"
 
 
 class Memories:
-    """The home's durable facts: saved, searched, forgotten, persisted."""
+    """The home's memories in Home Assistant: the pure MemoryStore (`store`) with its file
+    (`file`), the embeddings that rank it and the agents asked what a new memory replaces."""
 
     def __init__(self, hass: HomeAssistant, defaults: MemorySettings | None = None) -> None:
         self.hass = hass
