@@ -47,9 +47,9 @@ from custom_components.azure_openai_memory.lib.history.store import (
     HistoryStore,
 )
 from custom_components.azure_openai_memory.lib.memories import (
-    FACTS_VERSION,
-    FactSettings,
-    FactStore,
+    MEMORIES_VERSION,
+    MemorySettings,
+    MemoryStore,
     MemoryType,
 )
 from custom_components.azure_openai_memory.lib.series.store import (
@@ -226,24 +226,24 @@ def build_memories(folder: Path, now: float) -> None:
     rooms = ["bedroom", "kitchen", "office", "bathroom", "garage", "hall", "attic", "garden"]
     topics = ["temperature", "light", "music", "blinds", "fan", "scent", "humidity", "tv"]
     kinds = list(MemoryType)
-    settings = FactSettings(
+    settings = MemorySettings(
         archive_retention_days=90,
         high_confidence_threshold=3,
         max_memories_per_type=MEMORIES,
         relevance_score_threshold=2,
     )
-    facts = FactStore(settings)
+    store = MemoryStore(settings)
     combos = itertools.cycle(itertools.product(people, rooms, topics))
     for n, (person, room, topic) in enumerate(itertools.islice(combos, MEMORIES)):
         vector = rng.standard_normal(DIMS).astype(np.float32)
-        facts.save(
+        store.save(
             f"{person.title()} likes the {room} {topic} at level {n} on weekday {n % 7}",
             kinds[n % len(kinds)],
             [f"person:{person}", f"room:{room}", f"topic:{topic}"],
             vector=vector,
             now=now - (MEMORIES - n) * 3000,
         )
-    data = facts.as_dict()
+    data = store.as_dict()
     data["vectors_from"] = "https://bench.openai.azure.com/|text-embedding-3-small"
     data["settings"] = {
         "archive_retention_days": settings.archive_retention_days,
@@ -251,7 +251,7 @@ def build_memories(folder: Path, now: float) -> None:
         "max_memories_per_type": settings.max_memories_per_type,
         "relevance_score_threshold": settings.relevance_score_threshold,
     }
-    store_file(folder, f"{DOMAIN}.memories", FACTS_VERSION, data)
+    store_file(folder, f"{DOMAIN}.memories", MEMORIES_VERSION, data)
 
 
 def build_series(folder: Path, now: float) -> None:

@@ -1,7 +1,7 @@
 """The labelled home through the real services, the stand-in serving a real model (issue 8).
 
-Run by scripts/bench (pytest -s); not collected by the test suite. bench_facts_quality.py
-measures FactStore alone; this run goes the way a user's memories go: memory_save and
+Run by scripts/bench (pytest -s); not collected by the test suite. bench_memories_quality.py
+measures MemoryStore alone; this run goes the way a user's memories go: memory_save and
 memory_search over Home Assistant's service bus, the embeddings request through the
 openai SDK over HTTP to the stand-in, whose `embedder` is all-MiniLM-L6-v2
 (benchmarks/minilm_embedder.py: the cached vectors, and the model environment for any
@@ -18,7 +18,7 @@ from homeassistant.core import HomeAssistant
 import pytest
 from pytest_homeassistant_custom_component.common import MockConfigEntry
 
-from benchmarks.bench_facts_quality import (
+from benchmarks.bench_memories_quality import (
     DATA,
     TARGET_HYBRID_HIT5,
     answers,
@@ -29,7 +29,7 @@ from benchmarks.bench_facts_quality import (
 from benchmarks.minilm_embedder import CACHE, MODEL_ENV, MiniLMEmbedder
 from custom_components.azure_openai_memory.const import CONF_EMBEDDINGS_DEPLOYMENT, DOMAIN
 from custom_components.azure_openai_memory.data import DATA_MEMORIES
-from custom_components.azure_openai_memory.lib.memories import FactSettings
+from custom_components.azure_openai_memory.lib.memories import MemorySettings
 from tests.azure_stub import AzureStub
 
 NOW = datetime(2026, 6, 1, 12, tzinfo=UTC)
@@ -67,7 +67,7 @@ async def test_labelled_home_through_the_services(
     assert await hass.config_entries.async_setup(config_entry.entry_id)
     await hass.async_block_till_done()
     store = hass.data[DATA_MEMORIES]
-    store.async_update_settings(FactSettings(max_memories_per_type=10_000))
+    store.async_update_settings(MemorySettings(max_memories_per_type=10_000))
 
     actions: dict[str, int] = {}
     for memory in sorted(memories, key=lambda m: -m["days_ago"]):
@@ -85,7 +85,7 @@ async def test_labelled_home_through_the_services(
     saves_embedded = len(azure.calls("/embeddings"))
 
     freezer.move_to(NOW)
-    id_of = {m.content: m.id for m in store.facts}
+    id_of = {m.content: m.id for m in store.store}
     labelled_id_of = {m["id"]: m["content"] for m in memories}
     ranks: list[int | None] = []
     for question in questions:
@@ -103,7 +103,7 @@ async def test_labelled_home_through_the_services(
         ranks.append(rank_of({i for i in wanted if i is not None}, found))
     figures = quality(ranks)
 
-    print(f"\n{len(memories)} memory_save calls: {actions}; {len(store.facts)} active")
+    print(f"\n{len(memories)} memory_save calls: {actions}; {len(store.store)} active")
     print(
         f"embeddings requests: {saves_embedded} for the saves, "
         f"{len(azure.calls('/embeddings')) - saves_embedded} for {len(questions)} searches"

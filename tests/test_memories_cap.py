@@ -12,10 +12,10 @@ from custom_components.azure_openai_memory.const import (
     RECOMMENDED_MAX_MEMORIES_PER_TYPE,
 )
 from custom_components.azure_openai_memory.data import DATA_MEMORIES
-from custom_components.azure_openai_memory.lib.memories import FactSettings, FactStore
+from custom_components.azure_openai_memory.lib.memories import MemorySettings, MemoryStore
 from custom_components.azure_openai_memory.memories.store import STORAGE_KEY, Memories
 
-from .memory.test_facts import household_facts
+from .memory.test_memories import household_memories
 
 
 @pytest.fixture
@@ -50,11 +50,11 @@ async def test_a_household_keeps_hundreds_of_memories_of_one_type(
     """The cap of 50 per type archived routines a home still had; the default holds 10,000."""
     assert RECOMMENDED_MAX_MEMORIES_PER_TYPE == 10_000
     assert memories(hass).settings.max_memories_per_type == 10_000
-    facts = household_facts()[:120]
-    for text, tags in facts:
+    told = household_memories()[:120]
+    for text, tags in told:
         saved = await call(hass, "save", content=text, type="routine", tags=tags)
         assert saved["evicted"] == [], text
-    assert len(memories(hass).facts) == len(facts)
+    assert len(memories(hass).store) == len(told)
     assert cap_issues(hass) == {}
 
 
@@ -63,7 +63,7 @@ async def test_a_cap_the_user_set_is_kept(
 ) -> None:
     """A stored setting is the user's choice: the new default does not overwrite it. Only
     the old default (50), which every saved options form stored, gives way to the new one."""
-    old = FactStore(FactSettings(max_memories_per_type=80))
+    old = MemoryStore(MemorySettings(max_memories_per_type=80))
     old.save("The bins go out on Tuesday night", "routine", ["chore:bins"])
     hass_storage[STORAGE_KEY] = {
         "version": 1,
@@ -73,13 +73,13 @@ async def test_a_cap_the_user_set_is_kept(
     }
     assert await async_setup_component(hass, DOMAIN, {})
     assert memories(hass).settings.max_memories_per_type == 80
-    assert len(memories(hass).facts) == 1
+    assert len(memories(hass).store) == 1
 
 
 async def test_a_memory_pushed_out_by_the_cap_raises_a_repairs_issue_naming_the_type(
     hass: HomeAssistant, services: None
 ) -> None:
-    memories(hass).async_update_settings(FactSettings(max_memories_per_type=2))
+    memories(hass).async_update_settings(MemorySettings(max_memories_per_type=2))
     await call(hass, "save", content="The bins go out on Tuesday night", type="routine")
     await call(hass, "save", content="The dog is walked at seven", type="routine")
     await call(hass, "save", content="The guest room is Anna's", type="household")
@@ -97,7 +97,7 @@ async def test_a_memory_pushed_out_by_the_cap_raises_a_repairs_issue_naming_the_
     assert issue.translation_placeholders["count"] == "2"
 
     # Lowering the cap pushes memories of another type out: that type is named too.
-    memories(hass).async_update_settings(FactSettings(max_memories_per_type=1))
+    memories(hass).async_update_settings(MemorySettings(max_memories_per_type=1))
     assert sorted(cap_issues(hass)) == ["memories_over_cap_routine"]
     await call(hass, "save", content="The spare key is under the pot", type="household")
     assert sorted(cap_issues(hass)) == [
@@ -105,7 +105,7 @@ async def test_a_memory_pushed_out_by_the_cap_raises_a_repairs_issue_naming_the_
         "memories_over_cap_routine",
     ]
     # Raising the cap is the answer: the issues go.
-    memories(hass).async_update_settings(FactSettings(max_memories_per_type=100))
+    memories(hass).async_update_settings(MemorySettings(max_memories_per_type=100))
     assert cap_issues(hass) == {}
 
 
@@ -115,7 +115,7 @@ async def test_lowering_the_cap_names_every_type_it_pushed_out(
     for text in ("Bins on Tuesday", "Dog walk at seven"):
         await call(hass, "save", content=text, type="routine")
     await call(hass, "save", content="Anna is a pharmacist", type="context")
-    memories(hass).async_update_settings(FactSettings(max_memories_per_type=1))
+    memories(hass).async_update_settings(MemorySettings(max_memories_per_type=1))
     assert list(cap_issues(hass)) == ["memories_over_cap_routine"]
 
 
@@ -125,7 +125,7 @@ async def test_lowering_the_cap_names_every_type_it_pushed_out(
 async def test_a_pinned_memory_stays_whatever_the_cap_and_comes_first(
     hass: HomeAssistant, services: None
 ) -> None:
-    memories(hass).async_update_settings(FactSettings(max_memories_per_type=2))
+    memories(hass).async_update_settings(MemorySettings(max_memories_per_type=2))
     epipen = await call(
         hass,
         "save",
@@ -167,7 +167,7 @@ async def test_pinning_survives_a_restart(
     assert stored["pinned"] is True
     fresh = Memories(hass)
     await fresh.async_load()
-    memory = fresh.facts.get(saved["memory"]["id"])
+    memory = fresh.store.get(saved["memory"]["id"])
     assert memory is not None
     assert memory.pinned
 
@@ -177,7 +177,7 @@ async def test_the_old_default_cap_gives_way_to_the_new_one(
 ) -> None:
     """A version 1 file that stored the old default of 50 gets the new default, its memory
     kept."""
-    old = FactStore(FactSettings(max_memories_per_type=50))
+    old = MemoryStore(MemorySettings(max_memories_per_type=50))
     old.save("The bins go out on Tuesday night", "routine", ["chore:bins"])
     hass_storage[STORAGE_KEY] = {
         "version": 1,
@@ -187,4 +187,4 @@ async def test_the_old_default_cap_gives_way_to_the_new_one(
     }
     assert await async_setup_component(hass, DOMAIN, {})
     assert memories(hass).settings.max_memories_per_type == 10_000
-    assert len(memories(hass).facts) == 1
+    assert len(memories(hass).store) == 1

@@ -102,7 +102,7 @@ async def test_the_model_says_the_new_fact_adds_and_both_stay(
     azure.queue(Reply(text='{"relation": "adds"}'))
     second = await save(hass, LOFI)
     assert (second["action"], second["replaced"]) == ("created", None)
-    assert {m.content for m in memories(hass).facts} == {NO_ANNOUNCEMENTS, LOFI}
+    assert {m.content for m in memories(hass).store} == {NO_ANNOUNCEMENTS, LOFI}
     (body,) = judged(azure)
     assert body["model"] == RECOMMENDED_DEPLOYMENT
     assert body["response_format"]["type"] == "json_schema"
@@ -117,7 +117,7 @@ async def test_the_model_says_the_new_fact_adds_and_both_stay(
     assert data["content"].startswith('<data source="memories">')
     assert json.dumps(NO_ANNOUNCEMENTS) in data["content"]
     assert json.dumps(LOFI) in data["content"]
-    assert first["memory"]["id"] in {m.id for m in memories(hass).facts}
+    assert first["memory"]["id"] in {m.id for m in memories(hass).store}
 
 
 async def test_the_model_says_the_new_fact_replaces_the_older(
@@ -129,7 +129,7 @@ async def test_the_model_says_the_new_fact_replaces_the_older(
     assert newer["action"] == "updated"
     assert newer["replaced"] == {"id": first["memory"]["id"], "content": NO_ANNOUNCEMENTS}
     assert newer["archived"]["reason"].endswith("(as the model judged)")
-    assert [m.content for m in memories(hass).facts] == [OK_NOW]
+    assert [m.content for m in memories(hass).store] == [OK_NOW]
 
 
 async def test_the_model_says_it_repeats(
@@ -159,7 +159,7 @@ async def test_without_an_answer_the_careful_rule_keeps_both(
     azure.queue(failure)
     second = await save(hass, LOFI)
     assert second["action"] == "created"
-    assert len(memories(hass).facts) == 2
+    assert len(memories(hass).store) == 2
     assert len(judged(azure)) == 1  # one attempt, no retry
 
 
@@ -178,7 +178,7 @@ async def test_a_slow_model_is_not_waited_for(
     with caplog.at_level(logging.WARNING):
         second = await save(hass, LOFI)
     assert second["action"] == "created"
-    assert len(memories(hass).facts) == 2
+    assert len(memories(hass).store) == 2
     assert "did not judge a memory update (timeout)" in caplog.text
 
 

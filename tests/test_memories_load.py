@@ -18,15 +18,15 @@ from custom_components.azure_openai_memory.azure.embeddings import Embedder
 from custom_components.azure_openai_memory.const import API_STYLE_V1, DOMAIN
 from custom_components.azure_openai_memory.data import DATA_MEMORIES
 from custom_components.azure_openai_memory.lib.memories import (
-    FactSettings,
-    FactStore,
+    MemorySettings,
+    MemoryStore,
     SaveAction,
 )
 from custom_components.azure_openai_memory.memories.store import Memories
 
 from .azure_stub import DEFAULT_KEY, AzureStub
 from .conftest import MEMORIES_KEY, memories_file, memory_record, stored_memories
-from .memory.test_facts import household_facts
+from .memory.test_memories import household_memories
 from .test_memory_services import EMBEDDINGS, embedding_calls
 
 QUESTIONS = ["garage fan speed", "what does anna like in the kitchen", "jazz playlist"]
@@ -35,7 +35,7 @@ QUESTIONS = ["garage fan speed", "what does anna like in the kitchen", "jazz pla
 def _file() -> dict[str, Any]:
     records = [
         memory_record(n, text, "preference", tags)
-        for n, (text, tags) in enumerate(household_facts())
+        for n, (text, tags) in enumerate(household_memories())
     ]
     return memories_file(records, settings={"max_memories_per_type": 1000})
 
@@ -86,10 +86,10 @@ async def _set_up_while_starting(hass: HomeAssistant, hass_storage: dict[str, An
 async def test_a_search_and_a_save_before_the_words_are_indexed(
     hass: HomeAssistant, hass_storage: dict[str, Any]
 ) -> None:
-    expected = FactStore.from_dict(_file()["data"])
+    expected = MemoryStore.from_dict(_file()["data"])
     expected.build_keywords()
     await _set_up_while_starting(hass, hass_storage)
-    assert not hass.data[DATA_MEMORIES].facts.keywords_ready  # waiting for the start
+    assert not hass.data[DATA_MEMORIES].store.keywords_ready  # waiting for the start
 
     for question in QUESTIONS:
         found = await _search(hass, question)
@@ -97,7 +97,7 @@ async def test_a_search_and_a_save_before_the_words_are_indexed(
         assert found == [(memory.id, score) for memory, score in reference]
         assert found
 
-    text, tags = household_facts()[30]
+    text, tags = household_memories()[30]
     saved = await hass.services.async_call(
         DOMAIN,
         "memory_save",
@@ -112,7 +112,7 @@ async def test_a_search_and_a_save_before_the_words_are_indexed(
     hass.bus.async_fire(EVENT_HOMEASSISTANT_STARTED)
     await hass.async_block_till_done(wait_background_tasks=True)
     stored = await stored_memories(hass, hass_storage)
-    assert len(stored["memories"]) == len(household_facts())
+    assert len(stored["memories"]) == len(household_memories())
 
 
 async def test_the_words_are_indexed_once_home_assistant_has_started(
@@ -120,11 +120,11 @@ async def test_the_words_are_indexed_once_home_assistant_has_started(
 ) -> None:
     await _set_up_while_starting(hass, hass_storage)
     memories = hass.data[DATA_MEMORIES]
-    assert not memories.facts.keywords_ready
+    assert not memories.store.keywords_ready
     hass.set_state(CoreState.running)
     hass.bus.async_fire(EVENT_HOMEASSISTANT_STARTED)
     await hass.async_block_till_done(wait_background_tasks=True)
-    assert memories.facts.keywords_ready  # before any question asked for it
+    assert memories.store.keywords_ready  # before any question asked for it
 
 
 async def test_what_uses_the_memories_waits_for_them_to_be_read(
@@ -135,7 +135,7 @@ async def test_what_uses_the_memories_waits_for_them_to_be_read(
     beside them."""
     hass_storage[MEMORIES_KEY] = _file()
     memories = Memories(hass)
-    text, tags = household_facts()[12]
+    text, tags = household_memories()[12]
     async with _file_reads_held(hass, hass_storage):
         memories.async_start_loading()
         answers = asyncio.gather(
@@ -149,10 +149,10 @@ async def test_what_uses_the_memories_waits_for_them_to_be_read(
     assert memories.loaded
     assert found.memories[0][0].id == memory_record(12, text, "preference", tags)["id"]
     assert saved.action is SaveAction.CREATED
-    assert len(memories.facts) == len(household_facts()) + 1
+    assert len(memories.store) == len(household_memories()) + 1
     await memories.async_close()
     stored = await stored_memories(hass, hass_storage)
-    assert len(stored["memories"]) == len(household_facts()) + 1
+    assert len(stored["memories"]) == len(household_memories()) + 1
 
 
 async def test_closing_just_after_the_start_loses_nothing(
@@ -178,7 +178,7 @@ async def test_a_stop_while_the_memories_are_read_writes_nothing(
     async with _file_reads_held(hass, hass_storage):
         memories.async_start_loading()
         memories.async_when_loaded(
-            lambda: memories.async_update_settings(FactSettings(max_memories_per_type=500))
+            lambda: memories.async_update_settings(MemorySettings(max_memories_per_type=500))
         )
         before = await stored_memories(hass, hass_storage)
         assert not memories.loaded
@@ -186,7 +186,7 @@ async def test_a_stop_while_the_memories_are_read_writes_nothing(
     await hass.async_block_till_done(wait_background_tasks=True)
     after = await stored_memories(hass, hass_storage)
     assert after == before
-    assert len(after["memories"]) == len(household_facts())
+    assert len(after["memories"]) == len(household_memories())
 
 
 async def test_a_file_that_stops_the_read_is_kept_aside(
@@ -200,7 +200,7 @@ async def test_a_file_that_stops_the_read_is_kept_aside(
     memories = Memories(hass)
     memories.async_start_loading()
     await memories.async_loaded()
-    assert len(memories.facts) == 0
+    assert len(memories.store) == 0
     issues = ir.async_get(hass).issues
     assert (DOMAIN, "corrupt_azure_openai_memory.memories") in issues
 
@@ -233,5 +233,5 @@ async def test_the_stored_vectors_deployment_is_kept_whatever_entry_came_first(
     await hass.async_block_till_done(wait_background_tasks=True)
     assert memories.embedder_identity == mine
     assert embedding_calls(azure) == []
-    assert memories.facts.vector("mem_0000000000000001") is not None
+    assert memories.store.vector("mem_0000000000000001") is not None
     await memories.async_close()

@@ -41,7 +41,7 @@ from .conftest import (
     stored_window,
     submit_options,
 )
-from .memory.test_facts import household_facts
+from .memory.test_memories import household_memories
 
 # What the memories block says of itself, before the memories.
 MEMORIES_NOTE = (
@@ -177,7 +177,7 @@ async def test_memories_reach_the_request_as_bounded_data(
     """Hundreds of memories, one hostile: the relevant ones in their own escaped block,
     within the memory budget, and counted in the request's total."""
     await allow_many_per_type(hass, loaded_entry)
-    for text, tags in household_facts():
+    for text, tags in household_memories():
         await save(hass, content=text, type="preference", tags=tags)
     await save(
         hass,
@@ -224,7 +224,7 @@ async def test_memories_shrink_when_the_context_limit_is_near(
     hass: HomeAssistant, loaded_entry: MockConfigEntry, azure: AzureStub
 ) -> None:
     await allow_many_per_type(hass, loaded_entry)
-    for text, tags in household_facts():
+    for text, tags in household_memories():
         await save(hass, content=text, type="preference", tags=tags)
     await converse(hass, loaded_entry, "What does Anna like in the attic?", "c")
     (call,) = chat_calls(azure)
@@ -242,7 +242,7 @@ async def test_budget_option_and_switching_memories_off(
     hass: HomeAssistant, loaded_entry: MockConfigEntry, azure: AzureStub
 ) -> None:
     await allow_many_per_type(hass, loaded_entry)
-    for text, tags in household_facts()[:60]:
+    for text, tags in household_memories()[:60]:
         await save(hass, content=text, type="preference", tags=tags)
     await set_options(hass, loaded_entry, **{CONF_MEMORY_TOKEN_BUDGET: 120})
     await converse(hass, loaded_entry, "What does Anna like in the kitchen?", "c")

@@ -35,7 +35,7 @@ from .conftest import (
     stored_memories,
     stored_vector,
 )
-from .memory.test_facts import household_facts
+from .memory.test_memories import household_memories
 from .options_form import submit_options
 
 DAY0 = datetime(2025, 10, 25, 10, 0, tzinfo=UTC)
@@ -200,28 +200,28 @@ async def test_hundreds_of_household_facts_stay_active(
     Each save makes one embeddings request for its own text; a search makes one more.
     """
     await allow_many_per_type(hass, embedding_entry)
-    facts = household_facts()
-    for text, tags in facts:
+    told = household_memories()
+    for text, tags in told:
         result = await call(hass, "save", content=text, type="preference", tags=tags)
         assert (result["action"], result["archived"]) == ("created", None), text
     stored = await stored_memories(hass, hass_storage)
-    assert len(stored["memories"]) == len(facts)
+    assert len(stored["memories"]) == len(told)
     assert stored["archived"] == []
     calls = embedding_calls(azure)
-    assert len(calls) == len(facts)
+    assert len(calls) == len(told)
     assert calls[0].path == "/openai/v1/embeddings"
     assert calls[0].body is not None
     assert (calls[0].body["model"], calls[0].body["input"], calls[0].body["dimensions"]) == (
         EMBEDDINGS,
-        [facts[0][0]],
+        [told[0][0]],
         256,
     )
-    text, _tags = facts[100]
+    text, _tags = told[100]
     found = await call(hass, "search", query=text, limit=5)
     assert found["ranker"] == "hybrid"
     assert found["memories"][0]["content"] == text
     assert len(found["memories"]) == 5
-    assert len(embedding_calls(azure)) == len(facts) + 1
+    assert len(embedding_calls(azure)) == len(told) + 1
     by_tags = await call(hass, "search", tags=["person:anna", "room:attic"], limit=50)
     assert len(by_tags["memories"]) == 7
     assert all({"person:anna", "room:attic"} <= set(m["tags"]) for m in by_tags["memories"])
@@ -412,10 +412,10 @@ async def test_a_new_deployment_embeds_everything_again_in_batches(
     azure: AzureStub,
 ) -> None:
     """Stored vectors from another deployment are replaced in the background, 64 at a time."""
-    facts = household_facts()[:150]
+    told = household_memories()[:150]
     records = [
         memory_record(n, text, "preference", tags, vector=[1.0, 0.0, 0.5])
-        for n, (text, tags) in enumerate(facts)
+        for n, (text, tags) in enumerate(told)
     ]
     hass_storage[MEMORIES_KEY] = memories_file(
         records,
@@ -444,7 +444,7 @@ async def test_a_new_deployment_embeds_everything_again_in_batches(
     stored = await stored_memories(hass, hass_storage)
     assert stored["vectors_from"] == f"{azure.endpoint}|text-embedding-3-large"
     size = len(json.dumps(stored))
-    assert size / len(facts) < 2048
+    assert size / len(told) < 2048
     assert all(len(m["vector"]) == 684 for m in stored["memories"])
 
 
@@ -669,7 +669,7 @@ async def test_a_deployment_change_during_re_embedding(
     """The old deployment's late answer is dropped; the new one embeds everything."""
     records = [
         memory_record(n, text, "preference", tags)
-        for n, (text, tags) in enumerate(household_facts()[:100])
+        for n, (text, tags) in enumerate(household_memories()[:100])
     ]
     hass_storage[MEMORIES_KEY] = memories_file(records, settings={"max_memories_per_type": 1000})
     azure.embedding_deployments.add("text-embedding-3-large")

@@ -53,7 +53,7 @@ from .flow_common import (
     async_check_resource_form,
     select,
 )
-from .options_flow import MemoryOptionsFlow
+from .options_flow import OptionsFlowHandler
 from .subentry_flow import LLMSubentryFlowHandler
 from .title import is_untouched_title, resource_title
 
@@ -248,8 +248,8 @@ class AzureOpenAIMemoryConfigFlow(ConfigFlow, domain=DOMAIN):
     @staticmethod
     @callback
     def async_get_options_flow(config_entry: ConfigEntry) -> OptionsFlow:
-        """Entry-level memory options."""
-        return MemoryOptionsFlow()
+        """The entry's options form."""
+        return OptionsFlowHandler()
 
     @classmethod
     @callback

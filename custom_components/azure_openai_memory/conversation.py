@@ -24,7 +24,7 @@ from .agent.request import Budget, PromptCount, RequestBuilder
 from .agent.speech import asks_user, async_spoken, async_text
 from .agent.stats import ROUTE_LLM, ROUTE_LOCAL
 from .agent.turn import Turn, WindowWriter
-from .azure.client import ILLMClient, RequestOptions, Usage, create_llm_client
+from .azure.client import LLMClient, RequestOptions, Usage, create_llm_client
 from .compat import (
     AddConfigEntryEntitiesCallback,
     async_handle_intents,
@@ -80,7 +80,7 @@ class AzureOpenAIMemoryAgent(
 
     _attr_supports_streaming = True
     # Options change only through a reload, which makes a new entity: built once, when added.
-    _llm: tuple[RequestOptions, ILLMClient]
+    _llm: tuple[RequestOptions, LLMClient]
     _requests: RequestBuilder
     _writer: WindowWriter
 

@@ -298,8 +298,8 @@ def _stored_values(
     return options
 
 
-class MemoryOptionsFlow(OptionsFlow):
-    """The entry's memory options, beside the installation's settings of the home's stores.
+class OptionsFlowHandler(OptionsFlow):
+    """The entry's options form, beside the installation's settings of the home's stores.
 
     The form writes no store: the installation's settings the user changed come back in
     the options, and the entry's update hands them to their stores (see

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from custom_components.azure_openai_memory.lib.memories import (
-    FactStore,
+    MemoryStore,
     SaveAction,
     terms,
 )
@@ -305,9 +305,9 @@ UNKNOWN: dict[str, list[str]] = {
 }
 
 
-def home(language: str) -> tuple[FactStore, list[str]]:
+def home(language: str) -> tuple[MemoryStore, list[str]]:
     """The home's memories in a language, and their ids."""
-    store = FactStore()
+    store = MemoryStore()
     ids = [
         store.save(text, "household", tags, now=NOW - 3600 * number).memory.id
         for number, (text, tags) in enumerate(zip(HOMES[language][0], TAGS, strict=True))
@@ -362,7 +362,7 @@ ALLERGIES = {
 @pytest.mark.parametrize("language", LANGUAGES)
 def test_stop_words_do_not_make_one_fact_of_two(language: str) -> None:
     """Without embeddings, the stop words two facts share are no reason to archive one."""
-    store = FactStore()
+    store = MemoryStore()
     first, second = ALLERGIES[language]
     store.save(first, "context", ["person:anna"], now=NOW)
     result = store.save(second, "context", ["person:anna"], now=NOW + 60)
@@ -400,7 +400,7 @@ UPDATES = {
 
 @pytest.mark.parametrize("language", sorted(UPDATES))
 def test_one_fact_updated_still_supersedes(language: str) -> None:
-    store = FactStore()
+    store = MemoryStore()
     old, new = UPDATES[language]
     first = store.save(old, "preference", ["person:mia"], now=NOW)
     result = store.save(new, "preference", ["person:mia"], now=NOW + 60)
@@ -412,7 +412,7 @@ def test_one_fact_updated_still_supersedes(language: str) -> None:
 def test_pronouns_are_no_shared_words() -> None:
     """Dutch "haar" (her; hair too, so no stop word) is left out of the shared words:
     Mia's bike and Mia's room, both blue, are two facts."""
-    store = FactStore()
+    store = MemoryStore()
     store.save("Mia wil haar fiets blauw", "preference", ["person:mia"], now=NOW)
     result = store.save("Mia wil haar kamer blauw", "preference", ["person:mia"], now=NOW + 60)
     assert result.action is SaveAction.CREATED

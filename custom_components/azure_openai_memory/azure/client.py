@@ -313,7 +313,7 @@ async def async_release_client(client: SDKClient) -> None:
 type Delta = conversation.AssistantContentDeltaDict
 
 
-class ILLMClient(Protocol):
+class LLMClient(Protocol):
     """One round trip to the model, streamed as Home Assistant delta dicts."""
 
     def stream(
@@ -559,7 +559,7 @@ class ResponsesClient(_StreamingClient):
             yield {"tool_calls": calls}
 
 
-def create_llm_client(sdk: SDKClient, options: RequestOptions) -> ILLMClient:
+def create_llm_client(sdk: SDKClient, options: RequestOptions) -> LLMClient:
     """The client for the agent's API mode."""
     if options.api_mode == API_MODE_RESPONSES:
         return ResponsesClient(sdk, options)

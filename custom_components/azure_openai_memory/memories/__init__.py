@@ -31,7 +31,7 @@ from ..const import (
 )
 from ..data import DATA_MEMORIES, AzureOpenAIMemoryConfigEntry
 from ..history.recorder import HistoryRecorder
-from ..lib.memories import FactSettings
+from ..lib.memories import MemorySettings
 from .services import async_register_memory_services
 from .store import Memories
 from .websocket import async_register_memory_commands
@@ -72,9 +72,9 @@ SETTING_KEYS = (
 )
 
 
-def _defaults() -> FactSettings:
+def _defaults() -> MemorySettings:
     """The installation's settings until the options form hands over its own."""
-    return FactSettings(
+    return MemorySettings(
         archive_retention_days=RECOMMENDED_ARCHIVE_RETENTION_DAYS,
         high_confidence_threshold=RECOMMENDED_HIGH_CONFIDENCE_THRESHOLD,
         max_memories_per_type=RECOMMENDED_MAX_MEMORIES_PER_TYPE,
@@ -101,7 +101,7 @@ def async_apply_options(hass: HomeAssistant, options: dict[str, Any]) -> None:
 def _carry_settings(memories: Memories, given: dict[str, Any]) -> None:
     current = memories.settings
     try:
-        settings = FactSettings(
+        settings = MemorySettings(
             archive_retention_days=float(
                 given.get(CONF_ARCHIVE_RETENTION_DAYS, current.archive_retention_days)
             ),

@@ -7,8 +7,8 @@ from ..lib.memories import (
     HOUSEHOLD_SCOPE,
     MIN_SIMILARITY,
     ArchivedMemory,
-    FactError,
     Memory,
+    MemoryInputError,
     Provenance,
     SearchResult,
 )
@@ -88,7 +88,7 @@ async def async_save(
             provenance=provenance,
             push_out=push_out,
         )
-    except FactError as err:
+    except MemoryInputError as err:
         raise translated(err) from err
     evicted = [one for one in result.evicted if visible is None or one.memory.scope in visible]
     return {
@@ -119,7 +119,7 @@ async def async_search(
             scopes=scopes,
             min_similarity=min_similarity,
         )
-    except FactError as err:
+    except MemoryInputError as err:
         raise translated(err) from err
 
 

@@ -17,9 +17,9 @@ from ..history.recorder import HistoryRecorder, record_service_call
 from ..lib.memories import (
     HOUSEHOLD_SCOPE,
     Authority,
-    FactError,
     ForgetResult,
     ImportResult,
+    MemoryInputError,
     read_export,
 )
 from ..people.access import Access, access
@@ -38,7 +38,7 @@ SERVICE_MEMORY_CLEANUP_ARCHIVED = "memory_cleanup_archived"
 SERVICE_MEMORY_EXPORT = "memory_export"
 SERVICE_MEMORY_IMPORT = "memory_import"
 
-# Content, types, tags, confidence, source and limit are checked by memory.facts, whose
+# Content, types, tags, confidence, source and limit are checked by lib.memories, whose
 # errors are translated; the schemas take what a YAML script may send.
 MEMORY_SAVE_SCHEMA = vol.Schema(
     {
@@ -91,14 +91,14 @@ async def _async_memory_forget(
     caller = await async_caller(memories.hass, call.context)
     rights = access(caller)
     if ("memory_id" in data) == ("tag" in data):
-        raise translated(FactError("memory_forget_one"))
+        raise translated(MemoryInputError("memory_forget_one"))
     scopes = rights.forget_scopes()
     if scopes is not None and not scopes:
         raise Refused(call.context, "memory_forget_not_yours")
     if scopes is not None and (memory_id := data.get("memory_id")) is not None:
-        held = memories.facts.get(memory_id) or (
+        held = memories.store.get(memory_id) or (
             archived.memory
-            if (archived := memories.facts.get_archived(memory_id)) is not None
+            if (archived := memories.store.get_archived(memory_id)) is not None
             else None
         )
         # One the caller may see but not forget (the household's) is refused as such;
@@ -109,7 +109,7 @@ async def _async_memory_forget(
         result = memories.forget(
             data.get("memory_id"), data.get("tag"), erase=data["erase"], scopes=scopes
         )
-    except FactError as err:
+    except MemoryInputError as err:
         raise translated(err) from err
     response: dict[str, Any] = {
         "archived": [archived_response(one) for one in result.archived],
@@ -162,8 +162,8 @@ async def _async_memory_import(
     try:
         records = read_export(json_loads(raw) if isinstance(raw, str) else raw)
     except JSON_DECODE_EXCEPTIONS as err:
-        raise translated(FactError("memory_import_invalid", reason="not JSON")) from err
-    except FactError as err:
+        raise translated(MemoryInputError("memory_import_invalid", reason="not JSON")) from err
+    except MemoryInputError as err:
         raise translated(err) from err
     records = records.rescoped(partial(canonical_scope, hass))
     if records.scopes:
@@ -175,7 +175,7 @@ async def _async_memory_import(
             own=rights.owned_scopes(),
             push_out=rights.pushes_out,
         )
-    except FactError as err:
+    except MemoryInputError as err:
         raise translated(err) from err
     if not result.dry_run:
         record_service_call(
@@ -229,12 +229,12 @@ def async_register_memory_services(
 
     async def patterns(call: ServiceCall) -> ServiceResponse:
         scopes = access(await async_caller(hass, call.context)).memory_scopes()
-        return {"patterns": [one.as_dict() for one in memories.facts.patterns(scopes)]}
+        return {"patterns": [one.as_dict() for one in memories.store.patterns(scopes)]}
 
     async def export(call: ServiceCall) -> ServiceResponse:
         rights = access(await async_caller(hass, call.context), hass)
         scopes = rights.export_scopes(call.context, call.data.get("scopes"))
-        return memories.facts.export(scopes)
+        return memories.store.export(scopes)
 
     async def import_(call: ServiceCall) -> ServiceResponse:
         return await _async_memory_import(memories, call, history)

@@ -1,4 +1,4 @@
-"""The installation's memories: the FactStore, its file, and the embeddings that rank it.
+"""The installation's memories: the MemoryStore, its file, and the embeddings that rank it.
 
 Memories are the home's, not one Azure resource's: one store for every entry, loaded
 with the integration and used by the services and by every agent. Embeddings come
@@ -24,24 +24,24 @@ from ..azure.embeddings import BATCH_SIZE, RETRY_AFTER, Embedder
 from ..azure.supersede import SupersedeJudge
 from ..const import DOMAIN
 from ..lib.memories import (
-    FACTS_VERSION,
     HOUSEHOLD_SCOPE,
+    MEMORIES_VERSION,
     MIN_SIMILARITY,
     ArchivedMemory,
     ExportRecords,
-    FactError,
-    FactSettings,
-    FactStore,
     ForgetResult,
     ImportResult,
     Memory,
+    MemoryInputError,
+    MemorySettings,
     MemorySource,
+    MemoryStore,
     Provenance,
     SaveResult,
     SearchResult,
     Vector,
     Verdict,
-    migrate_facts,
+    migrate_memories,
     parse_confidence,
     parse_source,
     parse_type,
@@ -69,11 +69,12 @@ OVER_CAP_ISSUE = "memories_over_cap"
 
 
 class Memories:
-    """The home's durable facts: saved, searched, forgotten, persisted."""
+    """The home's memories in Home Assistant: the pure MemoryStore (`store`) with its file
+    (`file`), the embeddings that rank it and the agents asked what a new memory replaces."""
 
-    def __init__(self, hass: HomeAssistant, defaults: FactSettings | None = None) -> None:
+    def __init__(self, hass: HomeAssistant, defaults: MemorySettings | None = None) -> None:
         self.hass = hass
-        self.facts = FactStore(defaults)
+        self.store = MemoryStore(defaults)
         self._settings_stored = False
         # What the stored vectors came from (resource and deployment), or None.
         self._vectors_from: str | None = None
@@ -93,7 +94,7 @@ class Memories:
         self._after_load: list[Callable[[], None]] = []
         self._replaying = False
         self.file = DebouncedStore(
-            hass, STORAGE_KEY, self._snapshot, version=FACTS_VERSION, migrate=migrate_facts
+            hass, STORAGE_KEY, self._snapshot, version=MEMORIES_VERSION, migrate=migrate_memories
         )
 
     @callback
@@ -158,25 +159,25 @@ class Memories:
         data = await self.file.async_load()
         if not data:
             return
-        defaults = self.facts.settings
+        defaults = self.store.settings
         try:
             settings = _settings(data.get("settings"), defaults)
-            facts = await self.hass.async_add_executor_job(FactStore.from_dict, data, settings)
+            store = await self.hass.async_add_executor_job(MemoryStore.from_dict, data, settings)
         except Exception as err:  # whatever stops the read: the file is kept aside, repaired
             await self.file.async_set_aside(str(err) or type(err).__name__)
             return
-        if facts.skipped:
+        if store.skipped:
             await self.file.async_keep_copy(
-                f"{facts.skipped} memory records could not be read and were left out"
+                f"{store.skipped} memory records could not be read and were left out"
             )
-        self.facts = facts
+        self.store = store
         self._settings_stored = "settings" in data
-        self._vectors_from = data.get("vectors_from") if facts.dimensions else None
+        self._vectors_from = data.get("vectors_from") if store.dimensions else None
         # People are keyed by their own id: keys stored before (entity ids, people removed
         # meanwhile) are renamed as the file is read (identity.py).
-        if rekey_people(self.hass, facts.rename_people):
+        if rekey_people(self.hass, store.rename_people):
             self.async_changed()
-        if not facts.keywords_ready:
+        if not store.keywords_ready:
             self._cancel_indexing = async_at_started(self.hass, self._async_start_indexing)
 
     @callback
@@ -191,14 +192,14 @@ class Memories:
     async def _async_words_indexed(self) -> None:
         """The loaded memories' words indexed before a search or save uses them, in the
         executor (waiting there for a build under way), never in the event loop."""
-        if not self.facts.keywords_ready:
-            await self.hass.async_add_executor_job(self.facts.build_keywords)
+        if not self.store.keywords_ready:
+            await self.hass.async_add_executor_job(self.store.build_keywords)
 
     def _snapshot(self) -> Callable[[], dict[str, Any]]:
-        """What the file holds, made in the executor (FactRecords.stored_form)."""
-        stored = self.facts.stored_form()
+        """What the file holds, made in the executor (MemoryRecords.stored_form)."""
+        stored = self.store.stored_form()
         vectors_from = self._vectors_from
-        settings = asdict(self.facts.settings) if self._settings_stored else None
+        settings = asdict(self.store.settings) if self._settings_stored else None
 
         def data() -> dict[str, Any]:
             made = stored()
@@ -217,21 +218,21 @@ class Memories:
     # -- settings --
 
     @property
-    def settings(self) -> FactSettings:
+    def settings(self) -> MemorySettings:
         """The installation's MEMORY_CONFIG."""
-        return self.facts.settings
+        return self.store.settings
 
     @callback
-    def async_update_settings(self, settings: FactSettings) -> None:
+    def async_update_settings(self, settings: MemorySettings) -> None:
         """New settings; a lowered cap archives at once, a raised one clears its issues."""
-        if settings == self.facts.settings and self._settings_stored:
+        if settings == self.store.settings and self._settings_stored:
             return
         self._settings_stored = True
-        if settings.max_memories_per_type > self.facts.settings.max_memories_per_type:
+        if settings.max_memories_per_type > self.store.settings.max_memories_per_type:
             for kind in self._pushed_out:
                 ir.async_delete_issue(self.hass, DOMAIN, f"{OVER_CAP_ISSUE}_{kind}")
             self._pushed_out.clear()
-        self._async_report_cap(self.facts.apply_settings(settings))
+        self._async_report_cap(self.store.apply_settings(settings))
         self.async_changed()
 
     @callback
@@ -265,7 +266,7 @@ class Memories:
                 translation_key=OVER_CAP_ISSUE,
                 translation_placeholders={
                     "type": kind,
-                    "cap": str(self.facts.settings.max_memories_per_type),
+                    "cap": str(self.store.settings.max_memories_per_type),
                     "count": str(self._pushed_out[kind]),
                 },
             )
@@ -377,10 +378,10 @@ class Memories:
                     "Embeddings deployment changed to %s: embedding every memory again",
                     embedder.deployment,
                 )
-            self.facts.clear_vectors()
+            self.store.clear_vectors()
             self._vectors_from = embedder.identity
             self.async_changed()
-        if not self.facts.without_vector():
+        if not self.store.without_vector():
             return
         self._embedding = self.hass.async_create_background_task(
             self._async_embed_batches(embedder), f"{DOMAIN} embed memories"
@@ -392,7 +393,7 @@ class Memories:
         Another deployment taking over meanwhile starts its own run once this one ends.
         """
         try:
-            while self.embedder is embedder and (missing := self.facts.without_vector()):
+            while self.embedder is embedder and (missing := self.store.without_vector()):
                 batch = missing[:BATCH_SIZE]
                 vectors = await embedder.async_embed([m.content for m in batch])
                 if self.embedder is not embedder:
@@ -401,7 +402,7 @@ class Memories:
                     self._async_retry_later()
                     return
                 for memory, vector in zip(batch, vectors, strict=True):
-                    self.facts.set_vector(memory.id, vector)
+                    self.store.set_vector(memory.id, vector)
                 self.async_changed()
         finally:
             if self.embedder is not embedder:
@@ -456,8 +457,8 @@ class Memories:
     ) -> SaveResult:
         """Validate, embed (one request), ask the model about a memory of the same subject
         (one request, when there is such a memory and a model), deduplicate and save;
-        FactError on bad input. push_out False: refused rather than push another memory of
-        the scope out at its cap (FactStore.save)."""
+        MemoryInputError on bad input. push_out False: refused rather than push another memory of
+        the scope out at its cap (MemoryStore.save)."""
         await self.async_loaded()
         content = validate_content(content)
         kind = parse_type(memory_type)
@@ -474,14 +475,14 @@ class Memories:
         vector = vectors[0] if vectors else None
         verdict = None
         if (judge := self.judge) is not None and (
-            candidate := self.facts.update_candidate(
+            candidate := self.store.update_candidate(
                 content, kind, tags, vector=vector, scope=scope
             )
         ) is not None:
             relation = await judge.async_judge(kind.value, tags, candidate.content, content)
             if relation is not None:
                 verdict = Verdict(candidate.id, relation)
-        result = self.facts.save(
+        result = self.store.save(
             content,
             memory_type,
             tags,
@@ -527,13 +528,13 @@ class Memories:
             parse_type(memory_type)
         validate_tags(tags or ())
         vector = None
-        if query and query.strip() and len(self.facts):
+        if query and query.strip() and len(self.store):
             # A question can be an AI task's whole instructions: its start says enough.
             identity, vectors = await self._async_vectors([query.strip()[:EMBEDDED_QUERY_CHARS]])
             if vectors and self._vectors_comparable(identity):
                 vector = vectors[0]
         await self._async_words_indexed()
-        return self.facts.search(
+        return self.store.search(
             query,
             query_vector=vector,
             memory_type=memory_type,
@@ -554,7 +555,7 @@ class Memories:
         reason: str | None = None,
     ) -> ForgetResult:
         """Archive (or erase) memories of these scopes (None: any), and save soon."""
-        result = self.facts.forget(memory_id, tag, erase=erase, scopes=scopes, reason=reason)
+        result = self.store.forget(memory_id, tag, erase=erase, scopes=scopes, reason=reason)
         if result.archived or result.erased:
             self.async_changed()
         return result
@@ -568,11 +569,11 @@ class Memories:
         push_out: Callable[[str], bool] | None = None,
     ) -> ImportResult:
         """Add what an export holds that the store lacks (`own`: the importer's scopes, see
-        FactStore.import_records); save soon and embed what came. (Repeats are found by
+        MemoryStore.import_records); save soon and embed what came. (Repeats are found by
         the loaded words' index: built in the executor first.)"""
         await self.async_loaded()
         await self._async_words_indexed()
-        result = self.facts.import_records(records, dry_run=dry_run, own=own, push_out=push_out)
+        result = self.store.import_records(records, dry_run=dry_run, own=own, push_out=push_out)
         if not dry_run and result.added:
             self.async_changed()
             self._async_report_cap(result.evicted)
@@ -587,18 +588,18 @@ class Memories:
         provenance: Provenance | None = None,
     ) -> SaveResult | None:
         """A person's correction: embedded (one request), never judged by a model; the
-        old words go to the archive as edited. None when nothing changed; FactError on
+        old words go to the archive as edited. None when nothing changed; MemoryInputError on
         bad input."""
         await self.async_loaded()
         checked = validate_content(content)
         if tags is not None:
             validate_tags(tags)
-        if self.facts.get(memory_id) is None:
-            raise FactError("memory_unknown", memory_id=memory_id)
+        if self.store.get(memory_id) is None:
+            raise MemoryInputError("memory_unknown", memory_id=memory_id)
         await self._async_words_indexed()
         identity, vectors = await self._async_vectors([checked])
         usable = vectors is not None and self._vectors_comparable(identity)
-        result = self.facts.edit(
+        result = self.store.edit(
             memory_id,
             checked,
             tags,
@@ -613,7 +614,7 @@ class Memories:
 
     def set_pinned(self, memory_id: str, pinned: bool) -> Memory:
         """Pin or unpin, and save soon."""
-        memory = self.facts.set_pinned(memory_id, pinned)
+        memory = self.store.set_pinned(memory_id, pinned)
         self.async_changed()
         return memory
 
@@ -623,7 +624,7 @@ class Memories:
         first.)"""
         await self.async_loaded()
         await self._async_words_indexed()
-        result = self.facts.restore(memory_id, push_out=push_out)
+        result = self.store.restore(memory_id, push_out=push_out)
         self.async_changed()
         self._async_report_cap(result.evicted)
         self._async_embed_missing()
@@ -631,7 +632,7 @@ class Memories:
 
     def cleanup_archived(self, retention_days: float | None = None) -> list[str]:
         """Delete archived records past the retention and save soon."""
-        deleted = self.facts.cleanup_archived(retention_days)
+        deleted = self.store.cleanup_archived(retention_days)
         if deleted:
             self.async_changed()
         return deleted
@@ -650,10 +651,10 @@ class Memories:
         await self.file.async_close()
 
 
-def _settings(raw: Any, defaults: FactSettings) -> FactSettings:
+def _settings(raw: Any, defaults: MemorySettings) -> MemorySettings:
     if raw is None:
         return defaults
-    return FactSettings(
+    return MemorySettings(
         archive_retention_days=float(
             raw.get("archive_retention_days", defaults.archive_retention_days)
         ),

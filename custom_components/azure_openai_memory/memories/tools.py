@@ -32,9 +32,9 @@ from ..lib.memories import (
     HOUSEHOLD_SCOPE,
     MAX_SEARCH_LIMIT,
     Authority,
-    FactError,
     Memory,
     MemoryConfidence,
+    MemoryInputError,
     MemorySource,
     MemoryType,
     Origin,
@@ -160,7 +160,7 @@ class RememberTool(IntegrationTool):
             scope = speaker.scope
         try:
             authority = parse_authority(args.pop("authority", Authority.STATED.value))
-        except FactError as err:
+        except MemoryInputError as err:
             raise translated(err) from err
         provenance = Provenance(
             Origin.CONVERSATION,
@@ -318,7 +318,7 @@ class ForgetTool(IntegrationTool):
         for memory in matches[:FORGET_MOST]:
             try:
                 memories.forget(memory.id, scopes=scopes, reason=FORGOTTEN_BY_VOICE)
-            except FactError:
+            except MemoryInputError:
                 continue  # gone meanwhile (forgotten or replaced by another call)
             forgotten.append(
                 {"id": memory.id, "content": memory.content, "scope": _said_scope(memory)}

@@ -19,10 +19,10 @@ from ..lib.memories import (
     MAX_SEARCH_LIMIT,
     ArchivedMemory,
     Authority,
-    FactError,
     Memory,
     MemoryConfidence,
     MemoryFilter,
+    MemoryInputError,
     MemoryType,
     Origin,
     Provenance,
@@ -106,9 +106,9 @@ def _archived_row(memories: Memories, rights: MemoryRights, one: ArchivedMemory)
     """An archived memory: what it was, why and when it went, and what replaced it (when
     the caller may see that one: a link is followed only as far as they may read)."""
     successor = one.superseded_by
-    replacement = memories.facts.get(successor) if successor else None
+    replacement = memories.store.get(successor) if successor else None
     if replacement is None and successor:
-        gone = memories.facts.get_archived(successor)
+        gone = memories.store.get_archived(successor)
         replacement = gone.memory if gone is not None else None
     if replacement is not None and not rights.access.reads_memory(replacement):
         replacement = successor = None
@@ -144,15 +144,15 @@ class MemoryCommands:
         kind = MemoryType(fields["memory_type"]) if "memory_type" in fields else None
         least = MemoryConfidence(fields["min_confidence"]) if "min_confidence" in fields else None
         query = (fields.get("query") or "").strip()
-        facts = self.memories.facts
+        store = self.memories.store
         if fields["archived"]:
             wanted = MemoryFilter(kind, tags, least, query)
-            archived = (one for one in facts.archived() if rights.sees(one.memory))
+            archived = (one for one in store.archived() if rights.sees(one.memory))
             page, total = archived_page(archived, wanted, offset, limit)
             rows = [_archived_row(self.memories, rights, one) for one in page]
             return {"memories": rows, "total": total, "ranker": None}
         if not query:
-            visible = (memory for memory in facts if rights.sees(memory))
+            visible = (memory for memory in store if rights.sees(memory))
             listed, total = active_page(visible, MemoryFilter(kind, tags, least), offset, limit)
             return {
                 "memories": [_row(rights, memory) for memory in listed],
@@ -178,7 +178,7 @@ class MemoryCommands:
         }
 
     def _active(self, rights: MemoryRights, memory_id: str, action: str) -> Memory:
-        memory = self.memories.facts.get(memory_id)
+        memory = self.memories.store.get(memory_id)
         if memory is None or not rights.sees(memory):
             # Unknown and not the caller's to see answer alike: nothing is given away.
             raise_unknown(memory_id)
@@ -201,7 +201,7 @@ class MemoryCommands:
             memory_id, fields["content"], fields.get("tags"), said
         )
         if result is None:
-            memory = self.memories.facts.get(memory_id)
+            memory = self.memories.store.get(memory_id)
             assert memory is not None
             return {"action": "unchanged", "memory": _row(rights, memory), "replaced": None}
         record_change(
@@ -246,11 +246,11 @@ class MemoryCommands:
         tool calls and memory service calls naming it)."""
         rights = memory_rights(speaker)
         memory_id = fields["memory_id"]
-        facts = self.memories.facts
-        memory = facts.get(memory_id)
+        store = self.memories.store
+        memory = store.get(memory_id)
         archived = memory is None
         if memory is None:
-            gone = facts.get_archived(memory_id)
+            gone = store.get_archived(memory_id)
             if gone is None:
                 raise_unknown(memory_id)
             memory = gone.memory
@@ -269,7 +269,7 @@ class MemoryCommands:
         """An archived memory back in use."""
         rights = memory_rights(speaker)
         memory_id = fields["memory_id"]
-        gone = self.memories.facts.get_archived(memory_id)
+        gone = self.memories.store.get_archived(memory_id)
         if gone is None or not rights.sees(gone.memory):
             raise_unknown(memory_id)
         ensure(RESTORE in rights.actions(gone.memory, archived=True))
@@ -290,7 +290,7 @@ class MemoryCommands:
 
 def raise_unknown(memory_id: str) -> NoReturn:
     """Refuse an id that names no memory (translated as memory_forget's refusal is)."""
-    raise FactError("memory_unknown", memory_id=memory_id)
+    raise MemoryInputError("memory_unknown", memory_id=memory_id)
 
 
 @callback

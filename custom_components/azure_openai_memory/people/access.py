@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from homeassistant.core import Context, HomeAssistant
 
 from ..lib.history.models import Visibility
-from ..lib.memories import HOUSEHOLD_SCOPE, FactError, Memory, validate_scope
+from ..lib.memories import HOUSEHOLD_SCOPE, Memory, MemoryInputError, validate_scope
 from .refusals import Refused, translated
 from .speakers import Speaker, canonical_scope, is_person_group, person_group
 
@@ -149,7 +149,7 @@ class Access:
             requested = canonical_scope(self.hass, requested)
         try:
             scope = validate_scope(requested)
-        except FactError as err:
+        except MemoryInputError as err:
             raise translated(err) from err
         if not self.reads(scope):
             raise Refused(context, "memory_scope_not_yours", scope=scope)
@@ -158,7 +158,7 @@ class Access:
     def private_scope(self) -> str:
         """The caller's private scope; a translated error for a caller who is no person."""
         if self.own_scope is None:
-            raise translated(FactError("memory_scope_no_person"))
+            raise translated(MemoryInputError("memory_scope_no_person"))
         return self.own_scope
 
     def search_scopes(self, context: Context, requested: str | None) -> frozenset[str] | None:

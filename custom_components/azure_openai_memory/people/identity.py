@@ -250,7 +250,7 @@ async def async_move_person(hass: HomeAssistant, old: str, new: str) -> None:
 
     @callback
     def _memories() -> None:
-        if memories.facts.rename_people(renamed):
+        if memories.store.rename_people(renamed):
             memories.async_changed()
 
     memories.async_when_loaded(_memories)
@@ -274,7 +274,7 @@ async def async_erase_person(hass: HomeAssistant, person: str) -> None:
     memories = hass.data[DATA_MEMORIES]
     await memories.async_loaded()
     scope = person_scope(person)
-    for memory_id in memories.facts.scope_ids(scope):
+    for memory_id in memories.store.scope_ids(scope):
         memories.forget(memory_id, erase=True, scopes=[scope])
     hass.data[DATA_SUMMARIES].async_drop_group(person_group(person))
     for entry in hass.config_entries.async_loaded_entries(DOMAIN):

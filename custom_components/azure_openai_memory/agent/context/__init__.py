@@ -67,7 +67,7 @@ async def async_turn_data(
     about = speaker_block(speaker) if speaker is not None and memories_budget > 0 else None
     if memories is not None and memories_budget > 0:
         await memories.async_loaded()  # just after a start, the file may still be read
-    if memories_budget > 0 and memories is not None and len(memories.facts) and budget > 0:
+    if memories_budget > 0 and memories is not None and len(memories.store) and budget > 0:
         found = await memories.async_search(text, limit=MEMORY_CONTEXT_LIMIT, scopes=scopes)
         if found.memories:
             block, used = await hass.async_add_executor_job(

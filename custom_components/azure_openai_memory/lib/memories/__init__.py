@@ -3,7 +3,7 @@ memories' deduplication, confidence, archive, retrieval and patterns, in pure Py
 Its modules, each built on the ones before it: models (what a memory is, settings,
 errors, input checks), text (words, BM25), vectors (embeddings), supersede (when a new
 memory replaces an old one), records (the indexed records and their stored form),
-store (FactStore: save, search, patterns, forget, a person's edits) and pages (the
+store (MemoryStore: save, search, patterns, forget, a person's edits) and pages (the
 filters and order of a listing). Other code imports from the package.
 """
 
@@ -15,11 +15,11 @@ from .models import (
     PERSON_SCOPE_PREFIX,
     ArchivedMemory,
     Authority,
-    FactError,
-    FactSettings,
     ForgetResult,
     Memory,
     MemoryConfidence,
+    MemoryInputError,
+    MemorySettings,
     MemorySource,
     MemoryType,
     Origin,
@@ -37,7 +37,7 @@ from .models import (
     validate_tags,
 )
 from .pages import MAX_PAGE_SIZE, MemoryFilter, active_page, archived_page
-from .records import FACTS_VERSION, migrate_facts
+from .records import MEMORIES_VERSION, migrate_memories
 from .store import (
     EDITED,
     EXPORT_FORMAT,
@@ -46,8 +46,8 @@ from .store import (
     MIN_SIMILARITY,
     VECTOR_WEIGHT,
     ExportRecords,
-    FactStore,
     ImportResult,
+    MemoryStore,
     read_export,
 )
 from .supersede import (
@@ -67,7 +67,6 @@ __all__ = [
     "EDITED",
     "EXPORT_FORMAT",
     "EXPORT_VERSION",
-    "FACTS_VERSION",
     "FUZZY_SIMILARITY",
     "HOUSEHOLD_SCOPE",
     "KEYWORD_WEIGHT",
@@ -75,6 +74,7 @@ __all__ = [
     "MAX_PAGE_SIZE",
     "MAX_SEARCH_LIMIT",
     "MAX_TAGS",
+    "MEMORIES_VERSION",
     "MIN_SIMILARITY",
     "PERSON_SCOPE_PREFIX",
     "SAME_BODY_PART_SIMILARITY",
@@ -84,15 +84,15 @@ __all__ = [
     "ArchivedMemory",
     "Authority",
     "ExportRecords",
-    "FactError",
-    "FactSettings",
-    "FactStore",
     "ForgetResult",
     "ImportResult",
     "Memory",
     "MemoryConfidence",
     "MemoryFilter",
+    "MemoryInputError",
+    "MemorySettings",
     "MemorySource",
+    "MemoryStore",
     "MemoryType",
     "Origin",
     "Provenance",
@@ -108,7 +108,7 @@ __all__ = [
     "conflicting",
     "decode_vector",
     "encode_vector",
-    "migrate_facts",
+    "migrate_memories",
     "normalize_for_comparison",
     "parse_authority",
     "parse_confidence",

@@ -116,9 +116,9 @@ class Provenance:
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> "Provenance":
-        """Read the stored form back; FactError for a value that is no provenance."""
+        """Read the stored form back; MemoryInputError for a value that is no provenance."""
         if not isinstance(data, dict):
-            raise FactError("memory_provenance_invalid", value=type(data).__name__)
+            raise MemoryInputError("memory_provenance_invalid", value=type(data).__name__)
         texts = {
             name: _provenance_text(data.get(name), name)
             for name in ("conversation_id", "history_event_id", "said_by", "channel")
@@ -134,7 +134,7 @@ def _provenance_text(value: Any, name: str) -> str | None:
     if value is None:
         return None
     if not isinstance(value, str) or len(value) > MAX_PROVENANCE_LENGTH:
-        raise FactError("memory_provenance_invalid", value=name)
+        raise MemoryInputError("memory_provenance_invalid", value=name)
     return value
 
 
@@ -156,12 +156,12 @@ _CONFIDENCES = {level.value: level for level in MemoryConfidence}
 CONFIDENCE_ORDER = {MemoryConfidence.HIGH: 3, MemoryConfidence.MEDIUM: 2, MemoryConfidence.LOW: 1}
 
 
-class FactError(InputError):
+class MemoryInputError(InputError):
     """Bad input to the memories."""
 
 
 @dataclass(frozen=True, slots=True)
-class FactSettings:
+class MemorySettings:
     """What a user tunes: how long archived records stay, how many sightings make a memory
     high-confidence, how many memories of one type the household's scope keeps and each
     person's private scope keeps, and the points (two per shared word) a memory needs to
@@ -349,14 +349,16 @@ class ForgetResult:
 
 
 def validate_content(content: Any) -> str:
-    """Trimmed content, or FactError."""
+    """Trimmed content, or MemoryInputError."""
     if not isinstance(content, str):
-        raise FactError("memory_content_not_text", kind=type(content).__name__)
+        raise MemoryInputError("memory_content_not_text", kind=type(content).__name__)
     if not content.strip():
-        raise FactError("memory_content_empty")
+        raise MemoryInputError("memory_content_empty")
     content = content.strip()
     if len(content) > MAX_CONTENT_LENGTH:
-        raise FactError("memory_content_too_long", length=len(content), max=MAX_CONTENT_LENGTH)
+        raise MemoryInputError(
+            "memory_content_too_long", length=len(content), max=MAX_CONTENT_LENGTH
+        )
     return content
 
 
@@ -390,13 +392,13 @@ def validate_tag(tag: Any) -> str:
     value also `.` and apostrophes.
     """
     if not isinstance(tag, str):
-        raise FactError("memory_tag_invalid", tag=tag)
+        raise MemoryInputError("memory_tag_invalid", tag=tag)
     tag = tag.strip()
     # Composing can shorten a decomposed name, but not by half: nothing longer is folded.
     if len(tag) > 2 * MAX_TAG_LENGTH or len(tag := fold_tag(tag)) > MAX_TAG_LENGTH:
-        raise FactError("memory_tag_too_long", tag=tag[:MAX_TAG_LENGTH], max=MAX_TAG_LENGTH)
+        raise MemoryInputError("memory_tag_too_long", tag=tag[:MAX_TAG_LENGTH], max=MAX_TAG_LENGTH)
     if not _checked_tag(tag):
-        raise FactError("memory_tag_invalid", tag=tag)
+        raise MemoryInputError("memory_tag_invalid", tag=tag)
     return tag
 
 
@@ -404,12 +406,12 @@ def validate_tags(tags: Iterable[Any]) -> tuple[str, ...]:
     """Valid tags, lowercased and without repeats, in the order given."""
     checked = tuple(dict.fromkeys(validate_tag(tag) for tag in tags))
     if len(checked) > MAX_TAGS:
-        raise FactError("memory_too_many_tags", count=len(checked), max=MAX_TAGS)
+        raise MemoryInputError("memory_too_many_tags", count=len(checked), max=MAX_TAGS)
     return checked
 
 
 def validate_scope(scope: Any) -> str:
-    """`household` or `person:<id>`, or FactError: a scope names whose a memory is."""
+    """`household` or `person:<id>`, or MemoryInputError: a scope names whose a memory is."""
     if scope == HOUSEHOLD_SCOPE:
         return HOUSEHOLD_SCOPE
     if (
@@ -418,14 +420,14 @@ def validate_scope(scope: Any) -> str:
         or len(scope) > MAX_SCOPE_LENGTH
         or not _part_valid(scope.removeprefix(PERSON_SCOPE_PREFIX), _VALUE_CHARACTERS)
     ):
-        raise FactError("memory_scope_invalid", scope=str(scope))
+        raise MemoryInputError("memory_scope_invalid", scope=str(scope))
     return scope
 
 
 def validate_limit(limit: int) -> int:
-    """A search limit between 1 and MAX_SEARCH_LIMIT, or FactError."""
+    """A search limit between 1 and MAX_SEARCH_LIMIT, or MemoryInputError."""
     if not 1 <= limit <= MAX_SEARCH_LIMIT:
-        raise FactError("memory_limit_invalid", limit=limit, max=MAX_SEARCH_LIMIT)
+        raise MemoryInputError("memory_limit_invalid", limit=limit, max=MAX_SEARCH_LIMIT)
     return limit
 
 
@@ -433,24 +435,24 @@ def _enum[E: StrEnum](kind: type[E], value: Any, key: str) -> E:
     try:
         return kind(value)
     except ValueError:
-        raise FactError(key, value=value) from None
+        raise MemoryInputError(key, value=value) from None
 
 
 def parse_type(value: Any) -> MemoryType:
-    """A MemoryType, or FactError."""
+    """A MemoryType, or MemoryInputError."""
     return _enum(MemoryType, value, "memory_type_invalid")
 
 
 def parse_confidence(value: Any) -> MemoryConfidence:
-    """A MemoryConfidence, or FactError."""
+    """A MemoryConfidence, or MemoryInputError."""
     return _enum(MemoryConfidence, value, "memory_confidence_invalid")
 
 
 def parse_source(value: Any) -> MemorySource:
-    """A MemorySource, or FactError."""
+    """A MemorySource, or MemoryInputError."""
     return _enum(MemorySource, value, "memory_source_invalid")
 
 
 def parse_authority(value: Any) -> Authority:
-    """An Authority, or FactError."""
+    """An Authority, or MemoryInputError."""
     return _enum(Authority, value, "memory_authority_invalid")

@@ -1,10 +1,10 @@
-"""The memories' records and their stored form: this module owns FactRecords, the state
-under FactStore and its bookkeeping. It keeps each active memory findable by normalised
+"""The memories' records and their stored form: this module owns MemoryRecords, the state
+under MemoryStore and its bookkeeping. It keeps each active memory findable by normalised
 content, by type, by (type, tag) and by (type, tag set), in the keyword index, and in
 its row of parallel numpy arrays, all in step as memories come, change and go; it keeps
 the archive and the archive's keyword index, answers which memories a type and tag
 filter allows, and reads and writes the stored form with its version. What a save,
-search or forget decides is FactStore's.
+search or forget decides is MemoryStore's.
 
 Loading leaves the words of what it read unindexed (build_keywords indexes them, in any
 thread): reading the words of 10,000 memories is most of what a load costs, and a
@@ -26,8 +26,8 @@ from .models import (
     HOUSEHOLD_SCOPE,
     PERSON_SCOPE_PREFIX,
     ArchivedMemory,
-    FactSettings,
     Memory,
+    MemorySettings,
     MemoryType,
     Provenance,
 )
@@ -36,7 +36,7 @@ from .vectors import Vector, as_unit_vector, decode_raw_vector, encode_vectors, 
 
 # 2: the per-type cap's old default (50) is no longer kept as if a user had chosen it.
 # 3: every memory has a scope (the household's, or one person's) and may have provenance.
-FACTS_VERSION = 3
+MEMORIES_VERSION = 3
 # The per-type cap every installation stored before version 2, chosen or not: saving the
 # options form stored all four settings. Below the new default it archived a home's facts.
 OLD_DEFAULT_CAP = 50
@@ -67,16 +67,16 @@ def _add_to[K](index: dict[K, set[str]], key: K, memory_id: str) -> None:
         ids.add(memory_id)
 
 
-class FactRecords:
-    """Every memory of the installation, indexed; FactStore adds what is done with them.
+class MemoryRecords:
+    """Every memory of the installation, indexed; MemoryStore adds what is done with them.
 
     Each active memory has a row in parallel numpy arrays (vector, confidence boost,
     last update, whether in use, whether pinned) so that ranking 10,000 memories is one matrix product
     and a few vector operations. Rows of removed memories are reused.
     """
 
-    def __init__(self, settings: FactSettings | None = None) -> None:
-        self.settings = settings or FactSettings()
+    def __init__(self, settings: MemorySettings | None = None) -> None:
+        self.settings = settings or MemorySettings()
         self._active: dict[str, Memory] = {}
         self._archived: dict[str, ArchivedMemory] = {}
         self._by_type_tag: dict[tuple[MemoryType, str], set[str]] = {}
@@ -520,7 +520,7 @@ class FactRecords:
         return stored
 
     @classmethod
-    def from_dict(cls, data: dict[str, Any], settings: FactSettings | None = None) -> Self:
+    def from_dict(cls, data: dict[str, Any], settings: MemorySettings | None = None) -> Self:
         """Read the stored form; a record that cannot be read is skipped (counted in
         `skipped`, for the caller to keep the file), not fatal.
 
@@ -616,14 +616,14 @@ def _apply(keywords: KeywordIndex, by_content: dict[str, str], row: int, words: 
         keywords.add(row, document(content, tags))
 
 
-def migrate_facts(version: int, data: dict[str, Any]) -> dict[str, Any]:
+def migrate_memories(version: int, data: dict[str, Any]) -> dict[str, Any]:
     """1 -> 2: a stored cap of the old default goes, so the current default applies.
     2 -> 3: every memory, active or archived, is the household's (as every memory was),
     with no provenance (none was kept).
 
     A newer file is not ours to read.
     """
-    if version > FACTS_VERSION:
+    if version > MEMORIES_VERSION:
         raise ValueError(f"memories stored by a newer version ({version})")
     # A file of another shape is refused here, before it is written again as migrated:
     # it is set aside as it was.

@@ -1,5 +1,5 @@
 """What saving, searching, finding patterns and forgetting do with the memories: this
-module owns FactStore, the rules applied to the records (FactRecords). A save reinforces
+module owns MemoryStore, the rules applied to the records (MemoryRecords). A save reinforces
 a memory with the same words, supersedes one about the same subject or adds a new one,
 and keeps each type within its cap; a search ranks by BM25 over content and tag values
 fused with the cosine similarity of embeddings when there are any, plus the confidence
@@ -31,11 +31,11 @@ from .models import (
     RECENT_BOOST,
     RECENT_DAYS,
     ArchivedMemory,
-    FactError,
-    FactSettings,
     ForgetResult,
     Memory,
     MemoryConfidence,
+    MemoryInputError,
+    MemorySettings,
     MemorySource,
     MemoryType,
     PatternInsight,
@@ -52,7 +52,7 @@ from .models import (
     validate_tag,
     validate_tags,
 )
-from .records import FactRecords, content_key
+from .records import MemoryRecords, content_key
 from .supersede import (
     CANDIDATE_SIMILARITY,
     SUPERSEDE_SIMILARITY,
@@ -131,7 +131,7 @@ def _new_id() -> str:
     return f"mem_{uuid.uuid4().hex[:16]}"
 
 
-class FactStore(FactRecords):
+class MemoryStore(MemoryRecords):
     """Every memory of the installation: saved, searched, read for patterns, forgotten."""
 
     # -- saving --
@@ -153,7 +153,7 @@ class FactStore(FactRecords):
         provenance: Provenance | None = None,
         push_out: bool = True,
     ) -> SaveResult:
-        """Save with the three-step deduplication; raises FactError on bad input.
+        """Save with the three-step deduplication; raises MemoryInputError on bad input.
 
         Everything is validated before anything changes: a refused save writes nothing.
         `pinned` pins (True) or unpins (False) the memory saved or reinforced; None leaves
@@ -371,11 +371,11 @@ class FactStore(FactRecords):
         return self._by_type.get(kind, set()) & self._by_scope.get(scope, set())
 
     def _refuse_over_cap(self, kind: MemoryType, scope: str) -> None:
-        """FactError (memory_scope_full) when one more memory of this type and scope would
+        """MemoryInputError (memory_scope_full) when one more memory of this type and scope would
         push another out of use."""
         cap = self.settings.cap(scope)
         if len(self._of_scope(kind, scope)) >= cap:
-            raise FactError("memory_scope_full", type=kind.value, cap=cap)
+            raise MemoryInputError("memory_scope_full", type=kind.value, cap=cap)
 
     def _evict_over_cap(
         self, kind: MemoryType, now: float, keep: str | None = None, *, scope: str
@@ -400,7 +400,7 @@ class FactStore(FactRecords):
         )
 
     def apply_settings(
-        self, settings: FactSettings, now: float | None = None
+        self, settings: MemorySettings, now: float | None = None
     ) -> tuple[ArchivedMemory, ...]:
         """New settings; a lowered cap archives at once. Returns what it archived."""
         self.settings = settings
@@ -686,7 +686,7 @@ class FactStore(FactRecords):
             if memory is None and not (
                 erase and archived_one is not None and mine(archived_one.memory)
             ):
-                raise FactError("memory_unknown", memory_id=memory_id)
+                raise MemoryInputError("memory_unknown", memory_id=memory_id)
             if erase:
                 contents = []
                 scopes = set()
@@ -703,7 +703,7 @@ class FactStore(FactRecords):
             why = reason or FORGOTTEN
             return ForgetResult([self._archive(memory, None, why, now)])
         if tag is None:
-            raise FactError("memory_forget_nothing")
+            raise MemoryInputError("memory_forget_nothing")
         tag = validate_tag(tag)
         active = [m for m in self._active.values() if tag in m.tags and mine(m)]
         if erase:
@@ -744,11 +744,11 @@ class FactStore(FactRecords):
         The new memory keeps the type, pin, count and reference of the old one and is
         high-confidence: a person said so. Words that repeat another memory make the two
         one memory: that one is reinforced and the edited one archived in its favour.
-        None when neither words nor tags change. FactError on bad input, nothing changed.
+        None when neither words nor tags change. MemoryInputError on bad input, nothing changed.
         """
         old = self._active.get(memory_id)
         if old is None:
-            raise FactError("memory_unknown", memory_id=memory_id)
+            raise MemoryInputError("memory_unknown", memory_id=memory_id)
         content = validate_content(content)
         tag_tuple = old.tags if tags is None else validate_tags(tags)
         now = time.time() if now is None else now
@@ -785,7 +785,7 @@ class FactStore(FactRecords):
         """Pin or unpin an active memory; neither a sighting nor an update of it."""
         memory = self._active.get(memory_id)
         if memory is None:
-            raise FactError("memory_unknown", memory_id=memory_id)
+            raise MemoryInputError("memory_unknown", memory_id=memory_id)
         if memory.pinned != pinned:
             memory.pinned = pinned
             self._refresh_row(memory)
@@ -801,11 +801,11 @@ class FactStore(FactRecords):
         """
         archived = self._archived.get(memory_id)
         if archived is None:
-            raise FactError("memory_unknown", memory_id=memory_id)
+            raise MemoryInputError("memory_unknown", memory_id=memory_id)
         memory = replace(archived.memory)
         same_id = self._by_content.get(content_key(memory.scope, memory.content))
         if same_id is not None:
-            raise FactError("memory_restore_duplicate", memory_id=same_id)
+            raise MemoryInputError("memory_restore_duplicate", memory_id=same_id)
         if not push_out:
             self._refuse_over_cap(memory.type, memory.scope)
         now = time.time() if now is None else now
@@ -882,7 +882,7 @@ class FactStore(FactRecords):
             for (kind, scope), count in sorted(coming.items()):
                 cap = self.settings.cap(scope)
                 if not push_out(scope) and len(self._of_scope(kind, scope)) + count > cap:
-                    raise FactError("memory_scope_full", type=kind.value, cap=cap)
+                    raise MemoryInputError("memory_scope_full", type=kind.value, cap=cap)
         evicted: tuple[ArchivedMemory, ...] = ()
         if not dry_run:
             for memory in fresh:
@@ -915,11 +915,11 @@ class FactStore(FactRecords):
 
 class _ImportPlan:
     """What an import does with each record of an export, decided one record at a time
-    (FactStore.import_records): its id in the store, and whether it is added, unchanged,
+    (MemoryStore.import_records): its id in the store, and whether it is added, unchanged,
     a conflict or a duplicate."""
 
     def __init__(
-        self, store: FactStore, records: ExportRecords, own: frozenset[str] | None, now: float
+        self, store: MemoryStore, records: ExportRecords, own: frozenset[str] | None, now: float
     ) -> None:
         self.store = store
         self.in_export = {m.id for m in records.memories} | {a.id for a in records.archived}
@@ -1020,25 +1020,25 @@ class _ImportPlan:
 
 
 def read_export(data: Any) -> ExportRecords:
-    """The records of an export (memory_export's answer), every one checked; FactError for
+    """The records of an export (memory_export's answer), every one checked; MemoryInputError for
     anything that is not such an export, before anything is imported."""
     if not isinstance(data, dict) or data.get("format") != EXPORT_FORMAT:
-        raise FactError("memory_import_invalid", reason="not a memory export")
+        raise MemoryInputError("memory_import_invalid", reason="not a memory export")
     version = data.get("version")
     if not isinstance(version, int) or not 1 <= version <= EXPORT_VERSION:
-        raise FactError("memory_import_invalid", reason=f"export version {version}")
+        raise MemoryInputError("memory_import_invalid", reason=f"export version {version}")
     raw_memories, raw_archived = data.get("memories", []), data.get("archived", [])
     if not isinstance(raw_memories, list) or not isinstance(raw_archived, list):
-        raise FactError("memory_import_invalid", reason="memories and archived are lists")
+        raise MemoryInputError("memory_import_invalid", reason="memories and archived are lists")
     try:
         memories = [_checked(Memory.from_dict(raw)) for raw in raw_memories]
         archived = [ArchivedMemory.from_dict(raw) for raw in raw_archived]
         for one in archived:
             _checked(one.memory)
-    except FactError:
+    except MemoryInputError:
         raise
     except (AttributeError, KeyError, TypeError, ValueError) as err:
-        raise FactError("memory_import_invalid", reason=f"a record: {err}") from err
+        raise MemoryInputError("memory_import_invalid", reason=f"a record: {err}") from err
     return ExportRecords(memories, archived)
 
 

@@ -13,7 +13,7 @@ rooms or devices. When unsure both stay: a duplicate costs less than a lost fact
 
 A model judges better: a memory of the same subject at least CANDIDATE_SIMILARITY alike
 is a candidate, and a model asked whether the new fact replaces, adds to or repeats it
-gives a Verdict that decides instead of the rule. FactStore finds the candidates through
+gives a Verdict that decides instead of the rule. MemoryStore finds the candidates through
 its indexes and asks these rules.
 """
 

@@ -398,7 +398,7 @@ def document(content: str, tags: Iterable[str]) -> list[str]:
 class KeywordIndex:
     """BM25 over an inverted index: the cost of a query is its terms' postings, not the store.
 
-    Documents are small numbers (FactStore's rows). A term's posting is kept as numpy
+    Documents are small numbers (MemoryStore's rows). A term's posting is kept as numpy
     arrays, rebuilt only after a document with that term changed, so a query over
     10,000 memories is a handful of vector operations.
 

@@ -2,7 +2,7 @@
 
 import numpy as np
 
-from custom_components.azure_openai_memory.lib.memories import FactStore, SaveAction
+from custom_components.azure_openai_memory.lib.memories import MemoryStore, SaveAction
 
 NOW = 1_760_000_000.0
 DAY = 86_400.0
@@ -15,7 +15,7 @@ KNEE = [
 
 def test_three_knee_reports_superseding_one_another_are_a_recurring_injury() -> None:
     """The specification's own scenario: each report updates the last, one stays active."""
-    store = FactStore()
+    store = MemoryStore()
     saved = [
         store.save(text, "injury_history", ["body:knee"], now=NOW + n * DAY)
         for n, text in enumerate(KNEE)
@@ -32,7 +32,7 @@ def test_three_knee_reports_superseding_one_another_are_a_recurring_injury() -> 
     # Read back from storage, the count and the chain hold.
     (again,) = [
         i
-        for i in FactStore.from_dict(store.as_dict()).patterns()
+        for i in MemoryStore.from_dict(store.as_dict()).patterns()
         if i.pattern_type.endswith("body")
     ]
     assert again == insight
@@ -40,7 +40,7 @@ def test_three_knee_reports_superseding_one_another_are_a_recurring_injury() -> 
 
 def test_superseded_reports_count_once_their_archive_record_is_gone() -> None:
     """The count is carried by the record: cleaning the archive does not undo a pattern."""
-    store = FactStore()
+    store = MemoryStore()
     for n, text in enumerate(KNEE):
         store.save(text, "injury_history", ["body:knee"], vector=np.ones(3), now=NOW + n * DAY)
     (active,) = list(store)
@@ -53,7 +53,7 @@ def test_superseded_reports_count_once_their_archive_record_is_gone() -> None:
 
 
 def test_one_report_with_two_distinct_facts_is_no_pattern() -> None:
-    store = FactStore()
+    store = MemoryStore()
     store.save("Anna's left knee aches after 10 km", "injury_history", ["body:knee"], now=NOW)
     store.save("Tom twisted his ankle", "injury_history", ["body:ankle"], now=NOW)
     store.save("Tom's ankle hurts again", "injury_history", ["body:ankle"], now=NOW + DAY)

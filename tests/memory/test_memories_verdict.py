@@ -11,7 +11,7 @@ import pytest
 from custom_components.azure_openai_memory.lib.memories import (
     CANDIDATE_SIMILARITY,
     SUPERSEDE_SIMILARITY,
-    FactStore,
+    MemoryStore,
     Relation,
     SaveAction,
     Verdict,
@@ -30,8 +30,8 @@ def at(cosine: float) -> list[float]:
     return [cosine, math.sqrt(1 - cosine**2), 0.0]
 
 
-def anna_store() -> tuple[FactStore, str]:
-    store = FactStore()
+def anna_store() -> tuple[MemoryStore, str]:
+    store = MemoryStore()
     first = store.save(NO_ANNOUNCEMENTS, "preference", ANNA_TAGS, vector=at(1.0), now=NOW)
     return store, first.memory.id
 
@@ -59,7 +59,7 @@ def test_plainly_the_same_fact_is_still_superseded_without_a_model() -> None:
 
 def test_one_body_parts_injury_history_needs_less_alike_embeddings() -> None:
     """The specification's knee example: 0.66 alike with a real model, same body part."""
-    store = FactStore()
+    store = MemoryStore()
     store.save("Occasional knee soreness", "injury_history", ["body:knee"], vector=at(1.0))
     second = store.save(
         "Chronic knee pain after runs over 15km", "injury_history", ["body:knee"], vector=at(0.66)
@@ -131,7 +131,7 @@ def test_a_model_that_says_adds_or_is_unsure_keeps_both(relation: Relation) -> N
 
 
 def test_a_model_that_says_repeats_reinforces_unless_a_number_changed() -> None:
-    store = FactStore()
+    store = MemoryStore()
     tags = ["person:max", "topic:medication"]
     first = store.save("Max takes 2.5 mg of melatonin", "routine", tags, vector=at(1.0), now=NOW)
     same = store.save(

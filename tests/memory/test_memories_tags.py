@@ -3,8 +3,8 @@
 import pytest
 
 from custom_components.azure_openai_memory.lib.memories import (
-    FactError,
-    FactStore,
+    MemoryInputError,
+    MemoryStore,
     validate_tags,
 )
 
@@ -51,30 +51,30 @@ def test_tags_in_any_script_are_accepted_and_folded(given: str, stored: str) -> 
     ],
 )
 def test_tags_stay_safe(tag: str) -> None:
-    with pytest.raises(FactError) as raised:
+    with pytest.raises(MemoryInputError) as raised:
         validate_tags([tag])
     assert raised.value.key == "memory_tag_invalid"
 
 
 def test_a_tag_in_another_script_finds_and_forgets_its_memory() -> None:
-    store = FactStore()
+    store = MemoryStore()
     ilkay = store.save("İlkay drinks çay at 16:00", "preference", ["person:İlkay"], now=NOW)
     brien = store.save("Mr O'Brien walks the dog", "routine", ["person:o\u2019brien"], now=NOW)
     found = store.search(None, tags=["PERSON:İLKAY"])
     assert [m.id for m, _ in found.memories] == [ilkay.memory.id]
     found = store.search(None, tags=["person:O'Brien"])
     assert [m.id for m, _ in found.memories] == [brien.memory.id]
-    loaded = FactStore.from_dict(store.as_dict())
+    loaded = MemoryStore.from_dict(store.as_dict())
     forgot = loaded.forget(tag="person:İlkay", now=NOW + 1)
     assert [a.id for a in forgot.archived] == [ilkay.memory.id]
 
 
 def test_tags_stored_lowercased_before_are_found_by_their_folded_form() -> None:
     """A tag stored lowercased by an earlier version ("straße") is folded when read."""
-    store = FactStore()
+    store = MemoryStore()
     saved = store.save("The flat is on Hauptstraße", "household", ["place:x"], now=NOW)
     data = store.as_dict()
     data["memories"][0]["tags"] = ["place:hauptstraße"]
-    loaded = FactStore.from_dict(data)
+    loaded = MemoryStore.from_dict(data)
     found = loaded.search(None, tags=["place:Hauptstraße"])
     assert [m.id for m, _ in found.memories] == [saved.memory.id]

@@ -7,8 +7,8 @@ import pytest
 from custom_components.azure_openai_memory.lib.memories import (
     EXPORT_FORMAT,
     Authority,
-    FactError,
-    FactStore,
+    MemoryInputError,
+    MemoryStore,
     Origin,
     Provenance,
     Relation,
@@ -25,7 +25,7 @@ TAGS = ["topic:temperature", "room:bedroom"]
 
 
 def test_the_same_words_in_another_scope_are_another_memory() -> None:
-    store = FactStore()
+    store = MemoryStore()
     anna = store.save("I prefer 19 degrees at night", "preference", TAGS, scope=ANNA, now=NOW)
     ben = store.save("I prefer 19 degrees at night", "preference", TAGS, scope=BEN, now=NOW)
     house = store.save("I prefer 19 degrees at night", "preference", TAGS, now=NOW)
@@ -38,7 +38,7 @@ def test_the_same_words_in_another_scope_are_another_memory() -> None:
 
 
 def test_one_person_s_fact_never_supersedes_another_s() -> None:
-    store = FactStore()
+    store = MemoryStore()
     vector = hashed_embedding("bedroom temperature at night")
     ben = store.save(
         "Ben prefers 21 degrees in the bedroom at night",
@@ -94,7 +94,7 @@ def test_one_person_s_fact_never_supersedes_another_s() -> None:
 
 
 def test_a_search_sees_only_its_scopes_and_tags_imply_none() -> None:
-    store = FactStore()
+    store = MemoryStore()
     private = store.save("Anna takes 2.5 mg of melatonin", "context", ["person:anna"], scope=ANNA)
     # A tag about Anna in the household's scope is the household's to see.
     shared = store.save("Anna's birthday is on 3 May", "context", ["person:anna"])
@@ -129,16 +129,16 @@ def test_a_search_sees_only_its_scopes_and_tags_imply_none() -> None:
     ]
     assert found("melatonin", None) == ["Anna takes 2.5 mg of melatonin"]
     assert private.memory.scope == ANNA and shared.memory.scope == "household"
-    with pytest.raises(FactError) as caught:
+    with pytest.raises(MemoryInputError) as caught:
         store.search("x", scopes=["anna"])
     assert caught.value.key == "memory_scope_invalid"
 
 
 def test_forgetting_within_scopes_leaves_the_others() -> None:
-    store = FactStore()
+    store = MemoryStore()
     anna = store.save("Anna's dentist is on Friday", "context", ["topic:dentist"], scope=ANNA)
     ben = store.save("Ben's dentist is on Monday", "context", ["topic:dentist"], scope=BEN)
-    with pytest.raises(FactError) as caught:
+    with pytest.raises(MemoryInputError) as caught:
         store.forget(anna.memory.id, scopes=[BEN], erase=True)
     assert caught.value.key == "memory_unknown"
     result = store.forget(tag="topic:dentist", scopes=[BEN], erase=True)
@@ -148,7 +148,7 @@ def test_forgetting_within_scopes_leaves_the_others() -> None:
 
 def test_what_a_forget_took_says_whose_it_was() -> None:
     """Whose memories a forget archived or erased (the history records it as theirs)."""
-    store = FactStore()
+    store = MemoryStore()
     anna = store.save("Anna's dentist is on Friday", "context", ["topic:dentist"], scope=ANNA)
     ben = store.save("Ben's dentist is on Monday", "context", ["topic:dentist"], scope=BEN)
     store.save("The bins go out on Tuesday", "routine", ["topic:bins"])
@@ -163,7 +163,7 @@ def test_what_a_forget_took_says_whose_it_was() -> None:
 
 
 def test_patterns_count_only_the_scopes_seen() -> None:
-    store = FactStore()
+    store = MemoryStore()
     for n in range(3):
         store.save(f"Anna's knee hurt after run {n}", "injury_history", [f"body:knee{n}"])
         store.save(f"Anna's knee hurt on day {n}", "injury_history", ["body:knee"], scope=ANNA)
@@ -172,7 +172,7 @@ def test_patterns_count_only_the_scopes_seen() -> None:
 
 
 def test_an_export_reads_back_whole_and_an_import_replaces_nothing() -> None:
-    store = FactStore()
+    store = MemoryStore()
     provenance = Provenance(
         Origin.CONVERSATION, "conv-1", "event-1", "person.anna", "satellite-1", Authority.INFERRED
     )
@@ -194,7 +194,7 @@ def test_an_export_reads_back_whole_and_an_import_replaces_nothing() -> None:
     assert exported["format"] == EXPORT_FORMAT and exported["version"] == 1
     assert [m["id"] for m in store.export([ANNA])["memories"]] == [kept.memory.id]
 
-    again = FactStore()
+    again = MemoryStore()
     result = again.import_records(read_export(exported))
     assert sorted(result.added) == sorted(
         [m["id"] for m in exported["memories"]] + [a["id"] for a in exported["archived"]]
@@ -222,6 +222,6 @@ def test_an_export_reads_back_whole_and_an_import_replaces_nothing() -> None:
         {"id": "mem_ffffffffffffffff", "existing": exported["memories"][0]["id"]}
     ]
     for bad in ({"memories": []}, {**exported, "version": 99}, {**exported, "memories": [{}]}):
-        with pytest.raises(FactError) as caught:
+        with pytest.raises(MemoryInputError) as caught:
             read_export(bad)
         assert caught.value.key == "memory_import_invalid"

@@ -12,8 +12,8 @@ from typing import Any
 import pytest
 
 from custom_components.azure_openai_memory.lib.memories import (
-    FactSettings,
-    FactStore,
+    MemorySettings,
+    MemoryStore,
     SaveAction,
 )
 
@@ -46,7 +46,7 @@ def test_the_labelled_home_saved_without_embeddings_all_stays(
 ) -> None:
     memories = labelled["memories"]
     assert len(memories) == 233
-    store = FactStore(FactSettings(max_memories_per_type=1000))
+    store = MemoryStore(MemorySettings(max_memories_per_type=1000))
     for n, memory in enumerate(memories):
         result = store.save(memory["content"], memory["type"], memory["tags"], now=NOW + n)
         assert result.action is SaveAction.CREATED, memory["id"]
@@ -57,7 +57,7 @@ def test_the_labelled_home_saved_without_embeddings_all_stays(
 def test_labelled_pairs_without_embeddings(labelled: dict[str, Any]) -> None:
     superseded = set()
     for pair in labelled["supersede_pairs"]:
-        store = FactStore()
+        store = MemoryStore()
         old = store.save(pair["old"]["content"], pair["type"], pair["old"]["tags"], now=NOW)
         new = store.save(pair["new"]["content"], pair["type"], pair["new"]["tags"], now=NOW + DAY)
         if new.action is SaveAction.SUPERSEDED:
@@ -74,7 +74,7 @@ def test_labelled_pairs_without_embeddings(labelled: dict[str, Any]) -> None:
 
 def test_coffee_and_bedroom_temperature_with_one_tag_both_stay() -> None:
     """README: "Anna takes her coffee black" and "Anna prefers 19 °C at night" are kept."""
-    store = FactStore()
+    store = MemoryStore()
     coffee = store.save("Anna takes her coffee black", "preference", ["person:anna"], now=NOW)
     warm = store.save("Anna prefers 19 °C at night", "preference", ["person:anna"], now=NOW + DAY)
     assert warm.action is SaveAction.CREATED
@@ -84,7 +84,7 @@ def test_coffee_and_bedroom_temperature_with_one_tag_both_stay() -> None:
 
 @pytest.mark.parametrize(("first", "second", "tag"), DISTINCT_SHORT_PAIRS)
 def test_a_name_and_a_verb_do_not_make_one_fact(first: str, second: str, tag: str) -> None:
-    store = FactStore()
+    store = MemoryStore()
     store.save(first, "preference", [tag], now=NOW)
     result = store.save(second, "preference", [tag], now=NOW + DAY)
     assert result.action is SaveAction.CREATED
@@ -94,7 +94,7 @@ def test_a_name_and_a_verb_do_not_make_one_fact(first: str, second: str, tag: st
 
 
 def test_an_update_sharing_words_still_supersedes() -> None:
-    store = FactStore()
+    store = MemoryStore()
     old = store.save(
         "Bruno gets 300 grams of dry food twice a day", "household", ["pet:bruno"], now=NOW
     )
@@ -111,7 +111,7 @@ def test_an_update_sharing_words_still_supersedes() -> None:
 
 
 def test_seed_knee_example_still_supersedes() -> None:
-    store = FactStore()
+    store = MemoryStore()
     old = store.save("Occasional knee soreness", "injury_history", ["body:knee"], now=NOW)
     new = store.save(
         "Chronic knee pain after runs over 15km", "injury_history", ["body:knee"], now=NOW + DAY

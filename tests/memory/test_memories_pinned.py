@@ -3,8 +3,8 @@
 import numpy as np
 
 from custom_components.azure_openai_memory.lib.memories import (
-    FactSettings,
-    FactStore,
+    MemorySettings,
+    MemoryStore,
     SaveAction,
 )
 
@@ -12,7 +12,7 @@ NOW = 1_760_000_000.0
 
 
 def test_a_pinned_memory_is_never_pushed_out_by_the_cap() -> None:
-    store = FactStore(FactSettings(max_memories_per_type=2))
+    store = MemoryStore(MemorySettings(max_memories_per_type=2))
     epipen = store.save(
         "A spare EpiPen is kept in the kitchen drawer next to the fridge",
         "household",
@@ -29,7 +29,7 @@ def test_a_pinned_memory_is_never_pushed_out_by_the_cap() -> None:
     # Lowering the cap does not push it out either, even when only pinned ones are left.
     peanut = store.save("No peanut butter in the house", "household", [], pinned=True, now=NOW + 3)
     assert [a.original_content for a in peanut.evicted] == ["The spare key is under the blue pot"]
-    assert store.apply_settings(FactSettings(max_memories_per_type=1), now=NOW + 4) == ()
+    assert store.apply_settings(MemorySettings(max_memories_per_type=1), now=NOW + 4) == ()
     assert sorted(m.content for m in store) == [
         "A spare EpiPen is kept in the kitchen drawer next to the fridge",
         "No peanut butter in the house",
@@ -42,7 +42,7 @@ def test_a_pinned_memory_is_never_pushed_out_by_the_cap() -> None:
 
 
 def test_pinned_memories_are_offered_first_among_matches() -> None:
-    store = FactStore()
+    store = MemoryStore()
     close = store.save("Anna prefers the bedroom at 19 degrees at night", "preference", [], now=NOW)
     pinned = store.save(
         "Anna is allergic to peanuts", "context", [], pinned=True, now=NOW - 86400 * 60
@@ -63,7 +63,7 @@ def test_pinned_memories_are_offered_first_among_matches() -> None:
 
 
 def test_pinned_first_with_embeddings_too() -> None:
-    store = FactStore()
+    store = MemoryStore()
     alike = store.save("Bedroom at 19 degrees", "preference", [], vector=[1.0, 0.1, 0.0], now=NOW)
     pinned = store.save(
         "EpiPen in the drawer", "household", [], vector=[0.3, 1.0, 0.0], pinned=True, now=NOW
@@ -74,24 +74,24 @@ def test_pinned_first_with_embeddings_too() -> None:
 
 
 def test_pinning_is_stored_and_old_records_load_unpinned() -> None:
-    store = FactStore()
+    store = MemoryStore()
     kept = store.save("The EpiPen is in the drawer", "household", [], pinned=True, now=NOW)
     plain = store.save("The bins go out on Tuesday", "routine", [], now=NOW)
     data = store.as_dict()
     by_id = {m["id"]: m for m in data["memories"]}
     assert by_id[kept.memory.id]["pinned"] is True
     assert by_id[plain.memory.id]["pinned"] is False
-    loaded = FactStore.from_dict(data)
+    loaded = MemoryStore.from_dict(data)
     assert loaded.get(kept.memory.id) == kept.memory
     # A record written before pinning existed has no such field.
     del by_id[plain.memory.id]["pinned"]
     del by_id[kept.memory.id]["pinned"]
-    old = FactStore.from_dict(data)
+    old = MemoryStore.from_dict(data)
     assert not any(m.pinned for m in old)
 
 
 def test_saving_again_pins_or_unpins_and_an_update_stays_pinned() -> None:
-    store = FactStore()
+    store = MemoryStore()
     first = store.save("Max takes 2.5 mg of melatonin", "routine", ["person:max"], now=NOW)
     again = store.save("Max takes 2.5 mg of melatonin", "routine", [], pinned=True, now=NOW + 1)
     assert (again.action, again.memory.pinned) == (SaveAction.REINFORCED, True)

@@ -1,17 +1,17 @@
 """The archive searched again and again: its keyword index follows every change."""
 
-from custom_components.azure_openai_memory.lib.memories import FactSettings, FactStore
+from custom_components.azure_openai_memory.lib.memories import MemorySettings, MemoryStore
 
 NOW = 1_760_000_000.0
 
 
-def contents(store: FactStore, query: str, **filters: object) -> list[str]:
+def contents(store: MemoryStore, query: str, **filters: object) -> list[str]:
     found = store.search(query, include_archived=True, now=NOW, **filters)  # type: ignore[arg-type]
     return sorted(m.content for m, _ in found.memories)
 
 
 def test_archived_search_follows_archiving_erasing_and_cleanup() -> None:
-    store = FactStore(FactSettings(max_memories_per_type=1000))
+    store = MemoryStore(MemorySettings(max_memories_per_type=1000))
     bins = store.save("The bins go out on Tuesday", "routine", ["chore:bins"], now=NOW)
     store.forget(bins.memory.id, now=NOW)
     assert contents(store, "bins") == ["The bins go out on Tuesday"]

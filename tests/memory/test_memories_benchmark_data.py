@@ -1,6 +1,6 @@
 """The retrieval benchmark's labelled home is fit to measure with.
 
-benchmarks/bench_facts_quality.py quotes hit@k and a supersede threshold from this data;
+benchmarks/bench_memories_quality.py quotes hit@k and a supersede threshold from this data;
 a memory that no longer matches its question, a question that copies its answer's words,
 or embeddings that miss a text would make those figures wrong without a sound.
 """

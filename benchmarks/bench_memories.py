@@ -22,8 +22,8 @@ import numpy as np
 import orjson
 
 from custom_components.azure_openai_memory.lib.memories import (
-    FactSettings,
-    FactStore,
+    MemorySettings,
+    MemoryStore,
     MemoryType,
 )
 
@@ -36,8 +36,8 @@ TOPICS = ["temperature", "light", "music", "blinds", "fan", "scent", "humidity",
 TYPES = list(MemoryType)
 
 
-def facts(count: int, offset: int = 0) -> list[tuple[str, str, list[str]]]:
-    """Distinct facts with heavily shared tags: (content, type, tags)."""
+def distinct_memories(count: int, offset: int = 0) -> list[tuple[str, str, list[str]]]:
+    """Distinct memories with heavily shared tags: (content, type, tags)."""
     combos = itertools.cycle(itertools.product(PEOPLE, ROOMS, TOPICS))
     out = []
     for n, (person, room, topic) in enumerate(itertools.islice(combos, count), start=offset):
@@ -120,16 +120,18 @@ def report(name: str, value: float, unit: str, target: str, ok: bool) -> bool:
     return ok
 
 
-def build() -> FactStore:
-    store = FactStore(FactSettings(max_memories_per_type=SIZE * 2))
-    for (content, kind, tags), vector in zip(facts(SIZE), vectors(SIZE, 1), strict=True):
+def build() -> MemoryStore:
+    store = MemoryStore(MemorySettings(max_memories_per_type=SIZE * 2))
+    for (content, kind, tags), vector in zip(
+        distinct_memories(SIZE), vectors(SIZE, 1), strict=True
+    ):
         store.save(content, kind, tags, vector=vector, now=NOW)
     assert len(store) == SIZE
     return store
 
 
-def bench_save(store: FactStore) -> bool:
-    new = facts(200, offset=SIZE)
+def bench_save(store: MemoryStore) -> bool:
+    new = distinct_memories(200, offset=SIZE)
     new_vectors = vectors(200, 2)
     times = []
     for (content, kind, tags), vector in zip(new, new_vectors, strict=True):
@@ -144,7 +146,7 @@ def bench_save(store: FactStore) -> bool:
         for m in store
     ][:SIZE]
     seed_times = []
-    for n, (content, kind, _tags) in enumerate(facts(20, offset=2 * SIZE)):
+    for n, (content, kind, _tags) in enumerate(distinct_memories(20, offset=2 * SIZE)):
         memory = SeedMemory(
             f"new{n}", kind, content, [f"n:{2 * SIZE + n}"], "medium", 1, datetime.now(UTC)
         )
@@ -160,9 +162,9 @@ def bench_save(store: FactStore) -> bool:
     )
 
 
-def bench_search(store: FactStore) -> bool:
+def bench_search(store: MemoryStore) -> bool:
     queries = vectors(100, 3)
-    texts = [content for content, _kind, _tags in facts(100, offset=5)]
+    texts = [content for content, _kind, _tags in distinct_memories(100, offset=5)]
     times = []
     for text, vector in zip(texts, queries, strict=True):
         started = time.perf_counter()
@@ -195,14 +197,14 @@ def bench_load(data: dict[str, Any], count: int) -> bool:
         path.write_bytes(orjson.dumps({"version": 1, "data": data}))
         del data
         size = path.stat().st_size
-        settings = FactSettings(max_memories_per_type=SIZE * 2)
+        settings = MemorySettings(max_memories_per_type=SIZE * 2)
         times, parse_times = [], []
         for _ in range(5):
             gc.collect()  # each run starts from the same heap, not the last run's garbage
             started = time.perf_counter()
             raw = orjson.loads(path.read_bytes())
             parsed = time.perf_counter()
-            loaded = FactStore.from_dict(raw["data"], settings)
+            loaded = MemoryStore.from_dict(raw["data"], settings)
             times.append(time.perf_counter() - started)
             parse_times.append(parsed - started)
             assert len(loaded) == count

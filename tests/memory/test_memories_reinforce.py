@@ -5,8 +5,8 @@ import pytest
 
 from custom_components.azure_openai_memory.lib.memories import (
     MAX_TAGS,
-    FactError,
-    FactStore,
+    MemoryInputError,
+    MemoryStore,
     SaveAction,
 )
 
@@ -14,7 +14,7 @@ NOW = 1_760_000_000.0
 
 
 def test_a_reinforced_save_adds_its_tags_and_erase_by_tag_finds_it() -> None:
-    store = FactStore()
+    store = MemoryStore()
     first = store.save(
         "Anna's PIN is 4711", "context", ["person:anna"], vector=[1.0, 0.0, 0.0], now=NOW
     )
@@ -31,7 +31,7 @@ def test_a_reinforced_save_adds_its_tags_and_erase_by_tag_finds_it() -> None:
     ]
     assert [m.id for m, _ in store.search("4711", now=NOW).memories] == [first.memory.id]
     # Stored with both tags.
-    assert FactStore.from_dict(store.as_dict()).get(first.memory.id) == again.memory
+    assert MemoryStore.from_dict(store.as_dict()).get(first.memory.id) == again.memory
 
     erased = store.forget(tag="topic:secrets", erase=True)
     assert erased.erased == [first.memory.id]
@@ -40,7 +40,7 @@ def test_a_reinforced_save_adds_its_tags_and_erase_by_tag_finds_it() -> None:
 
 
 def test_reinforcing_with_the_same_or_too_many_tags() -> None:
-    store = FactStore()
+    store = MemoryStore()
     store.save("Dinner is at seven", "routine", ["a", "b"], now=NOW)
     same = store.save("Dinner is at seven", "routine", ["b"], now=NOW + 1)
     assert same.memory.tags == ("a", "b")
@@ -51,8 +51,8 @@ def test_reinforcing_with_the_same_or_too_many_tags() -> None:
 
 @pytest.mark.parametrize("content", [42, None, ["a"], {"text": "x"}])
 def test_content_that_is_not_text_has_its_own_error(content: object) -> None:
-    store = FactStore()
-    with pytest.raises(FactError) as caught:
+    store = MemoryStore()
+    with pytest.raises(MemoryInputError) as caught:
         store.save(content, "household")  # type: ignore[arg-type]
     assert caught.value.key == "memory_content_not_text"
     assert caught.value.placeholders == {"kind": type(content).__name__}

@@ -3,16 +3,16 @@
 benchmarks/data/household_memories.json holds 73 labelled supersede pairs, unchanged
 since they were written: saving `new` after `old` (same type) should archive `old`
 exactly when `same_subject` is true (36 updates, 37 pairs of distinct facts sharing a tag).
-Each pair is saved into an empty FactStore, old then new a day later, with the cached
+Each pair is saved into an empty MemoryStore, old then new a day later, with the cached
 all-MiniLM-L6-v2 vectors (scripts/bench-embeddings-env) and without vectors; and the
 labelled home (233 distinct facts) is saved fact by fact, where every archive by a
 supersede is a wrong one.
 
-Decided three ways. The offline rule alone (FactStore.save). With a model: the memory
-FactStore.update_candidate offers is judged (replaces / adds / repeats / unsure) and the
+Decided three ways. The offline rule alone (MemoryStore.save). With a model: the memory
+MemoryStore.update_candidate offers is judged (replaces / adds / repeats / unsure) and the
 verdict decides, as Memories.async_save does with the entry's first agent. The model is a
 real Azure deployment when AZURE_OPENAI_ENDPOINT, AZURE_OPENAI_API_KEY and
-AZURE_OPENAI_DEPLOYMENT are set (llm/supersede.py's request, unchanged; also
+AZURE_OPENAI_DEPLOYMENT are set (azure/supersede.py's request, unchanged; also
 AZURE_OPENAI_API_VERSION for a dated API). Otherwise no model is reachable, and a
 deterministic stand-in judges instead, said so in the output: it reads only the two texts
 (words announcing a change, a changed number) and was written while reading these pairs,
@@ -55,8 +55,8 @@ from custom_components.azure_openai_memory.const import (
     CONF_DEPLOYMENT,
 )
 from custom_components.azure_openai_memory.lib.memories import (
-    FactSettings,
-    FactStore,
+    MemorySettings,
+    MemoryStore,
     Relation,
     SaveAction,
     Verdict,
@@ -66,13 +66,13 @@ from custom_components.azure_openai_memory.lib.memories.text import numbers_of, 
 DATA = Path(__file__).resolve().parent / "data" / "household_memories.json"
 NOW = datetime(2026, 6, 1, 12, tzinfo=UTC).timestamp()
 DAY = 86_400.0
-ROOMY = FactSettings(max_memories_per_type=10_000)
+ROOMY = MemorySettings(max_memories_per_type=10_000)
 TARGET_WRONG = 0
 TARGET_RECOGNISED = 0.80
 
 type Vectors = dict[str, npt.NDArray[np.float32]]
 # How one save is made: the store, the memory's fields and its vector -> what it did.
-type Saver = Callable[[FactStore, dict[str, Any], str, Any, float], tuple[SaveAction, str | None]]
+type Saver = Callable[[MemoryStore, dict[str, Any], str, Any, float], tuple[SaveAction, str | None]]
 # A judge: type, tags, the older fact, the new one -> its verdict (None: no answer).
 type Judge = Callable[[str, Sequence[str], str, str], Relation | None]
 
@@ -93,9 +93,9 @@ class Outcome:
 
 
 def offline(
-    store: FactStore, memory: dict[str, Any], kind: str, vector: Any, now: float
+    store: MemoryStore, memory: dict[str, Any], kind: str, vector: Any, now: float
 ) -> tuple[SaveAction, str | None]:
-    """FactStore.save as it is: its own rule decides."""
+    """MemoryStore.save as it is: its own rule decides."""
     result = store.save(memory["content"], kind, memory["tags"], vector=vector, now=now)
     return result.action, result.archived.id if result.archived else None
 
@@ -104,7 +104,7 @@ def judged_by(judge: Judge) -> Saver:
     """Memories.async_save's way: the candidate judged, the verdict deciding."""
 
     def save(
-        store: FactStore, memory: dict[str, Any], kind: str, vector: Any, now: float
+        store: MemoryStore, memory: dict[str, Any], kind: str, vector: Any, now: float
     ) -> tuple[SaveAction, str | None]:
         content, tags = memory["content"], memory["tags"]
         verdict = None
@@ -157,7 +157,7 @@ def careless_judge(kind: str, tags: Sequence[str], older: str, newer: str) -> Re
 
 
 def azure_judge() -> tuple[Judge, str] | None:
-    """The real model named by the environment, through llm/supersede.py; None without."""
+    """The real model named by the environment, through azure/supersede.py; None without."""
     try:
         endpoint = normalize_endpoint(os.environ["AZURE_OPENAI_ENDPOINT"])
         key = os.environ["AZURE_OPENAI_API_KEY"]
@@ -183,7 +183,7 @@ def measure(labelled: dict[str, Any], vectors: Vectors | None, save: Saver) -> O
     pairs = labelled["supersede_pairs"]
     recognised, wrong, missed, wrongly = 0, 0, [], []
     for pair in pairs:
-        store = FactStore(ROOMY)
+        store = MemoryStore(ROOMY)
         old, new = pair["old"], pair["new"]
         first = store.save(
             old["content"],
@@ -203,7 +203,7 @@ def measure(labelled: dict[str, Any], vectors: Vectors | None, save: Saver) -> O
         elif superseded:
             wrong += 1
             wrongly.append(pair["id"])
-    store = FactStore(ROOMY)
+    store = MemoryStore(ROOMY)
     home_wrongly: list[str] = []
     for memory in sorted(labelled["memories"], key=lambda m: -m["days_ago"]):
         _action, archived = save(

@@ -4,11 +4,11 @@ import pytest
 
 from custom_components.azure_openai_memory.lib.memories import (
     EDITED,
-    FactError,
-    FactSettings,
-    FactStore,
     MemoryConfidence,
     MemoryFilter,
+    MemoryInputError,
+    MemorySettings,
+    MemoryStore,
     MemoryType,
     SaveAction,
     active_page,
@@ -32,7 +32,7 @@ GARDEN = [
 
 
 def test_an_edit_supersedes_and_keeps_type_pin_and_count() -> None:
-    store = FactStore()
+    store = MemoryStore()
     old = store.save("Anna drinks black tea", "preference", ["person:anna"], pinned=True, now=NOW)
     store.save("Anna drinks black tea", "preference", now=NOW + 1)  # seen twice
     result = store.edit(old.memory.id, "Anna drinks green tea", ["person:anna"], now=NOW + 2)
@@ -51,7 +51,7 @@ def test_an_edit_supersedes_and_keeps_type_pin_and_count() -> None:
 
 
 def test_an_edit_of_the_tags_alone_and_an_edit_that_changes_nothing() -> None:
-    store = FactStore()
+    store = MemoryStore()
     old = store.save("The bins go out on Tuesday", "routine", ["topic:bins"], now=NOW)
     assert store.edit(old.memory.id, "The bins go out on Tuesday", now=NOW + 1) is None
     assert store.get(old.memory.id) is not None
@@ -62,15 +62,15 @@ def test_an_edit_of_the_tags_alone_and_an_edit_that_changes_nothing() -> None:
 
 
 def test_bad_edits_change_nothing() -> None:
-    store = FactStore()
+    store = MemoryStore()
     old = store.save("Anna drinks black tea", "preference", now=NOW)
-    with pytest.raises(FactError) as caught:
+    with pytest.raises(MemoryInputError) as caught:
         store.edit(old.memory.id, " ")
     assert caught.value.key == "memory_content_empty"
-    with pytest.raises(FactError) as caught:
+    with pytest.raises(MemoryInputError) as caught:
         store.edit(old.memory.id, "Fine", ["not a tag"])
     assert caught.value.key == "memory_tag_invalid"
-    with pytest.raises(FactError) as caught:
+    with pytest.raises(MemoryInputError) as caught:
         store.edit("mem_unknown", "Fine")
     assert caught.value.key == "memory_unknown"
     assert [m.id for m in store] == [old.memory.id]
@@ -78,18 +78,18 @@ def test_bad_edits_change_nothing() -> None:
 
 
 def test_pinning_is_no_sighting() -> None:
-    store = FactStore()
+    store = MemoryStore()
     saved = store.save("The spare key is under the blue pot", "household", now=NOW)
     memory = store.set_pinned(saved.memory.id, True)
     assert (memory.pinned, memory.occurrences, memory.updated_at) == (True, 1, NOW)
     assert store.as_dict()["memories"][0]["pinned"] is True  # the stored form follows
     assert store.set_pinned(saved.memory.id, False).pinned is False
-    with pytest.raises(FactError):
+    with pytest.raises(MemoryInputError):
         store.set_pinned("mem_unknown", True)
 
 
 def test_restore_takes_a_memory_out_of_the_archive_under_its_cap() -> None:
-    store = FactStore(FactSettings(max_memories_per_type=1))
+    store = MemoryStore(MemorySettings(max_memories_per_type=1))
     first = store.save("The boiler is serviced in May", "household", now=NOW)
     store.forget(first.memory.id, now=NOW + 1)
     store.save("The bins go out on Tuesday", "household", now=NOW + 2)
@@ -98,18 +98,18 @@ def test_restore_takes_a_memory_out_of_the_archive_under_its_cap() -> None:
     assert [a.original_content for a in restored.evicted] == ["The bins go out on Tuesday"]
     assert [m.content for m in store] == ["The boiler is serviced in May"]
     assert [a.id for a in store.archived()] == [restored.evicted[0].id]
-    with pytest.raises(FactError) as caught:
+    with pytest.raises(MemoryInputError) as caught:
         store.restore(first.memory.id)
     assert caught.value.key == "memory_unknown"
     # The same words already active: refused, nothing moves.
     store.save("The bins go out on Tuesday", "household", now=NOW + 4)
-    with pytest.raises(FactError) as caught:
+    with pytest.raises(MemoryInputError) as caught:
         store.restore(restored.evicted[0].id)
     assert caught.value.key == "memory_restore_duplicate"
 
 
 def test_pages_filter_and_order() -> None:
-    store = FactStore()
+    store = MemoryStore()
     saved = [
         store.save(text, "household", [f"plant:p{n % 3}"], now=NOW + n)
         for n, text in enumerate(GARDEN)

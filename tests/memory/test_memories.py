@@ -1,4 +1,4 @@
-"""FactStore: the seed's deduplication, supersede by subject, ranking, patterns, forgetting."""
+"""MemoryStore: the seed's deduplication, supersede by subject, ranking, patterns, forgetting."""
 
 import itertools
 import math
@@ -14,11 +14,11 @@ from custom_components.azure_openai_memory.lib.memories import (
     MAX_TAGS,
     SAME_TAGS_SIMILARITY,
     SUPERSEDE_SIMILARITY,
-    FactError,
-    FactSettings,
-    FactStore,
     MemoryConfidence,
+    MemoryInputError,
+    MemorySettings,
     MemorySource,
+    MemoryStore,
     MemoryType,
     SaveAction,
     bm25,
@@ -44,22 +44,22 @@ THINGS = [
 ]
 
 
-def household_facts() -> list[tuple[str, list[str]]]:
-    """Several hundred distinct facts about one home; every fact shares tags with dozens."""
-    facts = []
+def household_memories() -> list[tuple[str, list[str]]]:
+    """Several hundred distinct memories of one home; each shares tags with dozens."""
+    told = []
     for n, (person, room, (thing, phrase)) in enumerate(
         itertools.product(PEOPLE, ROOMS, THINGS), start=10
     ):
         text = f"{person.title()} likes the {room.replace('_', ' ')} {phrase.format(n=n)}"
-        facts.append((text, [f"person:{person}", f"room:{room}", f"topic:{thing}"]))
-    return facts
+        told.append((text, [f"person:{person}", f"room:{room}", f"topic:{thing}"]))
+    return told
 
 
 # -- the seed's section 8 ---------------------------------------------------
 
 
 def test_save_new_memory() -> None:
-    store = FactStore()
+    store = MemoryStore()
     result = store.save(
         "Knee pain after long runs", "injury_history", ["body:knee"], source="claude_code", now=NOW
     )
@@ -73,7 +73,7 @@ def test_save_new_memory() -> None:
 
 
 def test_exact_match_reinforces_and_third_time_is_high() -> None:
-    store = FactStore()
+    store = MemoryStore()
     first = store.save("Knee pain after long runs", "injury_history", ["body:knee"], now=NOW)
     second = store.save(
         "knee pain,  after LONG runs!", "injury_history", ["body:knee"], now=NOW + 5
@@ -90,7 +90,7 @@ def test_exact_match_reinforces_and_third_time_is_high() -> None:
 
 
 def test_same_type_and_tag_set_supersedes_the_seed_knee_example() -> None:
-    store = FactStore()
+    store = MemoryStore()
     old = store.save(
         "Occasional knee soreness", "injury_history", ["body:knee"], confidence="low", now=NOW
     )
@@ -114,7 +114,7 @@ def test_same_type_and_tag_set_supersedes_the_seed_knee_example() -> None:
 
 def test_shared_tag_alone_does_not_supersede() -> None:
     """The issue's counter-example: both preferences, both about Anna, different things."""
-    store = FactStore()
+    store = MemoryStore()
     coffee = store.save(
         "Anna takes her coffee black",
         "preference",
@@ -134,7 +134,7 @@ def test_shared_tag_alone_does_not_supersede() -> None:
 
 
 def test_shared_tag_and_alike_embeddings_supersede() -> None:
-    store = FactStore()
+    store = MemoryStore()
     old_text = "The bins go out on Tuesday night"
     new_text = "The bins go out on Wednesday night"
     assert float(np.dot(hashed_embedding(old_text), hashed_embedding(new_text))) >= (
@@ -167,7 +167,7 @@ def test_shared_tag_and_alike_embeddings_supersede() -> None:
 
 
 def test_alike_embeddings_without_shared_tag_do_not_supersede() -> None:
-    store = FactStore()
+    store = MemoryStore()
     a = "The wifi password is on the fridge"
     b = "The wifi password is taped to the fridge door"
     store.save(a, "household", ["network:wifi"], vector=hashed_embedding(a), now=NOW)
@@ -177,21 +177,21 @@ def test_alike_embeddings_without_shared_tag_do_not_supersede() -> None:
 
 
 @pytest.mark.parametrize("with_vectors", [False, True])
-def test_hundreds_of_household_facts_with_overlapping_tags_all_stay(with_vectors: bool) -> None:
-    facts = household_facts()
-    assert len(facts) >= 300
-    store = FactStore(FactSettings(max_memories_per_type=1000))
-    for n, (text, tags) in enumerate(facts):
+def test_hundreds_of_household_memories_with_overlapping_tags_all_stay(with_vectors: bool) -> None:
+    told = household_memories()
+    assert len(told) >= 300
+    store = MemoryStore(MemorySettings(max_memories_per_type=1000))
+    for n, (text, tags) in enumerate(told):
         vector = hashed_embedding(text) if with_vectors else None
         result = store.save(text, "preference", tags, vector=vector, now=NOW + n)
         assert result.action is SaveAction.CREATED, text
-    assert len(store) == len(facts)
+    assert len(store) == len(told)
     assert store.archived() == []
-    assert sorted(m.content for m in store) == sorted(text for text, _ in facts)
+    assert sorted(m.content for m in store) == sorted(text for text, _ in told)
 
 
 def test_max_memories_per_type_evicts_least_confident_oldest() -> None:
-    store = FactStore(FactSettings(max_memories_per_type=3))
+    store = MemoryStore(MemorySettings(max_memories_per_type=3))
     sure = store.save("Ben is allergic to cats", "context", [], confidence="high", now=NOW)
     old = store.save("The boiler was serviced in May", "context", [], now=NOW + 1)
     newer = store.save("The car is a blue Golf", "context", [], now=NOW + 2)
@@ -206,7 +206,7 @@ def test_max_memories_per_type_evicts_least_confident_oldest() -> None:
         other.memory.id,
         newest.memory.id,
     }
-    archived = store.apply_settings(FactSettings(max_memories_per_type=1), now=NOW + 5)
+    archived = store.apply_settings(MemorySettings(max_memories_per_type=1), now=NOW + 5)
     assert [a.id for a in archived] == [newer.memory.id, newest.memory.id]
     assert {m.id for m in store} == {sure.memory.id, other.memory.id}
 
@@ -230,17 +230,17 @@ def test_max_memories_per_type_evicts_least_confident_oldest() -> None:
 def test_bad_input_is_refused_and_nothing_changes(
     content: str, kind: str, tags: list[str], extra: dict[str, str], key: str
 ) -> None:
-    store = FactStore()
+    store = MemoryStore()
     store.save("Keep me", "context", ["person:anna"], now=NOW)
     before = orjson.dumps(store.as_dict())
-    with pytest.raises(FactError) as caught:
+    with pytest.raises(MemoryInputError) as caught:
         store.save(content, kind, tags, now=NOW, **extra)  # type: ignore[arg-type]
     assert caught.value.key == key
     assert orjson.dumps(store.as_dict()) == before
 
 
 def test_tags_are_lowercased_and_deduplicated() -> None:
-    store = FactStore()
+    store = MemoryStore()
     result = store.save(
         "Anna's room", "household", ["Person:Anna", "person:anna", "guest"], now=NOW
     )
@@ -251,7 +251,7 @@ def test_tags_are_lowercased_and_deduplicated() -> None:
 
 
 def test_search_by_type_sorts_by_confidence_then_recency() -> None:
-    store = FactStore()
+    store = MemoryStore()
     low = store.save("Might like tea", "preference", [], confidence="low", now=NOW)
     mid_old = store.save("Likes the window open", "preference", [], now=NOW + 1)
     mid_new = store.save("Likes podcasts at breakfast", "preference", [], now=NOW + 2)
@@ -272,7 +272,7 @@ def test_search_by_type_sorts_by_confidence_then_recency() -> None:
 
 
 def test_search_by_tags_needs_every_tag() -> None:
-    store = FactStore()
+    store = MemoryStore()
     both = store.save(
         "Anna sleeps in the attic", "household", ["person:anna", "room:attic"], now=NOW
     )
@@ -282,8 +282,8 @@ def test_search_by_tags_needs_every_tag() -> None:
 
 
 def test_keyword_ranking_finds_words_and_tag_values() -> None:
-    store = FactStore(FactSettings(max_memories_per_type=1000))
-    for n, (text, tags) in enumerate(household_facts()):
+    store = MemoryStore(MemorySettings(max_memories_per_type=1000))
+    for n, (text, tags) in enumerate(household_memories()):
         store.save(text, "preference", tags, now=NOW + n)
     guest = store.save("The guest room is Anna's", "household", ["room:guest_room"], now=NOW)
     result = store.search("whose is the guest room?", limit=5, now=NOW)
@@ -296,7 +296,7 @@ def test_keyword_ranking_finds_words_and_tag_values() -> None:
 
 
 def test_hybrid_ranking_uses_vectors_and_says_so() -> None:
-    store = FactStore()
+    store = MemoryStore()
     texts = {
         "warm": "Anna prefers the bedroom at 19 degrees at night",
         "coffee": "Anna takes her coffee black",
@@ -326,7 +326,7 @@ def test_hybrid_ranking_uses_vectors_and_says_so() -> None:
 def test_a_closer_meaning_can_be_asked_for() -> None:
     """A memory found by its meaning alone is left out when the caller asks for a closer
     one (as forgetting does); one sharing the question's words is found all the same."""
-    store = FactStore()
+    store = MemoryStore()
     texts = {
         "warm": "Anna prefers the bedroom at 19 degrees at night",
         "coffee": "Anna takes her coffee black",
@@ -352,7 +352,7 @@ def test_a_closer_meaning_can_be_asked_for() -> None:
 
 
 def test_recency_and_confidence_break_ties() -> None:
-    store = FactStore()
+    store = MemoryStore()
     old = store.save(
         "Garage code 4711, side door", "household", ["room:garage", "door:side"], now=NOW - 60 * DAY
     )
@@ -364,15 +364,15 @@ def test_recency_and_confidence_break_ties() -> None:
 
 
 def test_search_limit_is_checked() -> None:
-    store = FactStore()
+    store = MemoryStore()
     for limit in (0, 51):
-        with pytest.raises(FactError) as caught:
+        with pytest.raises(MemoryInputError) as caught:
             store.search("x", limit=limit)
         assert caught.value.key == "memory_limit_invalid"
 
 
 def test_search_include_archived() -> None:
-    store = FactStore()
+    store = MemoryStore()
     store.save("Occasional knee soreness", "injury_history", ["body:knee"], now=NOW)
     store.save("Chronic knee pain", "injury_history", ["body:knee"], now=NOW + 1)
     assert [m.content for m, _ in store.search("knee", now=NOW).memories] == ["Chronic knee pain"]
@@ -432,7 +432,7 @@ def test_bm25_matches_words_spelled_alike() -> None:
 
 
 def test_patterns_any_prefix_in_three_memories_of_a_type() -> None:
-    store = FactStore()
+    store = MemoryStore()
     ids = [
         store.save(text, "household", ["room:attic", f"thing:{n}"], now=NOW + n).memory.id
         for n, text in enumerate(["Attic leaks", "Attic is cold", "Attic has mice"])
@@ -455,14 +455,14 @@ def test_patterns_any_prefix_in_three_memories_of_a_type() -> None:
 
 
 def test_forget_by_id_and_by_tag_archives() -> None:
-    store = FactStore()
+    store = MemoryStore()
     one = store.save("Anna's room is the attic", "household", ["person:anna"], now=NOW)
     two = store.save("Anna likes tea", "preference", ["person:anna"], now=NOW)
     three = store.save("Ben likes tea", "preference", ["person:ben"], now=NOW)
     result = store.forget(one.memory.id, now=NOW)
     assert [a.id for a in result.archived] == [one.memory.id]
     assert result.archived[0].reason == "Forgotten on request"
-    with pytest.raises(FactError) as caught:
+    with pytest.raises(MemoryInputError) as caught:
         store.forget("mem_nope", now=NOW)
     assert caught.value.key == "memory_unknown"
     by_tag = store.forget(tag="person:anna", now=NOW)
@@ -475,7 +475,7 @@ def test_forget_by_id_and_by_tag_archives() -> None:
 
 
 def test_erase_by_tag_deletes_archived_too() -> None:
-    store = FactStore()
+    store = MemoryStore()
     old = store.save("Anna's phone number is 0171 123", "context", ["person:anna"], now=NOW)
     new = store.save("Anna's phone number is 0171 456", "context", ["person:anna"], now=NOW + 1)
     keep = store.save("Ben's number is 789", "context", ["person:ben"], now=NOW)
@@ -492,7 +492,7 @@ def test_erase_by_tag_deletes_archived_too() -> None:
 
 
 def test_cleanup_archived_after_retention() -> None:
-    store = FactStore(FactSettings(archive_retention_days=90))
+    store = MemoryStore(MemorySettings(archive_retention_days=90))
     first = store.save("a first thing", "context", ["x"], now=NOW)
     store.forget(first.memory.id, now=NOW)
     second = store.save("a second thing", "context", ["y"], now=NOW)
@@ -506,15 +506,15 @@ def test_cleanup_archived_after_retention() -> None:
 
 
 def test_round_trip_with_vectors_is_compact() -> None:
-    store = FactStore(FactSettings(max_memories_per_type=1000))
-    facts = household_facts()
-    for n, (text, tags) in enumerate(facts):
+    store = MemoryStore(MemorySettings(max_memories_per_type=1000))
+    told = household_memories()
+    for n, (text, tags) in enumerate(told):
         store.save(text, "preference", tags, vector=hashed_embedding(text), now=NOW + n)
     store.save("Occasional knee soreness", "injury_history", ["body:knee"], now=NOW)
     store.save("Chronic knee pain", "injury_history", ["body:knee"], now=NOW)
     raw = orjson.dumps(store.as_dict())
     assert len(raw) / len(store) < 2048
-    loaded = FactStore.from_dict(orjson.loads(raw), store.settings)
+    loaded = MemoryStore.from_dict(orjson.loads(raw), store.settings)
     assert len(loaded) == len(store)
     assert len(loaded.archived()) == 1
     for memory in store:
@@ -526,7 +526,7 @@ def test_round_trip_with_vectors_is_compact() -> None:
         else:
             assert back is not None
             assert float(original @ back) > 0.999
-    text, tags = facts[7]
+    text, tags = told[7]
     vector = np.asarray(hashed_embedding(text))
     assert [m.id for m, _ in loaded.search(text, query_vector=vector, limit=3).memories] == [
         m.id for m, _ in store.search(text, query_vector=vector, limit=3).memories
@@ -534,12 +534,12 @@ def test_round_trip_with_vectors_is_compact() -> None:
 
 
 def test_a_broken_record_is_skipped() -> None:
-    good = FactStore()
+    good = MemoryStore()
     good.save("Anna likes tea", "preference", [], now=NOW)
     data = good.as_dict()
     data["memories"].append({"id": "mem_x", "type": "dream"})
     data["archived"].append({"nothing": True})
-    loaded = FactStore.from_dict(data)
+    loaded = MemoryStore.from_dict(data)
     assert [m.content for m in loaded] == ["Anna likes tea"]
     assert loaded.archived() == []
 
@@ -554,7 +554,7 @@ def test_vectors_encode_in_float16() -> None:
 
 
 def test_new_embedding_length_drops_old_vectors() -> None:
-    store = FactStore()
+    store = MemoryStore()
     a = store.save("one", "context", [], vector=np.ones(4), now=NOW).memory
     b = store.save("two", "context", [], now=NOW).memory
     assert [m.id for m in store.without_vector()] == [b.id]
@@ -573,7 +573,7 @@ def test_normalisation_is_the_seeds() -> None:
 
 
 def test_save_uses_the_clock_when_no_time_is_given() -> None:
-    store = FactStore()
+    store = MemoryStore()
     before = time.time()
     memory = store.save("Now", "context", [], source=MemorySource.CONVERSATION).memory
     assert before <= memory.created_at <= time.time()
@@ -583,7 +583,7 @@ def test_save_uses_the_clock_when_no_time_is_given() -> None:
 
 def test_stored_form_follows_every_change() -> None:
     """as_dict keeps each record's form between saves; every change replaces it."""
-    store = FactStore()
+    store = MemoryStore()
     one = store.save("Anna likes tea", "preference", ["person:anna"], now=NOW).memory
     two = store.save("Ben likes coffee", "preference", ["person:ben"], now=NOW).memory
     first = store.as_dict()
@@ -601,12 +601,12 @@ def test_stored_form_follows_every_change() -> None:
     assert [a["id"] for a in third["archived"]] == [one.id]
     store.clear_vectors()
     assert "vector" not in store.as_dict()["memories"][0]
-    assert FactStore.from_dict(orjson.loads(orjson.dumps(third))).as_dict() == third
+    assert MemoryStore.from_dict(orjson.loads(orjson.dumps(third))).as_dict() == third
 
 
 def test_same_tags_with_different_meaning_stay_apart() -> None:
     """With embeddings, the same tag set is not enough: 'Mia is ten' is not 'Mia's friend'."""
-    store = FactStore()
+    store = MemoryStore()
     age = "Mia is ten years old"
     friend = "Mia's best friend is Lotte, two streets away"
     assert float(np.dot(hashed_embedding(age), hashed_embedding(friend))) < SAME_TAGS_SIMILARITY

@@ -7,7 +7,7 @@ The exact-repeat check compares normalised content. Were punctuation simply drop
 import pytest
 
 from custom_components.azure_openai_memory.lib.memories import (
-    FactStore,
+    MemoryStore,
     SaveAction,
     normalize_for_comparison,
 )
@@ -32,7 +32,7 @@ NOW = 1_760_000_000.0
 )
 def test_a_changed_number_or_unit_is_not_a_repeat(old: str, new: str) -> None:
     assert normalize_for_comparison(old) != normalize_for_comparison(new)
-    store = FactStore()
+    store = MemoryStore()
     first = store.save(old, "routine", [], now=NOW)
     second = store.save(new, "routine", [], now=NOW + 1)
     assert second.action is SaveAction.CREATED
@@ -43,7 +43,7 @@ def test_a_changed_number_or_unit_is_not_a_repeat(old: str, new: str) -> None:
 
 def test_a_changed_dose_of_the_same_subject_is_an_update() -> None:
     """Same tags, same words but the number: the new dose replaces the old one."""
-    store = FactStore()
+    store = MemoryStore()
     tags = ["person:max", "topic:medication"]
     old = store.save("Max takes 2.5 mg of melatonin at bedtime", "routine", tags, now=NOW)
     new = store.save("Max takes 25 mg of melatonin at bedtime", "routine", tags, now=NOW + 1)
@@ -56,7 +56,7 @@ def test_a_changed_dose_of_the_same_subject_is_an_update() -> None:
 
 def test_the_same_number_said_again_is_still_a_repeat() -> None:
     """Case, spacing and punctuation around words still do not make a new fact."""
-    store = FactStore()
+    store = MemoryStore()
     first = store.save("Max takes 2.5 mg of melatonin at bedtime", "routine", [], now=NOW)
     again = store.save("  max takes 2.5 MG of melatonin, at bedtime!  ", "routine", [], now=NOW + 1)
     assert again.action is SaveAction.REINFORCED
@@ -78,7 +78,7 @@ def test_the_same_number_said_again_is_still_a_repeat() -> None:
     ],
 )
 def test_content_of_symbols_only_does_not_collapse(old: str, new: str) -> None:
-    store = FactStore()
+    store = MemoryStore()
     first = store.save(old, "context", [], now=NOW)
     second = store.save(new, "context", [], now=NOW + 1)
     assert second.action is SaveAction.CREATED
@@ -92,10 +92,10 @@ def test_content_of_symbols_only_does_not_collapse(old: str, new: str) -> None:
 
 def test_loaded_memories_are_compared_the_same_way() -> None:
     """The index of contents is rebuilt at start-up with the same rule."""
-    store = FactStore()
+    store = MemoryStore()
     store.save("Max takes 2.5 mg of melatonin at bedtime", "routine", [], now=NOW)
     store.save("👍", "context", [], now=NOW)
-    loaded = FactStore.from_dict(store.as_dict())
+    loaded = MemoryStore.from_dict(store.as_dict())
     assert (
         loaded.save("Max takes 25 mg of melatonin at bedtime", "routine", [], now=NOW).action
         is SaveAction.CREATED

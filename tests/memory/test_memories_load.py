@@ -9,8 +9,8 @@ import orjson
 import pytest
 
 from custom_components.azure_openai_memory.lib.memories import (
-    FactSettings,
-    FactStore,
+    MemorySettings,
+    MemoryStore,
     SaveAction,
     encode_vector,
 )
@@ -18,7 +18,7 @@ from custom_components.azure_openai_memory.lib.memories.text import KeywordIndex
 from custom_components.azure_openai_memory.lib.memories.vectors import encode_vectors
 from tests.azure_stub.embeddings import hashed_embedding
 
-from .test_facts import NOW, household_facts
+from .test_memories import NOW, household_memories
 
 QUESTIONS = [
     "what does anna like in the kitchen",
@@ -30,8 +30,8 @@ QUESTIONS = [
 
 
 def _stored(with_vectors: bool) -> dict[str, object]:
-    store = FactStore(FactSettings(max_memories_per_type=1000))
-    for n, (text, tags) in enumerate(household_facts()):
+    store = MemoryStore(MemorySettings(max_memories_per_type=1000))
+    for n, (text, tags) in enumerate(household_memories()):
         vector = hashed_embedding(text) if with_vectors else None
         store.save(text, "preference", tags, vector=vector, now=NOW + n)
     store.save("Occasional knee soreness", "injury_history", ["body:knee"], now=NOW)
@@ -40,7 +40,7 @@ def _stored(with_vectors: bool) -> dict[str, object]:
     return data
 
 
-def _answers(store: FactStore, with_vectors: bool) -> list[list[tuple[str, float]]]:
+def _answers(store: MemoryStore, with_vectors: bool) -> list[list[tuple[str, float]]]:
     answers = []
     for question in QUESTIONS:
         vector = np.asarray(hashed_embedding(question)) if with_vectors else None
@@ -52,13 +52,13 @@ def _answers(store: FactStore, with_vectors: bool) -> list[list[tuple[str, float
 @pytest.mark.parametrize("with_vectors", [False, True])
 def test_a_search_before_the_words_are_indexed_answers_as_after(with_vectors: bool) -> None:
     data = _stored(with_vectors)
-    indexed = FactStore.from_dict(data)
+    indexed = MemoryStore.from_dict(data)
     indexed.build_keywords()
     assert indexed.keywords_ready
     expected = _answers(indexed, with_vectors)
     assert all(expected)
 
-    fresh = FactStore.from_dict(data)
+    fresh = MemoryStore.from_dict(data)
     assert not fresh.keywords_ready
     assert _answers(fresh, with_vectors) == expected
     assert fresh.keywords_ready
@@ -68,10 +68,10 @@ def test_words_indexed_in_another_thread_meanwhile_changed_records() -> None:
     """Forgetting and a lowered cap before the index is taken into use: the memories
     they archived are not found by their words, nor their content treated as a repeat."""
     data = _stored(False)
-    store = FactStore.from_dict(data)
+    store = MemoryStore.from_dict(data)
     forgotten = next(m for m in store if "jazz playlist number 12" in m.content)
     store.forget(forgotten.id, now=NOW + 2000)
-    evicted = store.apply_settings(FactSettings(max_memories_per_type=300), now=NOW + 2000)
+    evicted = store.apply_settings(MemorySettings(max_memories_per_type=300), now=NOW + 2000)
     assert evicted
     assert not store.keywords_ready
 
@@ -92,8 +92,8 @@ def test_words_indexed_in_another_thread_meanwhile_changed_records() -> None:
 
 def test_a_save_before_the_words_are_indexed_finds_the_repeat() -> None:
     data = _stored(False)
-    store = FactStore.from_dict(data)
-    text, tags = household_facts()[40]
+    store = MemoryStore.from_dict(data)
+    text, tags = household_memories()[40]
     result = store.save(text, "preference", tags, now=NOW + 5000)
     assert result.action is SaveAction.REINFORCED
     assert result.memory.occurrences == 2
@@ -101,10 +101,10 @@ def test_a_save_before_the_words_are_indexed_finds_the_repeat() -> None:
 
 @pytest.mark.parametrize("built_elsewhere", [False, True])
 def test_loaded_words_find_repeats_only_in_their_own_scope(built_elsewhere: bool) -> None:
-    store = FactStore()
+    store = MemoryStore()
     mine = store.save("Anna takes 2.5 mg of melatonin", "context", scope="person:anna", now=NOW)
     data = orjson.loads(orjson.dumps(store.as_dict()))
-    loaded = FactStore.from_dict(data)
+    loaded = MemoryStore.from_dict(data)
     if built_elsewhere:
         worker = threading.Thread(target=loaded.build_keywords)
         worker.start()
@@ -121,7 +121,7 @@ def test_loaded_words_find_repeats_only_in_their_own_scope(built_elsewhere: bool
 
 def test_building_twice_or_after_use_changes_nothing() -> None:
     data = _stored(False)
-    store = FactStore.from_dict(data)
+    store = MemoryStore.from_dict(data)
     before = _answers(store, False)
     store.build_keywords()
     store.build_keywords()
@@ -131,14 +131,14 @@ def test_building_twice_or_after_use_changes_nothing() -> None:
 @pytest.mark.parametrize("with_vectors", [False, True])
 def test_the_stored_form_comes_back_unchanged(with_vectors: bool) -> None:
     data = _stored(with_vectors)
-    assert FactStore.from_dict(data).as_dict() == data
+    assert MemoryStore.from_dict(data).as_dict() == data
 
 
 def test_a_stored_form_is_made_of_the_records_as_they_were_when_taken() -> None:
     """The part of a save that runs in another thread reads what was taken in the store's
     own: vectors written meanwhile, into a row a forgotten memory freed or over another
     memory's, go to a copy of the matrix, and new records are not in it."""
-    store = FactStore.from_dict(_stored(True))
+    store = MemoryStore.from_dict(_stored(True))
     before = store.as_dict()
     form = store.stored_form()
     gone, changed = list(store)[:2]
@@ -150,7 +150,7 @@ def test_a_stored_form_is_made_of_the_records_as_they_were_when_taken() -> None:
 
 
 def test_loaded_memories_share_their_tags() -> None:
-    store = FactStore.from_dict(_stored(False))
+    store = MemoryStore.from_dict(_stored(False))
     anna = [m for m in store if "person:anna" in m.tags]
     assert len(anna) > 10
     assert len({id(t) for m in anna for t in m.tags if t == "person:anna"}) == 1

@@ -7,15 +7,15 @@ hit@1 / hit@5 / MRR for three rankers, next to the reference measured in the sam
 - the naive reference scorer (the specification's get_relevant_memories, re-implemented as
   written: shared words x2, tag value
   in the question +5, confidence and recency boosts);
-- memory/facts' keyword ranker (BM25 over content and tag values, the boosts), which answers
+- lib/memories' keyword ranker (BM25 over content and tag values, the boosts), which answers
   when there is no embeddings deployment or Azure fails;
-- FactStore's hybrid ranker, with vectors from a real sentence-embedding model
+- MemoryStore's hybrid ranker, with vectors from a real sentence-embedding model
   (all-MiniLM-L6-v2, cached in benchmarks/data/household_embeddings.npz by
   scripts/bench-embeddings-env);
 
 and, for comparison, the embeddings alone (cosine similarity, nothing else). A question is
 answered when its memory, or one of the memories listed as `also` answering it, is found.
-Each ranker is also shown on the two halves of the questions, odd and even ids: FactStore's
+Each ranker is also shown on the two halves of the questions, odd and even ids: MemoryStore's
 constants were tuned on the odd half only, so the even half is held out and a gap between
 the two would show overfitting.
 The labelled set's multi-hop questions (`multi_hop_questions`: the subject named by a
@@ -24,7 +24,7 @@ and count towards no target: they test knowing a second fact, not paraphrase.
 
 Then, for the supersede decision: the cosine similarity of same-subject and
 different-subject pairs, the threshold that separates them best, and whether
-FactStore.save gets every labelled pair right (the seed's knee example included); and
+MemoryStore.save gets every labelled pair right (the seed's knee example included); and
 whether a household saved fact by fact stays whole (every labelled memory is a distinct
 fact, so none may be archived).
 
@@ -47,10 +47,10 @@ import numpy as np
 import numpy.typing as npt
 
 from benchmarks.minilm_embedder import CACHE, MODEL_NAME, EmbeddingsUnavailable, load_cache
-from custom_components.azure_openai_memory.lib import memories as facts
+from custom_components.azure_openai_memory.lib import memories as memory_lib
 from custom_components.azure_openai_memory.lib.memories import (
-    FactSettings,
-    FactStore,
+    MemorySettings,
+    MemoryStore,
     SaveAction,
     encode_vector,
 )
@@ -59,10 +59,10 @@ DATA = Path(__file__).resolve().parent / "data" / "household_memories.json"
 # The labelled set's "now": each memory was last updated `days_ago` before it.
 NOW = datetime(2026, 6, 1, 12, tzinfo=UTC).timestamp()
 DAY = 86_400.0
-DEPTH = facts.MAX_SEARCH_LIMIT  # MRR counts a memory found in the top 50
+DEPTH = memory_lib.MAX_SEARCH_LIMIT  # MRR counts a memory found in the top 50
 # Enough room for the whole labelled home whatever the default cap (an earlier default,
 # 50 per type, archived part of it before any ranking was measured; reported below).
-ROOMY = FactSettings(max_memories_per_type=10_000)
+ROOMY = MemorySettings(max_memories_per_type=10_000)
 TARGET_HYBRID_HIT5 = 0.95
 TARGET_KEYWORD_HIT5 = 0.5
 
@@ -100,7 +100,7 @@ def quality(ranks: Sequence[int | None]) -> Quality:
 def halves(
     questions: Sequence[dict[str, Any]], ranks: Sequence[int | None]
 ) -> tuple[Quality, Quality]:
-    """The odd-id questions (the half FactStore was tuned on) and the even-id ones (held out)."""
+    """The odd-id questions (the half MemoryStore was tuned on) and the even-id ones (held out)."""
     odd = [r for q, r in zip(questions, ranks, strict=True) if int(q["id"].lstrip("q")) % 2]
     even = [r for q, r in zip(questions, ranks, strict=True) if not int(q["id"].lstrip("q")) % 2]
     return quality(odd), quality(even)
@@ -153,13 +153,13 @@ def seed_relevant(context: str, memories: list[dict[str, Any]], limit: int) -> l
     return [m["id"] for m, _ in scored[:limit]]
 
 
-# -- FactStore ---------------------------------------------------------------------------
+# -- MemoryStore ---------------------------------------------------------------------------
 
 
 def stored_home(
     memories: list[dict[str, Any]], vectors: dict[str, npt.NDArray[np.float32]] | None
-) -> FactStore:
-    """The labelled home as FactStore reads it at start-up (ids kept, vectors as float16)."""
+) -> MemoryStore:
+    """The labelled home as MemoryStore reads it at start-up (ids kept, vectors as float16)."""
     records = []
     for memory in memories:
         updated = NOW - memory["days_ago"] * DAY
@@ -176,13 +176,13 @@ def stored_home(
         if vectors is not None:
             record["vector"] = encode_vector(vectors[memory["content"]])
         records.append(record)
-    store = FactStore.from_dict({"memories": records}, ROOMY)
+    store = MemoryStore.from_dict({"memories": records}, ROOMY)
     assert len(store) == len(memories), "the labelled home did not load whole"
     return store
 
 
-def facts_ranks(
-    store: FactStore,
+def store_ranks(
+    store: MemoryStore,
     questions: list[dict[str, Any]],
     vectors: dict[str, npt.NDArray[np.float32]] | None,
     ranker: str,
@@ -228,12 +228,15 @@ def print_misses(
 
 @contextmanager
 def constants(**values: float) -> Iterator[None]:
-    """What-if: facts' tuning constants set for a block (they are read at each call).
+    """What-if: the memories package's tuning constants set for a block (they are read at each call).
 
     Each module of the package that reads a constant holds its own name for it, so the
     constant is set wherever it is held.
     """
-    modules = [facts, *(one for one in vars(facts).values() if isinstance(one, ModuleType))]
+    modules = [
+        memory_lib,
+        *(one for one in vars(memory_lib).values() if isinstance(one, ModuleType)),
+    ]
     saved = [
         (one, name, getattr(one, name)) for name in values for one in modules if hasattr(one, name)
     ]
@@ -275,7 +278,7 @@ def pair_verdicts(
     """Each pair saved into an empty store, old then new a day later: did new supersede?"""
     verdicts = []
     for pair in pairs:
-        store = FactStore(ROOMY)
+        store = MemoryStore(ROOMY)
         old, new = pair["old"], pair["new"]
         first = store.save(
             old["content"],
@@ -301,10 +304,10 @@ def pair_verdicts(
 def saved_one_by_one(
     memories: list[dict[str, Any]],
     vectors: dict[str, npt.NDArray[np.float32]] | None,
-    settings: FactSettings = ROOMY,
+    settings: MemorySettings = ROOMY,
 ) -> tuple[int, list[str]]:
     """The labelled home saved fact by fact, oldest first: how many stay active."""
-    store = FactStore(settings)
+    store = MemoryStore(settings)
     archived: list[str] = []
     for memory in sorted(memories, key=lambda m: -m["days_ago"]):
         result = store.save(
@@ -331,7 +334,7 @@ def different_subject_neighbours(
         for b in memories[i + 1 :]:
             if a["type"] != b["type"] or not set(a["tags"]) & set(b["tags"]):
                 continue
-            if facts.conflicting(a["tags"], b["tags"]):
+            if memory_lib.conflicting(a["tags"], b["tags"]):
                 continue
             cosines.append(float(vectors[a["content"]] @ vectors[b["content"]]))
     return cosines
@@ -369,9 +372,9 @@ def rankers(labelled: dict[str, Any], vectors: dict[str, Any] | None) -> bool:
     )
     keyword_store = stored_home(memories, None)
     keyword = show(
-        "FactStore keyword (BM25 + alike words + boosts)",
+        "MemoryStore keyword (BM25 + alike words + boosts)",
         questions,
-        facts_ranks(keyword_store, questions, None, "keyword"),
+        store_ranks(keyword_store, questions, None, "keyword"),
     )
     ok = report("keyword hit@5", keyword.hit5, "", f">= {TARGET_KEYWORD_HIT5}", keyword.hit5 >= 0.5)
     ok &= report(
@@ -384,8 +387,8 @@ def rankers(labelled: dict[str, Any], vectors: dict[str, Any] | None) -> bool:
     if vectors is None:
         return ok
     hybrid_store = stored_home(memories, vectors)
-    hybrid_ranks = facts_ranks(hybrid_store, questions, vectors, "hybrid")
-    hybrid = show(f"FactStore hybrid ({MODEL_NAME.split('/')[-1]})", questions, hybrid_ranks)
+    hybrid_ranks = store_ranks(hybrid_store, questions, vectors, "hybrid")
+    hybrid = show(f"MemoryStore hybrid ({MODEL_NAME.split('/')[-1]})", questions, hybrid_ranks)
     ok &= report("hybrid hit@5", hybrid.hit5, "", f">= {TARGET_HYBRID_HIT5}", hybrid.hit5 >= 0.95)
     info("hybrid hit@5 / seed hit@5", f"{hybrid.hit5 / seed.hit5:.2f} x")
     print_misses("hybrid", questions, hybrid_ranks, memories)
@@ -394,7 +397,7 @@ def rankers(labelled: dict[str, Any], vectors: dict[str, Any] | None) -> bool:
     print_misses("embeddings", questions, cosine, memories)
     multi_hop = labelled.get("multi_hop_questions", [])
     if multi_hop:
-        hop_hybrid = quality(facts_ranks(hybrid_store, multi_hop, vectors, "hybrid"))
+        hop_hybrid = quality(store_ranks(hybrid_store, multi_hop, vectors, "hybrid"))
         hop_cosine = quality(cosine_ranks(memories, multi_hop, vectors))
         info(
             f"multi-hop questions (n={len(multi_hop)}, no target): hybrid",
@@ -406,21 +409,21 @@ def rankers(labelled: dict[str, Any], vectors: dict[str, Any] | None) -> bool:
 
 
 def what_if(
-    store: FactStore,
+    store: MemoryStore,
     questions: list[dict[str, Any]],
     vectors: dict[str, Any],
     memories: list[dict[str, Any]],
 ) -> None:
     """The same questions under other fusion weights and BM25 parameters, for tuning."""
-    print("what if (FactStore constants changed for this block only):")
-    for min_similarity in dict.fromkeys((facts.MIN_SIMILARITY, 0.2)):
-        for vector_weight in dict.fromkeys((facts.VECTOR_WEIGHT, 1.0, 0.95, 0.9, 0.8, 0.7)):
+    print("what if (MemoryStore constants changed for this block only):")
+    for min_similarity in dict.fromkeys((memory_lib.MIN_SIMILARITY, 0.2)):
+        for vector_weight in dict.fromkeys((memory_lib.VECTOR_WEIGHT, 1.0, 0.95, 0.9, 0.8, 0.7)):
             with constants(
                 VECTOR_WEIGHT=vector_weight,
                 KEYWORD_WEIGHT=round(1 - vector_weight, 3),
                 MIN_SIMILARITY=min_similarity,
             ):
-                q = quality(facts_ranks(store, questions, vectors, "hybrid"))
+                q = quality(store_ranks(store, questions, vectors, "hybrid"))
             info(
                 f"  hybrid, weights {vector_weight:g}/{1 - vector_weight:.3g}, "
                 f"MIN_SIMILARITY {min_similarity:.2f}",
@@ -429,11 +432,11 @@ def what_if(
     for k1, b in ((1.2, 0.75), (1.5, 0.75), (2.0, 0.75), (1.5, 0.5), (1.2, 0.3)):
         keyword_store = stored_home(memories, None)
         keyword_store._keywords.k1, keyword_store._keywords.b = k1, b
-        q = quality(facts_ranks(keyword_store, questions, None, "keyword"))
+        q = quality(store_ranks(keyword_store, questions, None, "keyword"))
         info(f"  keyword, BM25 k1 {k1} b {b}", q.line())
-    for similarity in (facts.FUZZY_SIMILARITY, 0.5, 0.6, 1.01):
+    for similarity in (memory_lib.FUZZY_SIMILARITY, 0.5, 0.6, 1.01):
         with constants(FUZZY_SIMILARITY=similarity):
-            q = quality(facts_ranks(stored_home(memories, None), questions, None, "keyword"))
+            q = quality(store_ranks(stored_home(memories, None), questions, None, "keyword"))
         label = "off" if similarity > 1 else f"{similarity:.2f}"
         info(f"  keyword, alike words (FUZZY_SIMILARITY) {label}", q.line())
 
@@ -445,12 +448,12 @@ def proposed_same_subject(
     same_cut: float,
     shared_cut: float,
 ) -> bool:
-    """A rule to compare with FactStore's: an identical tag set needs alike embeddings too.
+    """A rule to compare with MemoryStore's: an identical tag set needs alike embeddings too.
 
-    FactStore supersedes on an identical tag set without looking at the text, and on shared
+    MemoryStore supersedes on an identical tag set without looking at the text, and on shared
     tags with cosine >= SUPERSEDE_SIMILARITY. Here both need the cosine, each its own cut.
     """
-    if not set(old_tags) & set(new_tags) or facts.conflicting(new_tags, old_tags):
+    if not set(old_tags) & set(new_tags) or memory_lib.conflicting(new_tags, old_tags):
         return False
     return cosine >= (same_cut if set(old_tags) == set(new_tags) else shared_cut)
 
@@ -458,7 +461,7 @@ def proposed_same_subject(
 def proposed_home_losses(
     memories: list[dict[str, Any]], vectors: dict[str, Any], same_cut: float, shared_cut: float
 ) -> int:
-    """The labelled home saved oldest first under the proposed rule: facts archived."""
+    """The labelled home saved oldest first under the proposed rule: memories archived."""
     active: list[dict[str, Any]] = []
     lost = 0
     for memory in sorted(memories, key=lambda m: -m["days_ago"]):
@@ -518,10 +521,10 @@ def supersede(labelled: dict[str, Any], vectors: dict[str, Any] | None) -> bool:
                 f"  {name} tag sets: {len(s)} same / {len(d)} different",
                 f"best {c:.2f} ({e} wrong)",
             )
-        for threshold in dict.fromkeys((facts.SUPERSEDE_SIMILARITY, cut)):
+        for threshold in dict.fromkeys((memory_lib.SUPERSEDE_SIMILARITY, cut)):
             with constants(SUPERSEDE_SIMILARITY=threshold):
                 ok &= verdicts(
-                    f"FactStore.save, SUPERSEDE_SIMILARITY {threshold:.2f}",
+                    f"MemoryStore.save, SUPERSEDE_SIMILARITY {threshold:.2f}",
                     pair_verdicts(pairs, vectors),
                 )
         print("proposed rule: identical tags need cosine >= same cut, shared tags >= shared cut")
@@ -554,7 +557,7 @@ def supersede(labelled: dict[str, Any], vectors: dict[str, Any] | None) -> bool:
                     f" {wrong:>5} of {len(pairs) - same_count:<9}  {lost:>5} of "
                     f"{len(memories):<7} {'yes' if knee_ok else 'NO'}"
                 )
-    ok &= verdicts("FactStore.save without embeddings", pair_verdicts(pairs, None), listed=False)
+    ok &= verdicts("MemoryStore.save without embeddings", pair_verdicts(pairs, None), listed=False)
     for name, vecs in (
         (("with", vectors), ("without", None)) if vectors is not None else (("without", None),)
     ):
@@ -568,9 +571,9 @@ def supersede(labelled: dict[str, Any], vectors: dict[str, Any] | None) -> bool:
         )
         for content in archived:
             print(f"  archived: {content!r}")
-    active, _ = saved_one_by_one(memories, vectors, FactSettings())
+    active, _ = saved_one_by_one(memories, vectors, MemorySettings())
     info(
-        f"  ... with the default max_memories_per_type ({FactSettings().max_memories_per_type:,})",
+        f"  ... with the default max_memories_per_type ({MemorySettings().max_memories_per_type:,})",
         f"{active} active",
     )
     return ok

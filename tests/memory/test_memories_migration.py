@@ -2,10 +2,10 @@
 files before version 3 knew no scopes: every memory in them is the household's."""
 
 from custom_components.azure_openai_memory.lib.memories import (
-    FACTS_VERSION,
-    FactSettings,
-    FactStore,
-    migrate_facts,
+    MEMORIES_VERSION,
+    MemorySettings,
+    MemoryStore,
+    migrate_memories,
 )
 
 
@@ -15,19 +15,19 @@ def test_the_old_default_cap_goes_and_the_new_default_applies() -> None:
         "archived": [],
         "settings": {"max_memories_per_type": 50, "archive_retention_days": 30},
     }
-    migrated = migrate_facts(1, stored)
+    migrated = migrate_memories(1, stored)
     assert migrated["settings"] == {"archive_retention_days": 30}
-    assert FactStore.from_dict(migrated).settings.max_memories_per_type == 10_000
-    assert FACTS_VERSION == 3
+    assert MemoryStore.from_dict(migrated).settings.max_memories_per_type == 10_000
+    assert MEMORIES_VERSION == 3
 
 
 def test_a_cap_the_user_chose_stays() -> None:
     stored = {"memories": [], "archived": [], "settings": {"max_memories_per_type": 80}}
-    assert migrate_facts(1, stored) == stored
-    assert migrate_facts(2, {"settings": {"max_memories_per_type": 50}})["settings"] == {
+    assert migrate_memories(1, stored) == stored
+    assert migrate_memories(2, {"settings": {"max_memories_per_type": 50}})["settings"] == {
         "max_memories_per_type": 50
     }
-    assert FactSettings().max_memories_per_type == 10_000
+    assert MemorySettings().max_memories_per_type == 10_000
 
 
 def _record(number: int, content: str, **extra: object) -> dict[str, object]:
@@ -60,8 +60,8 @@ def test_every_memory_of_a_file_before_scopes_becomes_the_household_s() -> None:
         }
     ]
     stored = {"memories": records, "archived": archived}
-    migrated = migrate_facts(2, stored)
-    store = FactStore.from_dict(migrated)
+    migrated = migrate_memories(2, stored)
+    store = MemoryStore.from_dict(migrated)
     assert store.skipped == 0
     assert [m.as_dict() for m in store] == [
         {**record, "scope": "household", "provenance": None} for record in records
