@@ -21,6 +21,7 @@ from homeassistant.helpers import intent
 
 from .agent.context import memories_budget
 from .agent.request import Budget, PromptCount, RequestBuilder
+from .agent.rounds import RequestFailed, async_tool_rounds, tool_specs
 from .agent.speech import asks_user, async_spoken, async_text
 from .agent.stats import ROUTE_LLM, ROUTE_LOCAL
 from .agent.turn import Turn, WindowWriter
@@ -46,7 +47,7 @@ from .const import (
     SUBENTRY_AGENT,
 )
 from .data import DATA_HISTORY, AzureOpenAIMemoryConfigEntry
-from .entity import AzureOpenAIMemoryBaseLLMEntity, RequestFailed, tool_specs
+from .entity import AzureOpenAIMemoryBaseLLMEntity
 from .history.recorder import HistoryRecorder, TurnRecording
 from .lib.windows.window import AgentWindows
 from .memories.tools import MemoryTurn, async_add_memory_tools
@@ -281,14 +282,14 @@ class AzureOpenAIMemoryAgent(
                         turn, system_prompt, tool_specs(private), self.entity_id
                     )
                     count = PromptCount(self.hass, self.windows, request)
-                    await self.async_tool_rounds(
+                    await async_tool_rounds(
                         private,
                         request.messages,
                         lambda messages: count.while_streaming(
                             client.stream(messages, request.tools, usage)
                         ),
+                        agent_id or self.entity_id,
                         turn.pending,
-                        agent_id,
                     )
                     prompt_tokens = await count.async_tokens()
                     self.runtime.stats.record_request(
