@@ -1,4 +1,5 @@
-"""One conversation turn: what it produces, and how it enters the agent's windows.
+"""One conversation turn: how it begins (its history events, the turn the LLM answers),
+what it produces, and how it enters the agent's windows.
 
 A turn's messages stay pending until the turn completes: a failed or cut-off turn leaves
 the window as it was, so the next request never carries half an exchange. The note a
