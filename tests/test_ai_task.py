@@ -337,7 +337,7 @@ def test_format_name_keeps_what_the_api_allows() -> None:
     """The response format's name: the task's name in the characters the API takes."""
     if not HAS_AI_TASK:
         pytest.skip("ai_task.py imports Home Assistant's AI task component")
-    from custom_components.azure_openai_memory.ai_task import format_name
+    from custom_components.azure_openai_memory.agent.task import format_name
 
     assert format_name("Daily summary") == "Daily_summary"
     assert format_name("Küche: état!") == "K_che_tat"

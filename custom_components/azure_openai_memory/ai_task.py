@@ -1,14 +1,10 @@
 """AI Task entities: ai_task.generate_data answered by Azure OpenAI, with the home's memory.
 
-Set up only on Home Assistant versions that have AI tasks (compat.HAS_AI_TASK). A task's
-instructions pass through the same context.py entry point as a conversation turn, so the
-stored data a task names reaches the model as delimited data, bounded in tokens; of the
-memories, the household's only, as for a turn of nobody known.
+Set up only on Home Assistant versions that have AI tasks (compat.HAS_AI_TASK). The task's
+steps (its messages with the stored data it names, a structured answer's format and
+object) live in agent/task.py.
 """
 
-from dataclasses import replace
-import json
-import re
 from typing import Any
 
 from homeassistant.components import conversation
@@ -22,33 +18,17 @@ from homeassistant.config_entries import ConfigSubentry
 from homeassistant.core import HomeAssistant
 from homeassistant.exceptions import HomeAssistantError
 
-from .agent.context import MAX_CONTEXT_TOKENS, async_turn_data, memories_budget
-from .azure.client import JsonFormat, RequestOptions, Usage, create_llm_client
-from .azure.structure import structured_output_schema
+from .agent.rounds import RequestFailed, async_tool_rounds, tool_specs
+from .agent.task import async_task_messages, structured, structured_data
+from .azure.client import RequestOptions, Usage, create_llm_client
 from .compat import AddConfigEntryEntitiesCallback
-from .const import (
-    CONF_DEPLOYMENT,
-    CONF_TIMESERIES_CONTEXT,
-    DOMAIN,
-    RECOMMENDED_TIMESERIES_CONTEXT,
-    SUBENTRY_AI_TASK,
-)
+from .const import CONF_DEPLOYMENT, DOMAIN, SUBENTRY_AI_TASK
 from .data import AzureOpenAIMemoryConfigEntry
-from .entity import AzureOpenAIMemoryBaseLLMEntity, RequestFailed, tool_specs
+from .entity import AzureOpenAIMemoryBaseLLMEntity
 from .lib.tokens import TokenCounter, load_counter
-from .lib.windows.window import MESSAGE_OVERHEAD_TOKENS
-from .people.access import access
-from .people.speakers import Speaker
 
 # Tasks of automations run side by side; each is one request.
 PARALLEL_UPDATES = 0
-# JSON mode (api-versions before structured outputs) needs the word JSON in the messages.
-JSON_ONLY_INSTRUCTION = (
-    "Answer with one JSON object, nothing else, following this JSON schema: {schema}"
-)
-_FORMAT_NAME = re.compile(r"[^a-zA-Z0-9_-]+")
-# Whom a task speaks for: nobody.
-NOBODY = Speaker()
 
 
 async def async_setup_entry(
@@ -67,11 +47,6 @@ async def async_setup_entry(
             [AzureOpenAIMemoryTask(entry, subentry, counter)],
             config_subentry_id=subentry.subentry_id,
         )
-
-
-def format_name(task_name: str) -> str:
-    """The response format's name: letters, digits, _ and - only (the API's rule)."""
-    return _FORMAT_NAME.sub("_", task_name).strip("_")[:64] or "result"
 
 
 class AzureOpenAIMemoryTask(AITaskEntity, AzureOpenAIMemoryBaseLLMEntity):
@@ -96,73 +71,20 @@ class AzureOpenAIMemoryTask(AITaskEntity, AzureOpenAIMemoryBaseLLMEntity):
         options = self.request_options()
         system_prompt = getattr(chat_log.content[0], "content", None) or ""
         if task.structure is not None:
-            schema = structured_output_schema(task.structure)
-            options = replace(options, response_format=JsonFormat(format_name(task.name), schema))
-            if not options.json_schema_supported:
-                system_prompt += "\n" + JSON_ONLY_INSTRUCTION.format(schema=json.dumps(schema))
+            options, system_prompt = structured(options, system_prompt, task.name, task.structure)
         tools = tool_specs(chat_log)
-        messages = await self._async_messages(system_prompt, task.instructions, options, tools)
-        text = await self._async_ask(chat_log, messages, options, tools)
-        if task.structure is None:
-            return GenDataTaskResult(conversation_id=chat_log.conversation_id, data=text)
-        try:
-            data = json.loads(text)
-        except json.JSONDecodeError as err:
-            raise HomeAssistantError(
-                translation_domain=DOMAIN,
-                translation_key="ai_task_not_json",
-                translation_placeholders={"task": task.name},
-            ) from err
-        if not isinstance(data, dict):
-            raise HomeAssistantError(
-                translation_domain=DOMAIN,
-                translation_key="ai_task_not_json",
-                translation_placeholders={"task": task.name},
-            )
-        return GenDataTaskResult(conversation_id=chat_log.conversation_id, data=data)
-
-    async def _async_messages(
-        self,
-        system_prompt: str,
-        instructions: str,
-        options: RequestOptions,
-        tools: list[dict[str, Any]],
-    ) -> list[dict[str, Any]]:
-        """System prompt, the stored data the task names (as data), the task itself.
-
-        The data message (memories relevant to the task, stored series it names) gets what the
-        context limit leaves after the prompt, the tools, the task and the answer's maximum,
-        and never more than a conversation turn would get.
-        """
-        messages: list[dict[str, Any]] = [{"role": "system", "content": system_prompt}]
-        series = bool(
-            self.entry.options.get(CONF_TIMESERIES_CONTEXT, RECOMMENDED_TIMESERIES_CONTEXT)
+        messages = await async_task_messages(
+            self.hass,
+            self.counter,
+            self.entry.options,
+            self.context_limit - options.max_tokens,
+            system_prompt,
+            task.instructions,
+            tools,
         )
-        for_memories = memories_budget(self.entry.options)
-        if series or for_memories:
-            used = await self.hass.async_add_executor_job(
-                self.counter.count,
-                system_prompt + instructions + (json.dumps(tools) if tools else ""),
-            )
-            budget = min(
-                MAX_CONTEXT_TOKENS + for_memories,
-                self.context_limit - options.max_tokens - used - 3 * MESSAGE_OVERHEAD_TOKENS,
-            )
-            context = await async_turn_data(
-                self.hass,
-                instructions,
-                self.counter,
-                budget,
-                series=series,
-                memories_budget=for_memories,
-                # A task has no speaker: it carries the household's memories, never a
-                # person's private ones (its answer may go anywhere an automation sends it).
-                scopes=access(NOBODY).turn_scopes(),
-            )
-            if context is not None:
-                messages.append({"role": "user", "content": context.message})
-        messages.append({"role": "user", "content": instructions})
-        return messages
+        text = await self._async_ask(chat_log, messages, options, tools)
+        data = text if task.structure is None else structured_data(text, task.name)
+        return GenDataTaskResult(conversation_id=chat_log.conversation_id, data=data)
 
     async def _async_ask(
         self,
@@ -180,8 +102,11 @@ class AzureOpenAIMemoryTask(AITaskEntity, AzureOpenAIMemoryBaseLLMEntity):
         usage = Usage()
         try:
             async with self.async_request(options, usage):
-                return await self.async_tool_rounds(
-                    chat_log, messages, lambda messages: client.stream(messages, tools, usage)
+                return await async_tool_rounds(
+                    chat_log,
+                    messages,
+                    lambda messages: client.stream(messages, tools, usage),
+                    self.entity_id,
                 )
         except RequestFailed as err:
             raise HomeAssistantError(

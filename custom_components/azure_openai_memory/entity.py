@@ -1,63 +1,25 @@
 """What every entity that asks Azure OpenAI shares: its device, its limits, its requests.
 
-A request streams into the chat log round after round while the model asks for tools.
 Every failure is counted and reported the same way: one log line while the resource
 stays down, a Repairs issue for what a user must fix, a reauthentication for a refused
 key.
 """
 
 import asyncio
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
-from typing import Any
 
-from homeassistant.components import conversation
 from homeassistant.config_entries import ConfigSubentry
 from homeassistant.helpers import device_registry as dr
 from homeassistant.helpers.entity import Entity
 
-from .agent.turn import pending_from_content
+from .agent.rounds import RequestFailed
 from .azure.availability import async_request_failed, async_request_succeeded
-from .azure.client import (
-    Delta,
-    PromptCacheKey,
-    RequestOptions,
-    Usage,
-    context_limit,
-    request_options,
-)
+from .azure.client import PromptCacheKey, RequestOptions, Usage, context_limit, request_options
 from .azure.errors import ErrorKind, classify_error
-from .azure.tools import tool_spec
 from .const import CONF_DEPLOYMENT, DOMAIN
 from .data import AzureOpenAIMemoryConfigEntry, Runtime
-from .lib.windows.window import MessageEntry
 from .people.speakers import Speaker, async_speaker, device_people
-
-# Max number of back and forth with the LLM to generate a response
-MAX_TOOL_ITERATIONS = 10
-
-type DeltaStream = Callable[[list[dict[str, Any]]], AsyncIterator[Delta]]
-
-
-class RequestFailed(Exception):
-    """A request could not be answered; kind says why. It is counted and reported already."""
-
-    def __init__(self, kind: ErrorKind) -> None:
-        super().__init__(kind.value)
-        self.kind = kind
-
-
-def tool_specs(chat_log: conversation.ChatLog) -> list[dict[str, Any]]:
-    """The tools of the chat log's LLM API, none without one; sorted by name.
-
-    Every request lists them in the same order whatever order the APIs added them in, so
-    they stay part of the beginning Azure can reuse from its prompt cache.
-    """
-    if chat_log.llm_api is None:
-        return []
-    api = chat_log.llm_api
-    specs = [tool_spec(tool, api.custom_serializer) for tool in api.tools]
-    return sorted(specs, key=lambda spec: str(spec["name"]))
 
 
 class AzureOpenAIMemoryBaseLLMEntity(Entity):
@@ -119,35 +81,6 @@ class AzureOpenAIMemoryBaseLLMEntity(Entity):
                 usage.input_tokens, usage.output_tokens, usage.cached_input_tokens
             )
         async_request_succeeded(self.hass, self.entry, self.runtime.health, self.subentry)
-
-    async def async_tool_rounds(
-        self,
-        chat_log: conversation.ChatLog,
-        messages: list[dict[str, Any]],
-        stream: DeltaStream,
-        produced: list[MessageEntry] | None = None,
-        agent_id: str | None = None,
-    ) -> str:
-        """Stream rounds into the chat log until the model answers without asking for a tool.
-
-        Each answer, tool call and tool result joins produced as it arrives, and messages
-        (the next round sends them). Returns the last round's answer.
-        """
-        answer = ""
-        for _round in range(MAX_TOOL_ITERATIONS):
-            answer = ""
-            async for content in chat_log.async_add_delta_content_stream(
-                agent_id or self.entity_id, stream(messages)
-            ):
-                message = pending_from_content(content)
-                if produced is not None:
-                    produced.append(message)
-                messages.append(message.to_api_message())
-                if isinstance(content, conversation.AssistantContent):
-                    answer += content.content or ""
-            if not chat_log.unresponded_tool_results:
-                break
-        return answer
 
     def _report_failure(self, kind: ErrorKind, err: Exception) -> None:
         """Count every failure; log when the resource starts failing; ask for a new key."""

@@ -49,6 +49,27 @@ async def async_spoken(
     )
 
 
+async def async_answered(
+    hass: HomeAssistant,
+    user_input: conversation.ConversationInput,
+    chat_log: conversation.ChatLog,
+    answer: str,
+) -> conversation.ConversationResult:
+    """The model's answer (a translated stand-in when it gave none).
+
+    A satellite listens again when the answer asks something. Home Assistant's own reading
+    of the chat log is not used: it takes a final ";" in every language, and a question the
+    answer only quotes, as a question.
+    """
+    response = intent.IntentResponse(language=user_input.language)
+    response.async_set_speech(answer or await async_text(hass, user_input.language, "no_answer"))
+    return conversation.ConversationResult(
+        response=response,
+        conversation_id=chat_log.conversation_id,
+        continue_conversation=asks_user(answer, user_input.language),
+    )
+
+
 # Marks that end a question in any language: Latin, fullwidth (Chinese, Japanese), Arabic
 # script, Ethiopic, the interrobang family, and the small and vertical forms.
 _QUESTION_MARKS = frozenset(

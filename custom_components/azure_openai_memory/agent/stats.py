@@ -4,11 +4,17 @@ from collections import Counter, deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
 import statistics
+import time
 from typing import Any
 
 ROUTE_LOCAL = "local"
 ROUTE_LLM = "llm"
 LATENCY_SAMPLES = 1000
+
+
+def ms_since(started: float) -> float:
+    """Milliseconds since started, a time.perf_counter() reading (a turn's latency)."""
+    return (time.perf_counter() - started) * 1000
 
 
 @dataclass

@@ -1,4 +1,5 @@
-"""One conversation turn: what it produces, and how it enters the agent's windows.
+"""One conversation turn: how it begins (its history events, the turn the LLM answers),
+what it produces, and how it enters the agent's windows.
 
 A turn's messages stay pending until the turn completes: a failed or cut-off turn leaves
 the window as it was, so the next request never carries half an exchange. The note a
@@ -8,7 +9,7 @@ same; the retry adds no second one).
 """
 
 import asyncio
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
 import json
@@ -20,12 +21,14 @@ from homeassistant.core import HomeAssistant
 from homeassistant.util import dt as dt_util
 import orjson
 
-from ..compat import tool_intent, tool_result_data
-from ..const import DOMAIN, LOGGER
+from ..compat import conversation_source, tool_intent, tool_result_data
+from ..const import CONF_HISTORY_RECORDING, DOMAIN, LOGGER, RECOMMENDED_HISTORY_RECORDING
+from ..data import DATA_HISTORY
 from ..history.recorder import TurnRecording
 from ..lib.summaries.book import HOME_GROUP
 from ..lib.windows.window import AgentWindows, MessageEntry, ToolCallEntry
 from ..people.speakers import Speaker
+from ..summaries import speaker_groups
 from .stats import ROUTE_LOCAL
 
 TAG_INPUT = "input"
@@ -122,6 +125,62 @@ class Turn:
                 tool = tools.get(call.name)
                 intent = tool_intent(tool) if tool is not None else None
                 self.recording.used_tool(call.name, call.arguments, result, intent)
+
+
+def user_of(user_input: conversation.ConversationInput) -> str | None:
+    """The Home Assistant user who asked, if one did."""
+    return user_input.context.user_id if user_input.context else None
+
+
+def recording_of(
+    hass: HomeAssistant,
+    entry_options: Mapping[str, Any],
+    agent_id: str,
+    user_input: conversation.ConversationInput,
+    conversation_id: str,
+    person_id: str | None,
+    incognito: bool,
+) -> TurnRecording:
+    """The turn's history events, beginning with its question: none recorded with the
+    entry's recording off, or for an incognito turn (nothing of it is recorded or kept)."""
+    recorder = None
+    if not incognito and entry_options.get(CONF_HISTORY_RECORDING, RECOMMENDED_HISTORY_RECORDING):
+        recorder = hass.data.get(DATA_HISTORY)
+    recording = TurnRecording(recorder, agent_id, conversation_id, person_id)
+    recording.asked(
+        user_input.text,
+        user_input.language,
+        user_input.device_id,
+        getattr(user_input, "satellite_id", None),
+        user_of(user_input),
+    )
+    return recording
+
+
+def llm_turn(
+    hass: HomeAssistant,
+    user_input: conversation.ConversationInput,
+    chat_log: conversation.ChatLog,
+    recording: TurnRecording,
+    speaker: Speaker,
+    incognito: bool,
+    lasts: Callable[[], bool],
+) -> Turn:
+    """The turn the LLM answers, for its speaker and with the past of the speaker's groups."""
+    return Turn(
+        chat_log.conversation_id,
+        conversation_source(user_input),
+        user_input.text,
+        chat_log,
+        chat_log.delta_listener,
+        recording,
+        groups=speaker_groups(hass, user_input, speaker.person_id),
+        person_id=speaker.person_id,
+        incognito=incognito,
+        incognito_lasts=lasts,
+        speaker=speaker,
+        language=user_input.language,
+    )
 
 
 class WindowWriter:
