@@ -15,7 +15,7 @@ from ..const import (
 from ..data import Runtime, agent_names
 from ..history.recorder import HistoryRecorder
 from ..lib.errors import InputError
-from ..lib.series.store import format_time
+from ..lib.times import format_time
 from ..lib.windows.window import (
     AgentWindows,
     MessageEntry,

@@ -85,7 +85,7 @@ import threading
 import time
 from typing import Any, Final, TypeGuard
 
-from ..series.store import format_time
+from ..times import format_time
 from .models import (
     MAX_EVENT_DATA_BYTES,
     MAX_QUERY_LIMIT,
