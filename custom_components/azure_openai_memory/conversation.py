@@ -48,7 +48,7 @@ from .const import (
 from .data import DATA_HISTORY, AzureOpenAIMemoryConfigEntry
 from .entity import AzureOpenAIMemoryBaseLLMEntity, RequestFailed, tool_specs
 from .history.recorder import HistoryRecorder, TurnRecording
-from .lib.windows.window import AgentWindows
+from .lib.windows.window import ConversationMemoryManager
 from .memories.tools import MemoryTurn, async_add_memory_tools
 from .people.household import agent_llm_apis
 from .people.incognito import async_refuse_remember, incognito_lasts, is_incognito
@@ -96,7 +96,7 @@ class AzureOpenAIMemoryAgent(
         return MATCH_ALL
 
     @property
-    def windows(self) -> AgentWindows:
+    def windows(self) -> ConversationMemoryManager:
         """This agent's conversation windows."""
         return self.runtime.windows[self.subentry.subentry_id]
 

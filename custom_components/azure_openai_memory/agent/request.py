@@ -35,7 +35,7 @@ from ..const import (
     RECOMMENDED_SUMMARY_CONTEXT_TOKENS,
     RECOMMENDED_TIMESERIES_CONTEXT,
 )
-from ..lib.windows.window import MESSAGE_OVERHEAD_TOKENS, AgentWindows
+from ..lib.windows.window import MESSAGE_OVERHEAD_TOKENS, ConversationMemoryManager
 from ..people.access import access
 from ..summaries.keeper import summary_readable
 from .context import MAX_CONTEXT_TOKENS, async_past_context, async_turn_data, memories_budget
@@ -135,7 +135,9 @@ class Budget:
 class RequestBuilder:
     """Builds one agent's requests within its context limit."""
 
-    def __init__(self, hass: HomeAssistant, windows: AgentWindows, budget: Budget) -> None:
+    def __init__(
+        self, hass: HomeAssistant, windows: ConversationMemoryManager, budget: Budget
+    ) -> None:
         self._hass = hass
         self._windows = windows
         self.budget = budget
@@ -243,7 +245,9 @@ class PromptCount:
     count it while preparing has it already.
     """
 
-    def __init__(self, hass: HomeAssistant, windows: AgentWindows, request: Request) -> None:
+    def __init__(
+        self, hass: HomeAssistant, windows: ConversationMemoryManager, request: Request
+    ) -> None:
         self._hass = hass
         self._windows = windows
         self._request = request

@@ -24,7 +24,7 @@ from ..compat import tool_intent, tool_result_data
 from ..const import DOMAIN, LOGGER
 from ..history.recorder import TurnRecording
 from ..lib.summaries.book import HOME_GROUP
-from ..lib.windows.window import AgentWindows, MessageEntry, ToolCallEntry
+from ..lib.windows.window import ConversationMemoryManager, MessageEntry, ToolCallEntry
 from ..people.speakers import Speaker
 from .stats import ROUTE_LOCAL
 
@@ -134,7 +134,7 @@ class WindowWriter:
     """
 
     def __init__(
-        self, hass: HomeAssistant, windows: AgentWindows, save: Callable[[], None]
+        self, hass: HomeAssistant, windows: ConversationMemoryManager, save: Callable[[], None]
     ) -> None:
         self._hass = hass
         self._windows = windows

@@ -1,5 +1,5 @@
 """Per-conversation windows limited in tokens: a ConversationWindow per conversation, and
-AgentWindows holding one agent's windows.
+the ConversationMemoryManager holding one agent's windows.
 
 Eviction is first in, first out over *groups*: a message alone, or an assistant tool
 call together with its tool results (the API rejects a tool result whose call is gone).
@@ -398,8 +398,13 @@ class WindowSettings:
 
 
 @dataclass
-class AgentWindows:
-    """All conversation windows of one agent."""
+class ConversationMemoryManager:
+    """All conversation windows of one agent: add_message, get_messages (by tag),
+    get_stats and totals, reset.
+
+    The one place where "memory" names the window manager rather than a durable fact:
+    the mission that specified the integration calls it so, and the name stays findable.
+    """
 
     counter: TokenCounter
     settings: WindowSettings = field(default_factory=WindowSettings)
@@ -465,6 +470,19 @@ class AgentWindows:
         )
         self._window(conversation_id).add(entry, self.counter)
         return entry
+
+    def get_messages(
+        self, conversation_id: str, tag_filter: str | Iterable[str] | None = None
+    ) -> list[MessageEntry]:
+        """A conversation's messages in order (none when unknown); with tag_filter (a tag
+        or a collection of them), only those carrying at least one of its tags."""
+        window = self.windows.get(conversation_id)
+        if window is None:
+            return []
+        if tag_filter is None:
+            return window.messages()
+        wanted = frozenset((tag_filter,) if isinstance(tag_filter, str) else tag_filter)
+        return [m for m in window.messages() if not m.tags.isdisjoint(wanted)]
 
     def window_tokens(self, conversation_id: str) -> int:
         """Tokens of a conversation's history (its system message aside)."""
@@ -729,8 +747,8 @@ class AgentWindows:
 
 
 def rename_stored_people(agent: dict[str, Any], renamed: Callable[[str], str | None]) -> int:
-    """rename_people on one agent's stored windows (AgentWindows.as_dict's form), for the
-    windows of an entry not loaded now; how many conversations changed."""
+    """rename_people on one agent's stored windows (ConversationMemoryManager.as_dict's
+    form), for the windows of an entry not loaded now; how many conversations changed."""
     conversations = agent.get("conversations")
     if not isinstance(conversations, dict):
         return 0
