@@ -42,8 +42,8 @@ CONF_REQUEST_TIMEOUT: Final = "request_timeout"
 CONF_EARLY_TIMEOUT: Final = "early_timeout"
 CONF_SLIDING_WINDOW_MAX_TOKENS: Final = "sliding_window_max_tokens"
 CONF_PREFER_LOCAL_INTENTS: Final = "prefer_local_intents"
-# Tokens one request may carry (prompt + context + history + the new message);
-# 0 or absent means "derive it from the deployment name" (memory.tokens).
+# Tokens one request may carry (prompt + context + window + the new message);
+# 0 or absent means "derive it from the deployment name" (lib/tokens.py).
 CONF_CONTEXT_LIMIT: Final = "context_limit"
 # Whether requests carry a prompt cache key: "auto" (absent) for the models whose
 # documentation takes one, "on" or "off" whatever the deployment is named.

@@ -289,7 +289,7 @@ class ConversationWindow:
                 self.evicted_count += 1
 
     @property
-    def history_tokens(self) -> int:
+    def window_tokens(self) -> int:
         """Tokens of the conversation's messages, its system message aside."""
         return self.current_tokens - (self.system.token_count if self.system else 0)
 
@@ -302,7 +302,7 @@ class ConversationWindow:
         included, even over budget.
         """
         messages = self._messages
-        if self.history_tokens <= budget:
+        if self.window_tokens <= budget:
             return list(messages.values()), 0
         kept: list[int] = []
         used = 0
@@ -485,9 +485,9 @@ class ConversationMemoryManager:
         return [m for m in window.messages() if not m.tags.isdisjoint(wanted)]
 
     def window_tokens(self, conversation_id: str) -> int:
-        """Tokens of a conversation's history (its system message aside)."""
+        """Tokens of a conversation's window (its system message aside)."""
         window = self.windows.get(conversation_id)
-        return window.history_tokens if window is not None else 0
+        return window.window_tokens if window is not None else 0
 
     def last_exchange_tokens(self, conversation_id: str) -> int:
         """Tokens of a conversation's last question and everything after it."""
