@@ -37,6 +37,8 @@ MIN_GAP_SECONDS = 1.0
 # stored file pays for all of them: beyond this many per series the two closest
 # neighbours become one, and queries over the bridged stretch say coverage is approximate.
 MAX_COVERAGE_INTERVALS = 1_000
+# The defaults of the installation's series settings; const.py offers them as its
+# RECOMMENDED_ values.
 DEFAULT_MAX_ENTRIES = 10_000
 DEFAULT_KEEP_DAYS = 90.0
 # The version of a series' stored form; 2: max_entries is the series' own cap or null.

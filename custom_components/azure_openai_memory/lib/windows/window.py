@@ -386,15 +386,22 @@ def migrate_windows(version: int, data: dict[str, Any]) -> dict[str, Any]:
     return data
 
 
+# The defaults of an agent's window options; const.py offers them as its RECOMMENDED_ values.
+DEFAULT_MAX_TOKENS = 4000
+DEFAULT_MAX_CONVERSATIONS = 100
+DEFAULT_IDLE_MINUTES = 24 * 60
+DEFAULT_CONTINUATION_MINUTES = 30
+
+
 @dataclass
 class WindowSettings:
     """How windows behave; one set per agent."""
 
-    max_tokens: int = 4000
+    max_tokens: int = DEFAULT_MAX_TOKENS
     preserve_system: bool = True
-    max_conversations: int = 100
-    idle_seconds: float = 24 * 3600
-    continuation_seconds: float = 30 * 60
+    max_conversations: int = DEFAULT_MAX_CONVERSATIONS
+    idle_seconds: float = DEFAULT_IDLE_MINUTES * 60
+    continuation_seconds: float = DEFAULT_CONTINUATION_MINUTES * 60
 
 
 @dataclass
