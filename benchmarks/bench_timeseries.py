@@ -29,8 +29,8 @@ from custom_components.azure_openai_memory.lib.series.store import (
     DEFAULT_MAX_ENTRIES,
     MAX_COVERAGE_INTERVALS,
     TimeSeries,
-    format_time,
 )
+from custom_components.azure_openai_memory.lib.times import format_time
 from custom_components.azure_openai_memory.series.store import (
     DEFAULT_MEMORY_BUDGET,
     TimeseriesStore,

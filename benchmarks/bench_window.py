@@ -1,4 +1,4 @@
-"""AgentWindows figures, each next to its target (issue 3).
+"""ConversationMemoryManager figures, each next to its target (issue 3).
 
 Run with scripts/bench. Times are medians of many runs; ratios compare against a
 reference measured in the same process (raw tiktoken), so they hold on a busy machine.
@@ -12,7 +12,7 @@ import tracemalloc
 
 from custom_components.azure_openai_memory.lib.tokens import load_counter
 from custom_components.azure_openai_memory.lib.windows.window import (
-    AgentWindows,
+    ConversationMemoryManager,
     WindowSettings,
 )
 
@@ -48,7 +48,7 @@ def main() -> int:
     results = []
 
     # 1. add_message, counting included, against encoding the text alone.
-    manager = AgentWindows(counter, WindowSettings(max_tokens=4000))
+    manager = ConversationMemoryManager(counter, WindowSettings(max_tokens=4000))
     texts = [f"{TEXT_60} #{i}" for i in range(4000)]
     index = iter(range(10**9))
 
@@ -71,7 +71,7 @@ def main() -> int:
 
     # 2. Eviction is O(1) amortized: cost per add after 100 vs 100,000 messages seen.
     def per_add_cost(seen: int) -> float:
-        m = AgentWindows(counter, WindowSettings(max_tokens=4000))
+        m = ConversationMemoryManager(counter, WindowSettings(max_tokens=4000))
         entries = [f"message {i} " + "word " * 50 for i in range(seen + 2000)]
         for text in entries[:seen]:
             m.add_message("c", "user", text)
@@ -93,7 +93,7 @@ def main() -> int:
     )
 
     # 3. What a turn reads: the newest messages of a full 4,000-token window that fit.
-    full = AgentWindows(counter, WindowSettings(max_tokens=4000))
+    full = ConversationMemoryManager(counter, WindowSettings(max_tokens=4000))
     for i in range(400):
         tags = ("input", "context:lights") if i % 3 == 0 else ("output",)
         full.add_message("c", "user", f"{TEXT_60} {i}", tags)
@@ -109,7 +109,7 @@ def main() -> int:
     gc.collect()
     tracemalloc.start()
     before = tracemalloc.take_snapshot()
-    many = AgentWindows(counter, WindowSettings(max_tokens=4000))
+    many = ConversationMemoryManager(counter, WindowSettings(max_tokens=4000))
     for c in range(100):
         for i in range(120):
             many.add_message(f"conv{c}", "user", f"{TEXT_60} {c} {i}", ("input",))

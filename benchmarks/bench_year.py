@@ -52,16 +52,13 @@ from custom_components.azure_openai_memory.lib.memories import (
     MemoryStore,
     MemoryType,
 )
-from custom_components.azure_openai_memory.lib.series.store import (
-    SERIES_VERSION,
-    TimeSeries,
-    format_time,
-)
+from custom_components.azure_openai_memory.lib.series.store import SERIES_VERSION, TimeSeries
 from custom_components.azure_openai_memory.lib.summaries.book import (
     SUMMARIES_VERSION,
     PeriodType,
     SummaryBook,
 )
+from custom_components.azure_openai_memory.lib.times import format_time
 from custom_components.azure_openai_memory.series.store import INDEX_VERSION, SUMMARY_FIELDS
 
 # Change to build the cached state again; a change of the history's schema module does too.

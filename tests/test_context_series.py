@@ -3,7 +3,8 @@
 from datetime import UTC
 
 from custom_components.azure_openai_memory.agent.context import build_turn_context
-from custom_components.azure_openai_memory.lib.series.store import TimeSeries, format_time
+from custom_components.azure_openai_memory.lib.series.store import TimeSeries
+from custom_components.azure_openai_memory.lib.times import format_time
 from custom_components.azure_openai_memory.lib.tokens import load_counter
 
 START = 1_760_000_000.0

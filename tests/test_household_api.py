@@ -46,13 +46,13 @@ from custom_components.azure_openai_memory.const import (
     RECOMMENDED_OPTIONS,
     SUBENTRY_AGENT,
 )
-from custom_components.azure_openai_memory.lib.series.store import format_time
 from custom_components.azure_openai_memory.lib.summaries.book import (
     HOME_GROUP,
     SUMMARIES_VERSION,
     SummaryBook,
     Written,
 )
+from custom_components.azure_openai_memory.lib.times import format_time
 
 from .azure_stub import DEFAULT_KEY, AzureStub, Reply, ToolCall
 from .conftest import (

@@ -62,7 +62,7 @@ from custom_components.azure_openai_memory.lib.history.store import (
 )
 from custom_components.azure_openai_memory.lib.summaries.book import SummaryBook, Written
 from custom_components.azure_openai_memory.lib.tokens import load_counter
-from custom_components.azure_openai_memory.lib.windows.window import AgentWindows
+from custom_components.azure_openai_memory.lib.windows.window import ConversationMemoryManager
 
 from .azure_stub import AzureStub, Reply, ToolCall
 from .conftest import (
@@ -1626,7 +1626,7 @@ async def test_data_keyed_by_entity_id_is_migrated_at_load_nothing_lost(
         "data": book.as_dict(),
     }
     counter = await hass.async_add_executor_job(load_counter, "gpt-4", None)
-    windows = AgentWindows(counter)
+    windows = ConversationMemoryManager(counter)
     windows.add_message("anna-talk", "user", ANNA_TALK)
     windows.set_person("anna-talk", "person.anna_smith")
     (agent_id,) = (

@@ -15,8 +15,9 @@ from homeassistant.setup import async_setup_component
 import pytest
 
 from custom_components.azure_openai_memory.const import DOMAIN
-from custom_components.azure_openai_memory.lib.series.store import TimeSeries, format_time
+from custom_components.azure_openai_memory.lib.series.store import TimeSeries
 from custom_components.azure_openai_memory.lib.spoken_time import EARLIEST, spoken_range
+from custom_components.azure_openai_memory.lib.times import format_time
 
 KEY = "kudos_timeseries"
 T0 = 1761300000  # 2025-10-24T10:00:00Z

@@ -1,4 +1,8 @@
-"""Constants and every default of Azure OpenAI Memory, in one place."""
+"""Constants and every default of Azure OpenAI Memory, in one place.
+
+A default the pure package's settings also need is written there once and imported here
+(windows, series, memories), so the two can never disagree.
+"""
 
 from datetime import timedelta
 import logging
@@ -8,6 +12,14 @@ from homeassistant.const import CONF_LLM_HASS_API
 from homeassistant.helpers import llm
 
 from .compat import llm_api_option
+from .lib.memories.models import MemorySettings
+from .lib.series.store import DEFAULT_KEEP_DAYS, DEFAULT_MAX_ENTRIES
+from .lib.windows.window import (
+    DEFAULT_CONTINUATION_MINUTES,
+    DEFAULT_IDLE_MINUTES,
+    DEFAULT_MAX_CONVERSATIONS,
+    DEFAULT_MAX_TOKENS,
+)
 
 DOMAIN: Final = "azure_openai_memory"
 LOGGER = logging.getLogger(__package__)
@@ -42,8 +54,8 @@ CONF_REQUEST_TIMEOUT: Final = "request_timeout"
 CONF_EARLY_TIMEOUT: Final = "early_timeout"
 CONF_SLIDING_WINDOW_MAX_TOKENS: Final = "sliding_window_max_tokens"
 CONF_PREFER_LOCAL_INTENTS: Final = "prefer_local_intents"
-# Tokens one request may carry (prompt + context + history + the new message);
-# 0 or absent means "derive it from the deployment name" (memory.tokens).
+# Tokens one request may carry (prompt + context + window + the new message);
+# 0 or absent means "derive it from the deployment name" (lib/tokens.py).
 CONF_CONTEXT_LIMIT: Final = "context_limit"
 # Whether requests carry a prompt cache key: "auto" (absent) for the models whose
 # documentation takes one, "on" or "off" whatever the deployment is named.
@@ -71,7 +83,7 @@ RECOMMENDED_MAX_TOKENS: Final = 1500
 RECOMMENDED_REASONING_EFFORT: Final = REASONING_EFFORT_OFF
 RECOMMENDED_REQUEST_TIMEOUT: Final = 30.0
 RECOMMENDED_EARLY_TIMEOUT: Final = 10.0
-RECOMMENDED_SLIDING_WINDOW_MAX_TOKENS: Final = 4000
+RECOMMENDED_SLIDING_WINDOW_MAX_TOKENS: Final = DEFAULT_MAX_TOKENS
 RECOMMENDED_PREFER_LOCAL_INTENTS: Final = True
 # The first agent of a deployment that refuses classic parameters (max_tokens) is a
 # reasoning model: it gets the effort the API assumes when none is sent.
@@ -99,12 +111,12 @@ CONF_TIMESERIES_CONTEXT: Final = "timeseries_context"
 CONF_TIMESERIES_MAX_ENTRIES: Final = "timeseries_max_entries"
 CONF_TIMESERIES_KEEP_DAYS: Final = "timeseries_keep_days"
 
-RECOMMENDED_CONVERSATION_IDLE_MINUTES: Final = 24 * 60
-RECOMMENDED_MAX_CONVERSATIONS: Final = 100
-RECOMMENDED_CONTINUATION_MINUTES: Final = 30
+RECOMMENDED_CONVERSATION_IDLE_MINUTES: Final = DEFAULT_IDLE_MINUTES
+RECOMMENDED_MAX_CONVERSATIONS: Final = DEFAULT_MAX_CONVERSATIONS
+RECOMMENDED_CONTINUATION_MINUTES: Final = DEFAULT_CONTINUATION_MINUTES
 RECOMMENDED_TIMESERIES_CONTEXT: Final = True
-RECOMMENDED_TIMESERIES_MAX_ENTRIES: Final = 10_000
-RECOMMENDED_TIMESERIES_KEEP_DAYS: Final = 90
+RECOMMENDED_TIMESERIES_MAX_ENTRIES: Final = DEFAULT_MAX_ENTRIES
+RECOMMENDED_TIMESERIES_KEEP_DAYS: Final = DEFAULT_KEEP_DAYS
 
 # The entry's own options. The two series settings (CONF_TIMESERIES_MAX_ENTRIES,
 # CONF_TIMESERIES_KEEP_DAYS) belong to the installation: the time-series store keeps
@@ -182,14 +194,16 @@ CONF_MEMORY_CONTEXT: Final = "memory_context"
 CONF_MEMORY_TOKEN_BUDGET: Final = "memory_token_budget"
 # Voice satellites and other devices -> the person a request from them speaks for.
 CONF_DEVICE_PEOPLE: Final = "device_people"
-RECOMMENDED_ARCHIVE_RETENTION_DAYS: Final = 90
-RECOMMENDED_HIGH_CONFIDENCE_THRESHOLD: Final = 3
+# The memories' installation settings default to MemorySettings' own (lib/memories/models.py).
+_MEMORY_SETTINGS: Final = MemorySettings()
+RECOMMENDED_ARCHIVE_RETENTION_DAYS: Final = _MEMORY_SETTINGS.archive_retention_days
+RECOMMENDED_HIGH_CONFIDENCE_THRESHOLD: Final = _MEMORY_SETTINGS.high_confidence_threshold
 # A home easily has more than 50 routines; 10,000 per type keep every search and save
 # within their targets (scripts/bench).
-RECOMMENDED_MAX_MEMORIES_PER_TYPE: Final = 10_000
+RECOMMENDED_MAX_MEMORIES_PER_TYPE: Final = _MEMORY_SETTINGS.max_memories_per_type
 # Each person's private memories of one type: their own cap, which only their saves reach.
-RECOMMENDED_MAX_PRIVATE_MEMORIES_PER_TYPE: Final = 10_000
-RECOMMENDED_RELEVANCE_SCORE_THRESHOLD: Final = 2
+RECOMMENDED_MAX_PRIVATE_MEMORIES_PER_TYPE: Final = _MEMORY_SETTINGS.max_private_memories_per_type
+RECOMMENDED_RELEVANCE_SCORE_THRESHOLD: Final = _MEMORY_SETTINGS.relevance_score_threshold
 RECOMMENDED_EMBEDDINGS_DEPLOYMENT: Final = ""
 RECOMMENDED_MEMORY_CONTEXT: Final = True
 RECOMMENDED_MEMORY_TOKEN_BUDGET: Final = 500

@@ -26,7 +26,7 @@ from .compat import AddConfigEntryEntitiesCallback
 from .const import SUBENTRY_AGENT
 from .data import AzureOpenAIMemoryConfigEntry
 from .entity import AzureOpenAIMemoryBaseLLMEntity
-from .lib.windows.window import AgentWindows
+from .lib.windows.window import ConversationMemoryManager
 from .people.household import agent_llm_apis
 from .people.incognito import incognito_lasts, is_incognito
 
@@ -69,7 +69,7 @@ class AzureOpenAIMemoryAgent(
         return MATCH_ALL
 
     @property
-    def windows(self) -> AgentWindows:
+    def windows(self) -> ConversationMemoryManager:
         """This agent's conversation windows."""
         return self.runtime.windows[self.subentry.subentry_id]
 

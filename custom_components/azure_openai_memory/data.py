@@ -22,7 +22,7 @@ from .agent.stats import TurnStatistics
 from .azure.availability import ResourceHealth
 from .azure.client import ResourceSettings, SDKClient
 from .const import CONF_API_STYLE, CONF_API_VERSION, CONF_ENDPOINT, DOMAIN, RECOMMENDED_API_VERSION
-from .lib.windows.window import AgentWindows
+from .lib.windows.window import ConversationMemoryManager
 from .storage import DebouncedStore
 
 if TYPE_CHECKING:
@@ -55,7 +55,7 @@ class Runtime:
     client: SDKClient
     windows_store: DebouncedStore
     # Each agent's (subentry id's) conversation windows.
-    windows: dict[str, AgentWindows] = field(default_factory=dict)
+    windows: dict[str, ConversationMemoryManager] = field(default_factory=dict)
     stats: TurnStatistics = field(default_factory=TurnStatistics)
     reported_health: frozenset[str] = frozenset()
     # What the entry was set up from, so an update that changes none of it (new key,

@@ -16,13 +16,12 @@ from custom_components.azure_openai_memory.lib.series.store import (
     TimeSeries,
     TimeseriesError,
     TimeseriesSettings,
-    format_time,
     matching_keys,
     migrate_series,
     parse_last,
-    parse_time,
     validate_key,
 )
+from custom_components.azure_openai_memory.lib.times import TimeInputError, format_time, parse_time
 
 NOW = datetime(2025, 10, 25, 11, 0, tzinfo=UTC).timestamp()
 HOUR = 3600.0
@@ -184,7 +183,7 @@ def test_parse_time(value: Any, expected: float) -> None:
 
 @pytest.mark.parametrize("value", ["yesterday", "", None, True, [], float("nan")])
 def test_parse_time_rejects(value: Any) -> None:
-    with pytest.raises(TimeseriesError) as err:
+    with pytest.raises(TimeInputError) as err:
         parse_time(value, UTC, "start_time")
     assert err.value.key == "invalid_time"
     assert err.value.placeholders["field"] == "start_time"

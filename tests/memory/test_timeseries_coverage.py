@@ -18,8 +18,8 @@ from custom_components.azure_openai_memory.lib.series.store import (
     TimeSeries,
     TimeseriesError,
     coverage_of,
-    format_time,
 )
+from custom_components.azure_openai_memory.lib.times import format_time
 
 YEAR0 = datetime(2025, 1, 1, tzinfo=UTC).timestamp()
 HOUR = 3600.0

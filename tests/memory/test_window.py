@@ -1,4 +1,4 @@
-"""The AgentWindows: windows, eviction, tags, stats, continuation, storage."""
+"""The ConversationMemoryManager: windows, eviction, tags, stats, continuation, storage."""
 
 import json
 
@@ -7,7 +7,7 @@ import pytest
 from custom_components.azure_openai_memory.lib.tokens import TokenCounter
 from custom_components.azure_openai_memory.lib.windows.window import (
     MESSAGE_OVERHEAD_TOKENS,
-    AgentWindows,
+    ConversationMemoryManager,
     MessageEntry,
     ToolCallEntry,
     WindowSettings,
@@ -29,11 +29,11 @@ def clock() -> Clock:
     return Clock()
 
 
-def make(counter: TokenCounter, clock: Clock, **settings: object) -> AgentWindows:
-    return AgentWindows(counter, WindowSettings(**settings), clock)  # type: ignore[arg-type]
+def make(counter: TokenCounter, clock: Clock, **settings: object) -> ConversationMemoryManager:
+    return ConversationMemoryManager(counter, WindowSettings(**settings), clock)  # type: ignore[arg-type]
 
 
-def held(memory: AgentWindows, conversation_id: str) -> list[MessageEntry]:
+def held(memory: ConversationMemoryManager, conversation_id: str) -> list[MessageEntry]:
     """What a conversation's window holds, system first."""
     window = memory.windows.get(conversation_id)
     return window.messages() if window is not None else []
@@ -328,7 +328,7 @@ def test_tool_calls_without_ids_never_group(counter: TokenCounter, clock: Clock)
     assert memory.get_stats("c")["evicted_count"] > 40  # type: ignore[index]
 
 
-def exchange(memory: AgentWindows, i: int, size: int = 20) -> None:
+def exchange(memory: ConversationMemoryManager, i: int, size: int = 20) -> None:
     memory.add_message("c", "user", f"q{i} " + words(size))
     memory.add_message("c", "assistant", f"a{i} " + words(size))
 

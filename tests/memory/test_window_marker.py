@@ -12,7 +12,7 @@ from custom_components.azure_openai_memory.lib.windows.window import (
     MESSAGE_OVERHEAD_TOKENS,
     RESUME_AFTER_SECONDS,
     RESUMED,
-    AgentWindows,
+    ConversationMemoryManager,
     MessageEntry,
     WindowSettings,
     resumption_note,
@@ -39,24 +39,24 @@ def clock() -> Clock:
     return Clock()
 
 
-def make(counter: TokenCounter, clock: Clock, max_tokens: int = 4000) -> AgentWindows:
-    return AgentWindows(counter, WindowSettings(max_tokens=max_tokens), clock)
+def make(counter: TokenCounter, clock: Clock, max_tokens: int = 4000) -> ConversationMemoryManager:
+    return ConversationMemoryManager(counter, WindowSettings(max_tokens=max_tokens), clock)
 
 
-def everything(memory: AgentWindows) -> list[MessageEntry]:
+def everything(memory: ConversationMemoryManager) -> list[MessageEntry]:
     """Conversation c's messages, oldest first: all that fit in more tokens than it holds."""
     messages, left_out = memory.get_recent_messages("c", 10**9)
     assert left_out == 0
     return messages
 
 
-def stats(memory: AgentWindows) -> dict[str, Any]:
+def stats(memory: ConversationMemoryManager) -> dict[str, Any]:
     found = memory.get_stats("c")
     assert found is not None
     return found
 
 
-def talk(memory: AgentWindows, question: str, answer: str) -> None:
+def talk(memory: ConversationMemoryManager, question: str, answer: str) -> None:
     memory.add_message("c", "user", question, {"input"})
     memory.add_message("c", "assistant", answer, {"output"})
 

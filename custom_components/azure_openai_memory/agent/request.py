@@ -7,7 +7,7 @@ leaves, so a question is never sent without the exchange it follows up.
 
 A request is laid out so that what changes least comes first, since Azure reuses the
 processed beginning a request shares with an earlier one (its prompt cache): the prompt
-(without the current time), the tools sorted by name, the history, the clock note, the
+(without the current time), the tools sorted by name, the window, the clock note, the
 turn's stored data (next to the question it is for), the question. The current time that Home Assistant renders into the prompt
 would make every request differ from its first line on; it travels as the clock note
 instead, which changes nothing before it.
@@ -35,7 +35,7 @@ from ..const import (
     RECOMMENDED_SUMMARY_CONTEXT_TOKENS,
     RECOMMENDED_TIMESERIES_CONTEXT,
 )
-from ..lib.windows.window import MESSAGE_OVERHEAD_TOKENS, AgentWindows
+from ..lib.windows.window import MESSAGE_OVERHEAD_TOKENS, ConversationMemoryManager
 from ..people.access import access
 from ..summaries.keeper import summary_readable
 from .context import MAX_CONTEXT_TOKENS, async_past_context, async_turn_data, memories_budget
@@ -85,7 +85,7 @@ def without_clock(system_prompt: str) -> tuple[str, bool]:
 
 
 def clock_note(now: datetime) -> str:
-    """The current time, to the minute, for the turn's messages after the history."""
+    """The current time, to the minute, for the turn's messages after the window's."""
     date = f"{_WEEKDAYS[now.weekday()]} {now.day} {_MONTHS[now.month - 1]} {now.year}"
     return f"Now: {now:%H:%M}, {date} (Home Assistant's clock)."
 
@@ -135,7 +135,9 @@ class Budget:
 class RequestBuilder:
     """Builds one agent's requests within its context limit."""
 
-    def __init__(self, hass: HomeAssistant, windows: AgentWindows, budget: Budget) -> None:
+    def __init__(
+        self, hass: HomeAssistant, windows: ConversationMemoryManager, budget: Budget
+    ) -> None:
         self._hass = hass
         self._windows = windows
         self.budget = budget
@@ -144,7 +146,7 @@ class RequestBuilder:
     async def async_prepare(
         self, turn: Turn, system_prompt: str, tools: list[dict[str, Any]], who: str
     ) -> Request:
-        """The request: prompt, stored data, as much history as the context limit allows."""
+        """The request: prompt, stored data, as much of the window as the context limit allows."""
         hass, windows, budget = self._hass, self._windows, self.budget
         conversation_id = turn.window_id or turn.conversation_id
         user = pending("user", turn.user_text, frozenset({TAG_INPUT}))
@@ -199,7 +201,7 @@ class RequestBuilder:
         if context is not None:
             other += context.tokens + MESSAGE_OVERHEAD_TOKENS
             room -= context.tokens + MESSAGE_OVERHEAD_TOKENS
-        history, left_out = windows.get_recent_messages(conversation_id, max(room, 0))
+        window_messages, left_out = windows.get_recent_messages(conversation_id, max(room, 0))
         if left_out:
             LOGGER.debug(
                 "Context limit: %d older messages of %s left out of this request",
@@ -208,17 +210,15 @@ class RequestBuilder:
             )
         messages = [
             {"role": "system", "content": system_prompt},
-            *(m.to_api_message() for m in history),
+            *(m.to_api_message() for m in window_messages),
         ]
         if note is not None:
             messages.append({"role": "user", "content": note})
         if context is not None:
             messages.append({"role": "user", "content": context.message})
         messages.append(user.to_api_message())
-        history_tokens = sum(m.token_count for m in history)
-        return Request(
-            messages, tools, prompt_text, other + history_tokens, left_out, prompt_tokens
-        )
+        window_tokens = sum(m.token_count for m in window_messages)
+        return Request(messages, tools, prompt_text, other + window_tokens, left_out, prompt_tokens)
 
     def _warn_limit_too_small(self, who: str, prompt: int) -> None:
         """Once per agent: a limit that cannot be met is a setting to fix, not a debug line."""
@@ -243,7 +243,9 @@ class PromptCount:
     count it while preparing has it already.
     """
 
-    def __init__(self, hass: HomeAssistant, windows: AgentWindows, request: Request) -> None:
+    def __init__(
+        self, hass: HomeAssistant, windows: ConversationMemoryManager, request: Request
+    ) -> None:
         self._hass = hass
         self._windows = windows
         self._request = request

@@ -18,7 +18,7 @@ from ..compat import conversation_source
 from ..const import CONF_EARLY_TIMEOUT, DOMAIN, RECOMMENDED_EARLY_TIMEOUT
 from ..entity import AzureOpenAIMemoryBaseLLMEntity
 from ..history.recorder import TurnRecording
-from ..lib.windows.window import AgentWindows
+from ..lib.windows.window import ConversationMemoryManager
 from ..people.incognito import is_incognito
 from .request import Budget, PromptCount, RequestBuilder
 from .rounds import RequestFailed, async_tool_rounds, tool_specs
@@ -31,7 +31,9 @@ class TurnRunner:
     """Runs one agent's turns; built when the agent is added (options change only through
     a reload, which makes a new agent)."""
 
-    def __init__(self, agent: AzureOpenAIMemoryBaseLLMEntity, windows: AgentWindows) -> None:
+    def __init__(
+        self, agent: AzureOpenAIMemoryBaseLLMEntity, windows: ConversationMemoryManager
+    ) -> None:
         self._agent = agent
         self._hass = hass = agent.hass
         self._runtime = agent.runtime

@@ -26,7 +26,7 @@ from ..const import CONF_HISTORY_RECORDING, DOMAIN, LOGGER, RECOMMENDED_HISTORY_
 from ..data import DATA_HISTORY
 from ..history.recorder import TurnRecording
 from ..lib.summaries.book import HOME_GROUP
-from ..lib.windows.window import AgentWindows, MessageEntry, ToolCallEntry
+from ..lib.windows.window import ConversationMemoryManager, MessageEntry, ToolCallEntry
 from ..people.speakers import Speaker
 from ..summaries import speaker_groups
 from .stats import ROUTE_LOCAL
@@ -193,7 +193,7 @@ class WindowWriter:
     """
 
     def __init__(
-        self, hass: HomeAssistant, windows: AgentWindows, save: Callable[[], None]
+        self, hass: HomeAssistant, windows: ConversationMemoryManager, save: Callable[[], None]
     ) -> None:
         self._hass = hass
         self._windows = windows

@@ -33,7 +33,8 @@ from ..lib.history.store import (
     HistorySnapshot,
     NotVisible,
 )
-from ..lib.series.store import TimeseriesError, format_time, parse_time
+from ..lib.series.store import TimeseriesError
+from ..lib.times import format_time, parse_time
 from ..people.access import access
 from ..people.refusals import Refused
 from ..people.speakers import SYSTEM, Speaker, async_caller

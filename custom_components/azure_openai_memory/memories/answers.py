@@ -12,7 +12,7 @@ from ..lib.memories import (
     Provenance,
     SearchResult,
 )
-from ..lib.series.store import format_time
+from ..lib.times import format_time
 from ..people.access import Access
 from ..people.refusals import translated
 from .store import Memories

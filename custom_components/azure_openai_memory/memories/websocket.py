@@ -30,7 +30,7 @@ from ..lib.memories import (
     archived_page,
     validate_tags,
 )
-from ..lib.series.store import format_time
+from ..lib.times import format_time
 from ..panel.commands import (
     PAGE_SCHEMA,
     CommandHandler,

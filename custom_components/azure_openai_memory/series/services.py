@@ -8,14 +8,8 @@ from homeassistant.util import dt as dt_util
 import voluptuous as vol
 
 from ..history.recorder import HistoryRecorder, record_service_call
-from ..lib.series.store import (
-    TimeSeries,
-    TimeseriesError,
-    format_time,
-    parse_time,
-    since,
-    validate_key,
-)
+from ..lib.series.store import TimeSeries, TimeseriesError, since, validate_key
+from ..lib.times import format_time, parse_time
 from ..people.refusals import translated
 from ..services import ServiceSpec, async_register
 from .store import TimeseriesStore

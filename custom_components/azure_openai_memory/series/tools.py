@@ -18,7 +18,8 @@ from ..agent.context import build_turn_context
 from ..compat import IntegrationTool
 from ..const import DOMAIN, TOOL_SERIES_LOOKUP
 from ..data import DATA_TIMESERIES
-from ..lib.series.store import TimeseriesError, format_time, validate_key
+from ..lib.series.store import TimeseriesError, validate_key
+from ..lib.times import TimeInputError, format_time
 from ..lib.tokens import TokenCounter
 from ..people.refusals import translated
 from .services import query_range
@@ -88,7 +89,7 @@ class SeriesLookupTool(IntegrationTool):
                 context = await hass.async_add_executor_job(
                     build_turn_context, [series], start, end, self._counter, self._budget
                 )
-        except TimeseriesError as err:
+        except (TimeseriesError, TimeInputError) as err:
             raise translated(err) from err
         return {
             "key": key,

@@ -13,13 +13,8 @@ from homeassistant.core import Context, HomeAssistant, callback
 from homeassistant.util import dt as dt_util
 import voluptuous as vol
 
-from ..lib.series.store import (
-    TimeseriesError,
-    coverage_of,
-    format_time,
-    parse_time,
-    validate_key,
-)
+from ..lib.series.store import TimeseriesError, coverage_of, validate_key
+from ..lib.times import format_time, parse_time
 from ..panel.commands import (
     PAGE_SCHEMA,
     CommandSpec,

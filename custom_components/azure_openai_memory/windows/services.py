@@ -17,7 +17,7 @@ from ..data import agent_names
 from ..history.recorder import HistoryRecorder, record_service_call
 from ..lib.windows.window import (
     APART,
-    AgentWindows,
+    ConversationMemoryManager,
 )
 from ..people.access import access
 from ..people.speakers import Speaker, async_caller
@@ -36,7 +36,7 @@ CONVERSATION_SCHEMA = vol.Schema(
 )
 
 
-def own_key(windows: AgentWindows, caller: Speaker, conversation_id: str) -> str:
+def own_key(windows: ConversationMemoryManager, caller: Speaker, conversation_id: str) -> str:
     """The window a caller means by a conversation id: for those who see everything the
     window of that key; for anyone else their own window under that id (kept apart when
     someone else talked under it first), so that the id they use is the id they see."""
@@ -53,7 +53,7 @@ def shown_id(caller: Speaker, key: str) -> str:
     return key.removesuffix(f"{APART}{caller.person_id}")
 
 
-def whose(windows: AgentWindows, caller: Speaker) -> Callable[[str], bool]:
+def whose(windows: ConversationMemoryManager, caller: Speaker) -> Callable[[str], bool]:
     """Whether a conversation's figures are the caller's to see: every one for those who
     see everything, else their own person's."""
     rights = access(caller)

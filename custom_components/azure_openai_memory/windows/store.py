@@ -25,7 +25,7 @@ from ..data import Runtime
 from ..lib.tokens import load_counter
 from ..lib.windows.window import (
     WINDOWS_VERSION,
-    AgentWindows,
+    ConversationMemoryManager,
     WindowSettings,
     migrate_windows,
 )
@@ -49,13 +49,13 @@ def window_settings(entry: ConfigEntry, subentry: ConfigSubentry) -> WindowSetti
 
 async def async_load_windows(
     hass: HomeAssistant, entry: ConfigEntry, cache_dir: Path
-) -> tuple[DebouncedStore, dict[str, AgentWindows]]:
+) -> tuple[DebouncedStore, dict[str, ConversationMemoryManager]]:
     """Every agent's windows as stored; what cannot be read is set aside, never fatal.
 
     Each agent counts tokens with the best encoding at hand locally now; the exact one is
     fetched in the background (encodings.py).
     """
-    windows: dict[str, AgentWindows] = {}
+    windows: dict[str, ConversationMemoryManager] = {}
     store = DebouncedStore(
         hass,
         windows_store_key(entry.entry_id),
@@ -74,12 +74,12 @@ async def async_load_windows(
         counter = await hass.async_add_executor_job(
             load_counter, subentry.data[CONF_DEPLOYMENT], cache_dir
         )
-        agent = AgentWindows(counter, window_settings(entry, subentry))
+        agent = ConversationMemoryManager(counter, window_settings(entry, subentry))
         try:
             agent.load(stored.get(subentry.subentry_id, {}))
         except (AttributeError, KeyError, TypeError, ValueError) as err:
             unusable = unusable or f"agent {subentry.subentry_id}: {err!r}"
-            agent = AgentWindows(counter, window_settings(entry, subentry))
+            agent = ConversationMemoryManager(counter, window_settings(entry, subentry))
         windows[subentry.subentry_id] = agent
     if unusable is not None:
         await store.async_set_aside(unusable)

@@ -15,9 +15,9 @@ from ..const import (
 from ..data import Runtime, agent_names
 from ..history.recorder import HistoryRecorder
 from ..lib.errors import InputError
-from ..lib.series.store import format_time
+from ..lib.times import format_time
 from ..lib.windows.window import (
-    AgentWindows,
+    ConversationMemoryManager,
     MessageEntry,
 )
 from ..panel.commands import (
@@ -59,7 +59,9 @@ def _message_view(message: MessageEntry) -> dict[str, Any]:
     }
 
 
-def _agent_windows(hass: HomeAssistant, fields: dict[str, Any]) -> tuple[Runtime, AgentWindows]:
+def _agent_windows(
+    hass: HomeAssistant, fields: dict[str, Any]
+) -> tuple[Runtime, ConversationMemoryManager]:
     entry = loaded_entry(hass, fields["entry_id"])
     windows = entry.runtime_data.windows.get(fields["subentry_id"])
     if windows is None:

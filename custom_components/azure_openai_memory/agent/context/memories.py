@@ -10,7 +10,7 @@ from ...const import (
     RECOMMENDED_MEMORY_TOKEN_BUDGET,
 )
 from ...lib.memories import HOUSEHOLD_SCOPE, Authority, Memory
-from ...lib.series.store import format_time
+from ...lib.times import format_time
 from ...lib.tokens import TokenCounter
 from .base import DATA_NOTICE, FOOTER_TOKENS, TurnContext, json_line
 

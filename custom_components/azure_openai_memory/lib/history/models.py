@@ -18,7 +18,7 @@ import uuid
 import orjson
 
 from ..errors import InputError
-from ..series.store import format_time
+from ..times import format_time
 
 
 class HistoryEventType(StrEnum):

@@ -18,7 +18,7 @@ import sqlite3
 import threading
 from typing import Any
 
-from ..series.store import format_time
+from ..times import format_time
 from .events import (
     EVENT_COLUMNS,
     SELECT_EVENT,

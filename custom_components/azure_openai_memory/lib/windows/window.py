@@ -1,5 +1,5 @@
 """Per-conversation windows limited in tokens: a ConversationWindow per conversation, and
-AgentWindows holding one agent's windows.
+the ConversationMemoryManager holding one agent's windows.
 
 Eviction is first in, first out over *groups*: a message alone, or an assistant tool
 call together with its tool results (the API rejects a tool result whose call is gone).
@@ -289,7 +289,7 @@ class ConversationWindow:
                 self.evicted_count += 1
 
     @property
-    def history_tokens(self) -> int:
+    def window_tokens(self) -> int:
         """Tokens of the conversation's messages, its system message aside."""
         return self.current_tokens - (self.system.token_count if self.system else 0)
 
@@ -302,7 +302,7 @@ class ConversationWindow:
         included, even over budget.
         """
         messages = self._messages
-        if self.history_tokens <= budget:
+        if self.window_tokens <= budget:
             return list(messages.values()), 0
         kept: list[int] = []
         used = 0
@@ -386,20 +386,32 @@ def migrate_windows(version: int, data: dict[str, Any]) -> dict[str, Any]:
     return data
 
 
+# The defaults of an agent's window options; const.py offers them as its RECOMMENDED_ values.
+DEFAULT_MAX_TOKENS = 4000
+DEFAULT_MAX_CONVERSATIONS = 100
+DEFAULT_IDLE_MINUTES = 24 * 60
+DEFAULT_CONTINUATION_MINUTES = 30
+
+
 @dataclass
 class WindowSettings:
     """How windows behave; one set per agent."""
 
-    max_tokens: int = 4000
+    max_tokens: int = DEFAULT_MAX_TOKENS
     preserve_system: bool = True
-    max_conversations: int = 100
-    idle_seconds: float = 24 * 3600
-    continuation_seconds: float = 30 * 60
+    max_conversations: int = DEFAULT_MAX_CONVERSATIONS
+    idle_seconds: float = DEFAULT_IDLE_MINUTES * 60
+    continuation_seconds: float = DEFAULT_CONTINUATION_MINUTES * 60
 
 
 @dataclass
-class AgentWindows:
-    """All conversation windows of one agent."""
+class ConversationMemoryManager:
+    """All conversation windows of one agent: add_message, get_messages (by tag),
+    get_stats and totals, reset.
+
+    The one place where "memory" names the window manager rather than a durable fact:
+    the mission that specified the integration calls it so, and the name stays findable.
+    """
 
     counter: TokenCounter
     settings: WindowSettings = field(default_factory=WindowSettings)
@@ -466,10 +478,23 @@ class AgentWindows:
         self._window(conversation_id).add(entry, self.counter)
         return entry
 
-    def window_tokens(self, conversation_id: str) -> int:
-        """Tokens of a conversation's history (its system message aside)."""
+    def get_messages(
+        self, conversation_id: str, tag_filter: str | Iterable[str] | None = None
+    ) -> list[MessageEntry]:
+        """A conversation's messages in order (none when unknown); with tag_filter (a tag
+        or a collection of them), only those carrying at least one of its tags."""
         window = self.windows.get(conversation_id)
-        return window.history_tokens if window is not None else 0
+        if window is None:
+            return []
+        if tag_filter is None:
+            return window.messages()
+        wanted = frozenset((tag_filter,) if isinstance(tag_filter, str) else tag_filter)
+        return [m for m in window.messages() if not m.tags.isdisjoint(wanted)]
+
+    def window_tokens(self, conversation_id: str) -> int:
+        """Tokens of a conversation's window (its system message aside)."""
+        window = self.windows.get(conversation_id)
+        return window.window_tokens if window is not None else 0
 
     def last_exchange_tokens(self, conversation_id: str) -> int:
         """Tokens of a conversation's last question and everything after it."""
@@ -729,8 +754,8 @@ class AgentWindows:
 
 
 def rename_stored_people(agent: dict[str, Any], renamed: Callable[[str], str | None]) -> int:
-    """rename_people on one agent's stored windows (AgentWindows.as_dict's form), for the
-    windows of an entry not loaded now; how many conversations changed."""
+    """rename_people on one agent's stored windows (ConversationMemoryManager.as_dict's
+    form), for the windows of an entry not loaded now; how many conversations changed."""
     conversations = agent.get("conversations")
     if not isinstance(conversations, dict):
         return 0
