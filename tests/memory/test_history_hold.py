@@ -20,7 +20,7 @@ from custom_components.azure_openai_memory.lib.history.store import (
     NotVisible,
 )
 
-from .test_history import AGENT, NOW, count_rows, db_path, ids, make
+from .test_history import AGENT, NOW, count_rows, db_path, ids, make, raw
 from .test_history_visibility import ANNA, BEN
 
 SESSION = "kitchen"
@@ -149,28 +149,116 @@ def test_events_queued_after_the_release_are_read_as_before(
     assert count_rows(path) == 5
 
 
-def test_a_person_reading_during_a_hold_sees_only_what_they_may(
-    store: HistoryStore, stored: list[AgentHistoryEvent]
-) -> None:
-    """Anna's turn queued during the copy: she reads it back; Ben's reads, totals and
-    statistics are what they would be without it, and her event is refused him."""
-    ben_before = store.query_events(HistoryQuery(limit=10, visibility=BEN))
-    ben_statistics = store.get_statistics(AGENT, BEN)
-    store.hold_writes()
-    anna_said = AgentHistoryEvent.new(
+def said(person: str, text: str, at: float) -> AgentHistoryEvent:
+    """One line of a person's talk with the kitchen agent."""
+    return AgentHistoryEvent.new(
         "conversation.kitchen",
         HistoryEventType.COMMUNICATION,
-        {"text": "My PIN is 4711", PERSON_KEY: "person.anna"},
-        timestamp=NOW + 5,
-        session_id="anna-talk",
+        {"text": text, PERSON_KEY: person},
+        timestamp=at,
+        session_id=f"{person}-talk",
     )
-    store.enqueue(anna_said)
 
-    assert store.query_events(HistoryQuery(limit=10, visibility=ANNA))[0][0] == anna_said
-    assert store.query_events(HistoryQuery(limit=10, visibility=BEN)) == ben_before
-    assert store.get_statistics(AGENT, BEN) == ben_statistics
-    assert store.get_statistics("conversation.kitchen", BEN).total_events == 0
-    assert store.get_statistics("conversation.kitchen", ANNA).total_events == 1
+
+def test_a_person_reading_during_a_hold_sees_only_what_they_may(store: HistoryStore) -> None:
+    """Ben and Anna each talked before the copy and during it: each reads back their own,
+    held or stored; Ben's pages, totals and statistics hold nothing of Anna's, and her held
+    event is refused him."""
+    store.record_events([said("person.anna", "Hello", NOW), said("person.ben", "Hi", NOW + 1)])
+    store.hold_writes()
+    anna_held = said("person.anna", "My PIN is 4711", NOW + 2)
+    ben_held = said("person.ben", "Lights off", NOW + 3)
+    for event in (anna_held, ben_held):
+        store.enqueue(event)
+
+    ben_reads = store.query_events(HistoryQuery(limit=10, visibility=BEN, ascending=True))
+    assert [e.event_data["text"] for e in ben_reads[0]] == ["Hi", "Lights off"]
+    assert ben_reads[1] == 2
+    anna_reads = store.query_events(HistoryQuery(limit=10, visibility=ANNA, ascending=True))
+    assert [e.event_data["text"] for e in anna_reads[0]] == ["Hello", "My PIN is 4711"]
+    ben_statistics = store.get_statistics("conversation.kitchen", BEN)
+    assert (ben_statistics.total_events, ben_statistics.unique_sessions) == (2, 1)
+    assert ben_statistics.latest_event == NOW + 3
+    assert store.get_statistics("conversation.kitchen").total_events == 4
     with pytest.raises(NotVisible):
-        store.get_event_chain(anna_said.event_id, BEN)
-    assert store.is_visible(anna_said.event_id, BEN) is False
+        store.get_event_chain(anna_held.event_id, BEN)
+    assert store.is_visible(anna_held.event_id, BEN) is False
+    assert store.is_visible(ben_held.event_id, BEN) is True
+
+
+def test_a_full_queue_of_large_events_held_changes_no_file(
+    store: HistoryStore, stored: list[AgentHistoryEvent], path: Path
+) -> None:
+    """A full queue (10,000 held events of 2 KB each) is far more than the cache holds:
+    the events stay in memory all the same (the cache never spills into the log), and
+    reads count them, without the one a full queue drops."""
+    store.hold_writes()
+    before = fingerprint(path)
+    for n in range(10_000):
+        store.enqueue(make(data={"n": n, "text": "x" * 2000}, at=NOW + 10 + n, session_id="big"))
+    assert store.query_events(HistoryQuery(session_id="big", limit=1))[1] == 10_000
+    # One more: the full queue drops its oldest, and the reads no longer count it.
+    store.enqueue(make(data={"n": "one more"}, at=NOW + 20_000, session_id="big"))
+    oldest, total = store.query_events(HistoryQuery(session_id="big", limit=1, ascending=True))
+    assert (oldest[0].event_data["n"], total) == (1, 10_000)
+    assert store.dropped_events == 1
+    assert fingerprint(path) == before
+    store.release_writes()
+    store.flush()
+    assert count_rows(path) == 2 + 10_000
+
+
+def test_a_close_during_a_hold_writes_every_held_event(
+    stored: list[AgentHistoryEvent], store: HistoryStore, path: Path
+) -> None:
+    """Home Assistant stops while a backup holds the writes and the household reads: the
+    reads let go of the database first, and every held event is written."""
+    store.hold_writes()
+    for n in range(3000):
+        store.enqueue(make(data={"n": n}, at=NOW + 10 + n, session_id="late"))
+    with ThreadPoolExecutor(3) as pool:
+        totals = list(pool.map(lambda _: store.query_events(HistoryQuery(limit=1))[1], range(6)))
+    assert totals == [3002] * 6
+    store.close()
+    assert store.dropped_events == 0
+    assert count_rows(path) == 3002
+
+
+def test_a_write_that_waited_for_the_release_runs_after_held_reads(
+    store: HistoryStore, path: Path
+) -> None:
+    """Anna's erasure waits for the backup; the release lets it run, though reads of the
+    held events came just before: it is not refused as a locked database."""
+    store.record_events([said("person.anna", "Hello", NOW), said("person.ben", "Hi", NOW + 1)])
+    store.hold_writes()
+    for n in range(2000):
+        store.enqueue(said("person.anna", f"held {n}", NOW + 10 + n))
+    assert store.query_events(HistoryQuery(limit=1, visibility=ANNA))[1] == 2001
+    with ThreadPoolExecutor(2) as pool:
+        erasure = pool.submit(store.delete_person_events, "person.anna")
+        reading = pool.submit(lambda: store.query_events(HistoryQuery(limit=1))[1])
+        assert reading.result() == 2002
+        assert not erasure.done()
+        store.release_writes()
+        assert erasure.result() == 2001
+    assert not store.failing
+    assert store.pending_events == 0
+    assert count_rows(path) == 1
+
+
+def test_a_hold_while_another_process_writes_answers_from_what_is_stored(
+    store: HistoryStore, stored: list[AgentHistoryEvent], path: Path
+) -> None:
+    """Another program holds the database's write lock during the copy: reads answer
+    from what is stored (they cannot see the held events), and nothing is lost."""
+    store.hold_writes()
+    held_turn(store)
+    with raw(path) as other:
+        other.execute("BEGIN IMMEDIATE")
+        for _ in range(3):
+            assert store.query_events(HistoryQuery(session_id=SESSION, limit=10))[1] == 2
+        other.execute("ROLLBACK")
+    assert store.query_events(HistoryQuery(session_id=SESSION, limit=10))[1] == 2
+    store.release_writes()
+    assert store.query_events(HistoryQuery(session_id=SESSION, limit=10))[1] == 4
+    assert count_rows(path) == 4

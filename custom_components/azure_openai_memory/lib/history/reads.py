@@ -4,15 +4,18 @@
   read transaction: one consistent view of the database.
 * A read flushes the queue first, so it sees what was enqueued before it; while writes are
   failing it answers from what is stored instead of waiting on the lock.
-* While writes are held for a backup's copy, a read sees the queued events too: it inserts
-  them in its own transaction and rolls it back (_begin_reading), so nothing reaches the
-  files.
+* While writes are held for a backup's copy, a read sees the queued events too. They are
+  inserted into one transaction of a connection of their own (the held view), never
+  committed: each read adds only what queued since the last, and reads there one at a time.
+  Its cache never spills, so nothing reaches the files the backup copies; the writer rolls
+  it back before it writes again (at the release, or at close). Should another process
+  hold the database's write lock, reads during that hold answer from what is stored.
 * With a visibility, a read answers only from what that reader may see, and what they ask
   for by id that is someone else's is refused (NotVisible), never shown in part.
 """
 
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager, nullcontext
+from contextlib import contextmanager, suppress
 import logging
 import sqlite3
 import threading
@@ -23,7 +26,6 @@ from .events import (
     EVENT_COLUMNS,
     SELECT_EVENT,
     SELECT_SNAPSHOT,
-    Row,
     decode_event,
     decode_snapshot,
     insert_events,
@@ -63,8 +65,14 @@ class HistoryReads(HistoryMaintenance):
 
     def __init__(self, *args: Any, **settings: Any) -> None:
         super().__init__(*args, **settings)
-        # Taken by a read that sees the held events (_begin_reading).
+        # The held view (see the module's docstring): its connection, the queue's sequence
+        # numbers it holds (from, up to), and whether it could not be had this hold. Used
+        # only with _held_reading taken, which is never taken inside _cond.
         self._held_reading = threading.Lock()
+        self._held_view: sqlite3.Connection | None = None
+        self._held_from = 0
+        self._held_upto = 0
+        self._held_unavailable = False
         self._readers: list[sqlite3.Connection] = []
         self._readers_lock = threading.Lock()
         self._open = False
@@ -293,29 +301,35 @@ class HistoryReads(HistoryMaintenance):
 
     @contextmanager
     def _reading(self, *, flush: bool = True) -> Iterator[sqlite3.Connection]:
-        """A read connection in one read transaction (one consistent view of the database)."""
+        """A read connection in one read transaction (one consistent view of the database);
+        while writes are held, the held view."""
         if not self._open:
             raise RuntimeError("history store is not open")
         if flush and not self._failing:
             self.flush()
+        if flush and self._held:
+            with self._held_reading:
+                view = self._held_view_now()
+                if view is not None:
+                    view.set_trace_callback(self._read_trace)
+                    try:
+                        yield view
+                    except sqlite3.Error:
+                        self._drop_held_view()
+                        raise
+                    return
         with self._readers_lock:
             conn = self._readers.pop() if self._readers else None
         if conn is None:
             conn = self._connect()
             conn.execute("PRAGMA query_only = ON")
-            # Changes of a read transaction (the held events) never reach the log.
-            conn.execute("PRAGMA cache_spill = OFF")
         conn.set_trace_callback(self._read_trace)
-        with self._cond:
-            held = list(self._pending) if flush and self._held else []
         try:
-            # Reads that insert the held events take the write lock: one at a time, in turn.
-            with self._held_reading if held else nullcontext():
-                held_in = self._begin_reading(conn, held)
-                try:
-                    yield conn
-                finally:
-                    conn.execute("ROLLBACK" if held_in else "COMMIT")
+            conn.execute("BEGIN")
+            try:
+                yield conn
+            finally:
+                conn.execute("COMMIT")
         except BaseException:
             conn.close()
             raise
@@ -325,32 +339,48 @@ class HistoryReads(HistoryMaintenance):
                 return
         conn.close()
 
-    def _begin_reading(self, conn: sqlite3.Connection, held: list[Row]) -> bool:
-        """Begin a read transaction; with events held for a backup's copy, one that sees them
-        too: they are inserted in this transaction only and rolled back after the read, so
-        every query, total and statistic counts them and nothing reaches the files (the
-        cache never spills, and a rollback writes nothing). True when they were inserted.
-        Should that fail (another process holds the write lock), the read answers from what
-        is stored."""
-        if not held:
-            conn.execute("BEGIN")
-            return False
-        conn.execute("PRAGMA query_only = OFF")
+    def _held_view_now(self) -> sqlite3.Connection | None:
+        """The held view with every event queued so far in it, or None: not held (any
+        more), or not to be had (called with _held_reading taken)."""
+        with self._cond:
+            if not self._held or self._stopping or self._held_unavailable:
+                return None
+            rows = list(self._pending)
+            first = self._enqueued - len(rows)  # the sequence number of rows[0]
+        if self._held_view is not None and first > self._held_from:
+            self._drop_held_view()  # a full queue dropped events the view holds
         try:
-            conn.execute("BEGIN IMMEDIATE")
-            try:
-                insert_events(conn, held, strict=False)
-            except sqlite3.Error:
-                conn.execute("ROLLBACK")
-                raise
+            if self._held_view is None:
+                view = self._connect()
+                # Uncommitted pages stay in memory, never in the log the backup copies.
+                view.execute("PRAGMA cache_spill = OFF")
+                self._held_view = view
+                view.execute("BEGIN IMMEDIATE")
+                self._held_from = self._held_upto = first
+            new = rows[self._held_upto - first :]
+            if new:
+                insert_events(self._held_view, new, strict=False)
+                self._held_upto = first + len(rows)
         except sqlite3.Error as err:
-            _LOGGER.debug("History read without the %d events held: %s", len(held), err)
-            conn.execute("BEGIN")
-            return False
-        finally:
-            conn.execute("PRAGMA query_only = ON")
-        return True
+            _LOGGER.debug("History reads during this hold answer from what is stored: %s", err)
+            self._drop_held_view()
+            self._held_unavailable = True
+            return None
+        return self._held_view
 
+    def _drop_held_view(self) -> None:
+        """Roll the held view back and close it (called with _held_reading taken)."""
+        view, self._held_view = self._held_view, None
+        if view is not None:
+            with suppress(sqlite3.Error):  # never begun: closing discards what it holds
+                view.execute("ROLLBACK")
+            view.close()
+
+    def _end_held_reads(self) -> None:
+        """The writer writes again: the held view lets go of the write lock first."""
+        with self._held_reading:
+            self._drop_held_view()
+            self._held_unavailable = False
 
 def _visible(conn: sqlite3.Connection, event_id: str, visibility: Visibility) -> bool:
     term, params = visibility.where()

@@ -76,6 +76,8 @@ class HistoryWriter:
         self._held = False
         self._stopping = False
         self._dropped = 0
+        # Events ever queued: a queued event's sequence number (see reads.py's held view).
+        self._enqueued = 0
         self._commits = 0
         self._dropping = False
         # Touched by the writer thread only (read anywhere; a bool is read atomically).
@@ -138,6 +140,7 @@ class HistoryWriter:
                 self._deadline = time.monotonic() + self._batch_window
                 self._cond.notify_all()
             self._pending.append(row)
+            self._enqueued += 1
             if len(self._pending) > self._max_queue:
                 self._drop_oldest(len(self._pending) - self._max_queue)
 
@@ -258,6 +261,10 @@ class HistoryWriter:
     def _idle_step(self, conn: sqlite3.Connection) -> None:
         """One step of the background work, when nothing else waits (see maintenance.py)."""
 
+    def _end_held_reads(self) -> None:
+        """Before the writer writes: reads of held events let go of the write lock (see
+        reads.py)."""
+
     def _note_written(self, conn: sqlite3.Connection) -> None:
         """Told after each round of the writer (see maintenance.py)."""
 
@@ -279,6 +286,7 @@ class HistoryWriter:
                     if batch:
                         self._pending.clear()
                     self._in_flight = len(batch)
+                self._end_held_reads()
                 if batch:
                     self._write_batch(conn, batch)
                 for behind, (work, future) in zip(range(len(jobs) - 1, -1, -1), jobs, strict=True):
@@ -361,6 +369,7 @@ class HistoryWriter:
 
     def _shut_down(self, conn: sqlite3.Connection) -> None:
         """Last attempt at what is queued, then close; what still fails is counted lost."""
+        self._end_held_reads()
         with self._cond:
             batch = list(self._pending)
             self._pending.clear()
