@@ -12,7 +12,7 @@ import pytest
 from pytest_homeassistant_custom_component.common import MockConfigEntry
 
 from custom_components.azure_openai_memory.const import DOMAIN
-from custom_components.azure_openai_memory.data import DATA_HISTORY
+from custom_components.azure_openai_memory.data import history_of
 from custom_components.azure_openai_memory.history.recorder import (
     CUT_MARKER,
     MAX_RECORDED_TEXT,
@@ -41,7 +41,7 @@ async def test_snapshots_are_listed_and_go_with_the_retention(hass: HomeAssistan
     """A snapshot taken before the cut-off goes with the events; one taken since keeps
     the events that are left. history_snapshots lists them, newest first, page by page."""
     assert await async_setup_component(hass, DOMAIN, {})
-    recorder = hass.data[DATA_HISTORY]
+    recorder = history_of(hass)
     now = dt_util.utcnow().timestamp()
     old = AgentHistoryEvent.new(GARDEN, "action", {"watered": 1}, timestamp=now - 40 * DAY)
     recent = AgentHistoryEvent.new(GARDEN, "action", {"watered": 2}, timestamp=now - DAY)

@@ -11,7 +11,7 @@ import pytest
 from pytest_homeassistant_custom_component.common import MockConfigEntry, MockUser
 
 from custom_components.azure_openai_memory.const import DOMAIN
-from custom_components.azure_openai_memory.data import DATA_MEMORIES
+from custom_components.azure_openai_memory.data import memories_of
 from custom_components.azure_openai_memory.lib.memories import FactSettings
 
 from .azure_stub import AzureStub, Reply, ToolCall
@@ -50,7 +50,7 @@ async def test_memory_save_answers_what_it_replaced_and_pushed_out(
     assert updated["archived"]["id"] == created["memory"]["id"]
     assert updated["archived"]["original_content"] == "Occasional knee soreness"
 
-    hass.data[DATA_MEMORIES].async_update_settings(FactSettings(max_memories_per_type=1))
+    memories_of(hass).async_update_settings(FactSettings(max_memories_per_type=1))
     pushed = await call(hass, "save", content="The bins go out on Tuesday", type="routine")
     assert pushed["evicted"] == []
     making_room = await call(hass, "save", content="The dog is walked at seven", type="routine")
@@ -84,7 +84,7 @@ async def test_the_remember_tool_answers_the_same_shape(
     assert "replaced" in description
     assert "evicted" in description
     result = json.loads(second.body["messages"][-1]["content"])
-    (memory,) = list(hass.data[DATA_MEMORIES].facts)
+    (memory,) = list(memories_of(hass).facts)
     assert result["action"] == "superseded"
     (saved,) = told_memories(result["memory"])
     assert saved["id"] == memory.id
@@ -101,7 +101,7 @@ async def test_the_remember_tool_tells_what_the_cap_pushed_out(
     """A save that makes room hands the model what went (id and words), and the tool's
     description tells the model to say so. (Only an administrator's save may push a
     household memory out.)"""
-    hass.data[DATA_MEMORIES].async_update_settings(FactSettings(max_memories_per_type=1))
+    memories_of(hass).async_update_settings(FactSettings(max_memories_per_type=1))
     bins = await call(hass, "save", content="The bins go out on Tuesday", type="routine")
     dog = {"content": "The dog is walked at seven", "type": "routine", "scope": "household"}
     azure.queue(

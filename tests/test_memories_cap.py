@@ -11,7 +11,7 @@ from custom_components.azure_openai_memory.const import (
     DOMAIN,
     RECOMMENDED_MAX_MEMORIES_PER_TYPE,
 )
-from custom_components.azure_openai_memory.data import DATA_MEMORIES
+from custom_components.azure_openai_memory.data import memories_of
 from custom_components.azure_openai_memory.lib.memories import FactSettings, FactStore
 from custom_components.azure_openai_memory.memories.store import STORAGE_KEY, Memories
 
@@ -32,10 +32,6 @@ async def call(hass: HomeAssistant, service: str, **data: Any) -> dict[str, Any]
     return dict(response)
 
 
-def memories(hass: HomeAssistant) -> Memories:
-    return hass.data[DATA_MEMORIES]
-
-
 def cap_issues(hass: HomeAssistant) -> dict[str, ir.IssueEntry]:
     return {
         issue_id: issue
@@ -49,12 +45,12 @@ async def test_a_household_keeps_hundreds_of_memories_of_one_type(
 ) -> None:
     """The cap of 50 per type archived routines a home still had; the default holds 10,000."""
     assert RECOMMENDED_MAX_MEMORIES_PER_TYPE == 10_000
-    assert memories(hass).settings.max_memories_per_type == 10_000
+    assert memories_of(hass).settings.max_memories_per_type == 10_000
     facts = household_facts()[:120]
     for text, tags in facts:
         saved = await call(hass, "save", content=text, type="routine", tags=tags)
         assert saved["evicted"] == [], text
-    assert len(memories(hass).facts) == len(facts)
+    assert len(memories_of(hass).facts) == len(facts)
     assert cap_issues(hass) == {}
 
 
@@ -72,14 +68,14 @@ async def test_a_cap_the_user_set_is_kept(
         "data": {**old.as_dict(), "settings": {"max_memories_per_type": 80}},
     }
     assert await async_setup_component(hass, DOMAIN, {})
-    assert memories(hass).settings.max_memories_per_type == 80
-    assert len(memories(hass).facts) == 1
+    assert memories_of(hass).settings.max_memories_per_type == 80
+    assert len(memories_of(hass).facts) == 1
 
 
 async def test_a_memory_pushed_out_by_the_cap_raises_a_repairs_issue_naming_the_type(
     hass: HomeAssistant, services: None
 ) -> None:
-    memories(hass).async_update_settings(FactSettings(max_memories_per_type=2))
+    memories_of(hass).async_update_settings(FactSettings(max_memories_per_type=2))
     await call(hass, "save", content="The bins go out on Tuesday night", type="routine")
     await call(hass, "save", content="The dog is walked at seven", type="routine")
     await call(hass, "save", content="The guest room is Anna's", type="household")
@@ -97,7 +93,7 @@ async def test_a_memory_pushed_out_by_the_cap_raises_a_repairs_issue_naming_the_
     assert issue.translation_placeholders["count"] == "2"
 
     # Lowering the cap pushes memories of another type out: that type is named too.
-    memories(hass).async_update_settings(FactSettings(max_memories_per_type=1))
+    memories_of(hass).async_update_settings(FactSettings(max_memories_per_type=1))
     assert sorted(cap_issues(hass)) == ["memories_over_cap_routine"]
     await call(hass, "save", content="The spare key is under the pot", type="household")
     assert sorted(cap_issues(hass)) == [
@@ -105,7 +101,7 @@ async def test_a_memory_pushed_out_by_the_cap_raises_a_repairs_issue_naming_the_
         "memories_over_cap_routine",
     ]
     # Raising the cap is the answer: the issues go.
-    memories(hass).async_update_settings(FactSettings(max_memories_per_type=100))
+    memories_of(hass).async_update_settings(FactSettings(max_memories_per_type=100))
     assert cap_issues(hass) == {}
 
 
@@ -115,7 +111,7 @@ async def test_lowering_the_cap_names_every_type_it_pushed_out(
     for text in ("Bins on Tuesday", "Dog walk at seven"):
         await call(hass, "save", content=text, type="routine")
     await call(hass, "save", content="Anna is a pharmacist", type="context")
-    memories(hass).async_update_settings(FactSettings(max_memories_per_type=1))
+    memories_of(hass).async_update_settings(FactSettings(max_memories_per_type=1))
     assert list(cap_issues(hass)) == ["memories_over_cap_routine"]
 
 
@@ -125,7 +121,7 @@ async def test_lowering_the_cap_names_every_type_it_pushed_out(
 async def test_a_pinned_memory_stays_whatever_the_cap_and_comes_first(
     hass: HomeAssistant, services: None
 ) -> None:
-    memories(hass).async_update_settings(FactSettings(max_memories_per_type=2))
+    memories_of(hass).async_update_settings(FactSettings(max_memories_per_type=2))
     epipen = await call(
         hass,
         "save",
@@ -162,7 +158,7 @@ async def test_pinning_survives_a_restart(
     saved = await call(
         hass, "save", content="No peanut butter in the house", type="household", pinned=True
     )
-    await memories(hass).file.async_flush()
+    await memories_of(hass).file.async_flush()
     (stored,) = hass_storage[STORAGE_KEY]["data"]["memories"]
     assert stored["pinned"] is True
     fresh = Memories(hass)
@@ -186,5 +182,5 @@ async def test_the_old_default_cap_gives_way_to_the_new_one(
         "data": {**old.as_dict(), "settings": {"max_memories_per_type": 50}},
     }
     assert await async_setup_component(hass, DOMAIN, {})
-    assert memories(hass).settings.max_memories_per_type == 10_000
-    assert len(memories(hass).facts) == 1
+    assert memories_of(hass).settings.max_memories_per_type == 10_000
+    assert len(memories_of(hass).facts) == 1

@@ -24,7 +24,7 @@ from custom_components.azure_openai_memory.const import (
     CONF_SUMMARY_GROUP_MODE,
     DOMAIN,
 )
-from custom_components.azure_openai_memory.data import DATA_MEMORIES
+from custom_components.azure_openai_memory.data import memories_of
 from custom_components.azure_openai_memory.lib.summaries.book import (
     SUMMARIES_VERSION,
     SummaryBook,
@@ -110,7 +110,7 @@ async def test_memory_import_tells_ben_only_of_what_he_may_see(
     new one."""
     anna, ben = people
     await set_up(hass, config_entry)
-    memories = hass.data[DATA_MEMORIES]
+    memories = memories_of(hass)
     memories.async_update_settings(replace(memories.settings, max_private_memories_per_type=1))
     secret = await call(
         hass,
@@ -160,7 +160,7 @@ async def test_an_administrator_s_import_never_pushes_out_ben_s_memories(
     (no user) may, and is told what went."""
     anna, ben = people
     await set_up(hass, config_entry)
-    memories = hass.data[DATA_MEMORIES]
+    memories = memories_of(hass)
     memories.async_update_settings(replace(memories.settings, max_private_memories_per_type=1))
     mine = await call(
         hass,

@@ -16,7 +16,7 @@ from pytest_homeassistant_custom_component.typing import (
 )
 
 from custom_components.azure_openai_memory.const import CONF_EMBEDDINGS_DEPLOYMENT, DOMAIN
-from custom_components.azure_openai_memory.data import DATA_MEMORIES
+from custom_components.azure_openai_memory.data import memories_of
 from custom_components.azure_openai_memory.lib.memories import FactSettings
 
 from .azure_stub import AzureStub
@@ -342,7 +342,7 @@ async def test_restore_tells_only_of_what_the_caller_may_see_the_cap_pushed_out(
     """Each scope has its own cap: Ben restoring a household memory at a full household
     cap is refused, naming the cap, and nothing goes (Anna's private memory least of all);
     Anna, an administrator, restoring it pushes out the household's oldest."""
-    hass.data[DATA_MEMORIES].async_update_settings(FactSettings(max_memories_per_type=2))
+    memories_of(hass).async_update_settings(FactSettings(max_memories_per_type=2))
     coffee = await save(hass, COFFEE)
     await answer(admin, "memories/forget", memory_id=coffee)
     anna = await save(hass, TEA, scope="person:person.anna")
