@@ -18,7 +18,8 @@ TOP_LEVEL (platforms and flows, where Home Assistant expects them, and one folde
 each kind has its Home Assistant folder and its pure `lib/<kind>/`, under the same name.
 
 Tests: they go through public surfaces, so none imports a private name of the package, none
-puts anything into `hass.data` and none reads one of the integration's own `hass.data` keys.
+puts anything into `hass.data` and none reads one of the integration's own `hass.data` keys
+(Home Assistant's own keys, such as the storage semaphore, may be read).
 
 Each failure lists every violation, one per line.
 """
@@ -448,6 +449,66 @@ def hass_data_writes(tree: ast.AST) -> Iterator[int]:
             yield node.lineno
 
 
+def package_names(tree: ast.AST) -> set[str]:
+    """The names a test binds by importing from the package (`DATA_MEMORIES`, `DOMAIN`, ...)."""
+    names: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+            if node.module.startswith(PACKAGE):
+                names.update(alias.asname or alias.name for alias in node.names)
+        elif isinstance(node, ast.Import):
+            for alias in node.names:
+                if alias.name.startswith(PACKAGE):
+                    names.add(alias.asname or alias.name.split(".")[0])
+    return names
+
+
+def hass_data_reads_of_ours(tree: ast.AST) -> Iterator[int]:
+    """Lines that look up one of the integration's own keys in hass.data: `hass.data[KEY]`
+    or `hass.data.get(KEY)`, KEY made of a name imported from the package (`DATA_MEMORIES`,
+    `data.DATA_MEMORIES`, f"{DOMAIN}_memories") or a text naming the domain. Home
+    Assistant's own keys (imported from homeassistant) are not ours."""
+    ours = package_names(tree)
+
+    def is_ours(key: ast.AST) -> bool:
+        return any(
+            (isinstance(part, ast.Name) and part.id in ours)
+            or (
+                isinstance(part, ast.Constant)
+                and isinstance(part.value, str)
+                and part.value.startswith("azure_openai_memory")
+            )
+            for part in ast.walk(key)
+        )
+
+    for node in ast.walk(tree):
+        key = hass_data_key(node)
+        if key is not None and is_ours(key):
+            yield node.lineno
+
+
+def hass_data_key(node: ast.AST) -> ast.AST | None:
+    """The key a node looks up in hass.data (`[key]`, `.get(key)`, `key in`), if it does."""
+    if isinstance(node, ast.Subscript) and is_hass_data(node.value):
+        return node.slice
+    if (
+        isinstance(node, ast.Call)
+        and isinstance(node.func, ast.Attribute)
+        and node.func.attr in ("get", "pop", "__getitem__", "__contains__")
+        and is_hass_data(node.func.value)
+        and node.args
+    ):
+        return node.args[0]
+    if (
+        isinstance(node, ast.Compare)
+        and len(node.ops) == 1
+        and isinstance(node.ops[0], ast.In | ast.NotIn)
+        and is_hass_data(node.comparators[0])
+    ):
+        return node.left
+    return None
+
+
 def private_package_imports(tree: ast.AST) -> Iterator[str]:
     for node in ast.walk(tree):
         if isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
@@ -488,6 +549,17 @@ def test_no_test_puts_anything_into_hass_data() -> None:
     assert found == [], report("Tests writing hass.data", found)
 
 
+def test_no_test_reads_the_integration_s_hass_data() -> None:
+    """A test asks a public surface (a service, a WebSocket command, the options flow or an
+    accessor of data.py such as memories_of) for what the integration keeps."""
+    found = [
+        f"{path.relative_to(ROOT)}:{line}"
+        for path in files_under_tests()
+        for line in sorted(set(hass_data_reads_of_ours(ast.parse(path.read_text(), str(path)))))
+    ]
+    assert found == [], report("Tests reading the integration's hass.data keys", found)
+
+
 def test_the_test_rules_see_what_they_check() -> None:
     """The readers above find what they look for."""
     writes = ast.parse(
@@ -501,4 +573,16 @@ def test_the_test_rules_see_what_they_check() -> None:
     assert list(private_package_imports(imports)) == [
         f"2: _MIGRATIONS from {PACKAGE}.memory.history"
     ]
+    reads = ast.parse(
+        f"from {PACKAGE}.data import DATA_MEMORIES\n"
+        f"from {PACKAGE} import data\n"
+        f"from {PACKAGE}.const import DOMAIN\n"
+        "from homeassistant.helpers.storage import STORAGE_SEMAPHORE\n"
+        "memories = hass.data[DATA_MEMORIES]\n"
+        "self.hass.data.get(data.DATA_HISTORY)\n"
+        'hass.data[f"{DOMAIN}_memories"].facts\n'
+        'assert "azure_openai_memory_history" in hass.data\n'
+        "reads = hass.data[STORAGE_SEMAPHORE]\n"
+    )
+    assert sorted(hass_data_reads_of_ours(reads)) == [5, 6, 7, 8]
     assert Path(__file__) in files_under_tests()
