@@ -27,6 +27,7 @@ import numpy.typing as npt
 import pytest
 from pytest_homeassistant_custom_component.common import (
     MockConfigEntry,
+    MockUser,
     async_fire_time_changed,
     async_test_home_assistant,
 )
@@ -254,6 +255,37 @@ def exception_text(key: str, **placeholders: str) -> str:
     for name, value in placeholders.items():
         text = text.replace(f"{{{name}}}", value)
     return text
+
+
+async def add_people(
+    hass: HomeAssistant, anna: MockUser, ben: MockUser, *others: dict[str, Any]
+) -> None:
+    """Anna and Ben, users of those names, each with a person (and these other persons).
+
+    Set up before any connection starts the web server: the person integration registers an
+    HTTP view, which a running server no longer takes.
+    """
+    anna.name, ben.name = "Anna", "Ben"
+    assert await async_setup_component(
+        hass,
+        "person",
+        {
+            "person": [
+                {"id": "anna", "name": "Anna", "user_id": anna.id},
+                {"id": "ben", "name": "Ben", "user_id": ben.id},
+                *others,
+            ]
+        },
+    )
+
+
+@pytest.fixture
+async def people(
+    hass: HomeAssistant, hass_admin_user: MockUser, hass_read_only_user: MockUser
+) -> tuple[MockUser, MockUser]:
+    """Anna (an administrator) and Ben (not one), each with a person (see add_people)."""
+    await add_people(hass, hass_admin_user, hass_read_only_user)
+    return hass_admin_user, hass_read_only_user
 
 
 async def call(

@@ -68,6 +68,7 @@ from .azure_stub import AzureStub, Reply, ToolCall
 from .conftest import (
     LLM_ONLY,
     NO_TOOLS,
+    add_people,
     agent_entity_id,
     call,
     entry_data,
@@ -87,27 +88,6 @@ PHARMACY = "Anna's pharmacy on Main Street holds her fluoxetine"
 @pytest.fixture
 def agent_options() -> dict[str, Any]:
     return dict(NO_TOOLS)
-
-
-@pytest.fixture
-async def people(
-    hass: HomeAssistant, hass_admin_user: MockUser, hass_read_only_user: MockUser
-) -> tuple[MockUser, MockUser]:
-    """Anna (an administrator) and Ben (not one), each with a person; set up before any
-    connection starts the web server."""
-    hass_admin_user.name = "Anna"
-    hass_read_only_user.name = "Ben"
-    assert await async_setup_component(
-        hass,
-        "person",
-        {
-            "person": [
-                {"id": "anna", "name": "Anna", "user_id": hass_admin_user.id},
-                {"id": "ben", "name": "Ben", "user_id": hass_read_only_user.id},
-            ]
-        },
-    )
-    return hass_admin_user, hass_read_only_user
 
 
 @pytest.fixture
@@ -767,17 +747,11 @@ async def three_people(
     )
     cleo.credentials.append(credential)
     refresh = await hass.auth.async_create_refresh_token(cleo, CLIENT_ID, credential=credential)
-    hass_admin_user.name, hass_read_only_user.name = "Anna", "Ben"
-    assert await async_setup_component(
+    await add_people(
         hass,
-        "person",
-        {
-            "person": [
-                {"id": "anna", "name": "Anna", "user_id": hass_admin_user.id},
-                {"id": "ben", "name": "Ben", "user_id": hass_read_only_user.id},
-                {"id": "cleo", "name": "Cleo", "user_id": cleo.id},
-            ]
-        },
+        hass_admin_user,
+        hass_read_only_user,
+        {"id": "cleo", "name": "Cleo", "user_id": cleo.id},
     )
     return People(
         hass_admin_user, hass_read_only_user, cleo, hass.auth.async_create_access_token(refresh)
@@ -1711,20 +1685,8 @@ CONFLICT_ISSUE = "device_mapped_twice"
 
 
 @pytest.fixture
-async def kitchen(
-    hass: HomeAssistant, hass_admin_user: MockUser, hass_read_only_user: MockUser
-) -> str:
+async def kitchen(hass: HomeAssistant, people: tuple[MockUser, MockUser]) -> str:
     """Anna and Ben, each with a private PIN; the kitchen satellite's device id."""
-    assert await async_setup_component(
-        hass,
-        "person",
-        {
-            "person": [
-                {"id": "anna", "name": "Anna", "user_id": hass_admin_user.id},
-                {"id": "ben", "name": "Ben", "user_id": hass_read_only_user.id},
-            ]
-        },
-    )
     satellites = MockConfigEntry(domain="test")
     satellites.add_to_hass(hass)
     device = dr.async_get(hass).async_get_or_create(

@@ -45,24 +45,6 @@ def agent_options() -> dict[str, Any]:
     return dict(NO_TOOLS)
 
 
-@pytest.fixture
-async def people(
-    hass: HomeAssistant, hass_admin_user: MockUser, hass_read_only_user: MockUser
-) -> tuple[MockUser, MockUser]:
-    """Anna is the administrator, Ben is not; each has a person."""
-    assert await async_setup_component(
-        hass,
-        "person",
-        {
-            "person": [
-                {"id": "anna", "name": "Anna", "user_id": hass_admin_user.id},
-                {"id": "ben", "name": "Ben", "user_id": hass_read_only_user.id},
-            ]
-        },
-    )
-    return hass_admin_user, hass_read_only_user
-
-
 async def talk(
     hass: HomeAssistant,
     entry: MockConfigEntry,

@@ -10,7 +10,6 @@ from freezegun.api import FrozenDateTimeFactory
 from homeassistant.components import conversation
 from homeassistant.core import Context, HomeAssistant
 from homeassistant.exceptions import ServiceValidationError, Unauthorized
-from homeassistant.setup import async_setup_component
 from homeassistant.util import dt as dt_util, slugify
 import pytest
 from pytest_homeassistant_custom_component.common import MockConfigEntry, MockUser
@@ -34,26 +33,6 @@ SUMMARIES_KEY = f"{DOMAIN}.summaries"
 @pytest.fixture
 def agent_options() -> dict[str, Any]:
     return dict(NO_TOOLS)
-
-
-@pytest.fixture
-async def people(
-    hass: HomeAssistant, hass_admin_user: MockUser, hass_read_only_user: MockUser
-) -> tuple[MockUser, MockUser]:
-    """Anna (an administrator) and Ben (not one), each with a person."""
-    hass_admin_user.name = "Anna"
-    hass_read_only_user.name = "Ben"
-    assert await async_setup_component(
-        hass,
-        "person",
-        {
-            "person": [
-                {"id": "anna", "name": "Anna", "user_id": hass_admin_user.id},
-                {"id": "ben", "name": "Ben", "user_id": hass_read_only_user.id},
-            ]
-        },
-    )
-    return hass_admin_user, hass_read_only_user
 
 
 def model(body: dict[str, Any]) -> Reply:

@@ -13,7 +13,6 @@ from homeassistant.components import conversation, persistent_notification
 from homeassistant.const import ATTR_ENTITY_ID
 from homeassistant.core import Context, HomeAssistant
 from homeassistant.exceptions import ServiceValidationError
-from homeassistant.setup import async_setup_component
 from homeassistant.util import dt as dt_util
 import pytest
 from pytest_homeassistant_custom_component.common import MockConfigEntry, MockUser
@@ -45,24 +44,6 @@ SLOW = {**NO_TOOLS, CONF_EARLY_TIMEOUT: 0.2, CONF_REQUEST_TIMEOUT: 5}
 @pytest.fixture
 def agent_options() -> dict[str, Any]:
     return dict(NO_TOOLS)
-
-
-@pytest.fixture
-async def people(
-    hass: HomeAssistant, hass_admin_user: MockUser, hass_read_only_user: MockUser
-) -> tuple[MockUser, MockUser]:
-    """Anna (an administrator) and Ben (not one), each with a person."""
-    assert await async_setup_component(
-        hass,
-        "person",
-        {
-            "person": [
-                {"id": "anna", "name": "Anna", "user_id": hass_admin_user.id},
-                {"id": "ben", "name": "Ben", "user_id": hass_read_only_user.id},
-            ]
-        },
-    )
-    return hass_admin_user, hass_read_only_user
 
 
 def ctx(user: MockUser | None) -> Context:

@@ -280,27 +280,9 @@ async def test_restore_brings_an_archived_memory_back(
     }
 
 
-@pytest.fixture
-async def people(
-    hass: HomeAssistant, hass_admin_user: MockUser, hass_read_only_user: MockUser
-) -> None:
-    """Anna (the administrator) and Ben (not one) have a person each; set up before any
-    connection starts the web server."""
-    assert await async_setup_component(
-        hass,
-        "person",
-        {
-            "person": [
-                {"id": "anna", "name": "Anna", "user_id": hass_admin_user.id},
-                {"id": "ben", "name": "Ben", "user_id": hass_read_only_user.id},
-            ]
-        },
-    )
-
-
 async def test_a_person_sees_the_household_s_and_their_own_never_another_s(
     hass: HomeAssistant,
-    people: None,
+    people: tuple[MockUser, MockUser],
     admin: MockHAClientWebSocket,
     user: MockHAClientWebSocket,
 ) -> None:
@@ -335,7 +317,7 @@ async def test_a_person_sees_the_household_s_and_their_own_never_another_s(
 
 async def test_restore_tells_only_of_what_the_caller_may_see_the_cap_pushed_out(
     hass: HomeAssistant,
-    people: None,
+    people: tuple[MockUser, MockUser],
     admin: MockHAClientWebSocket,
     user: MockHAClientWebSocket,
 ) -> None:
@@ -360,7 +342,7 @@ async def test_restore_tells_only_of_what_the_caller_may_see_the_cap_pushed_out(
 
 async def test_a_list_names_whose_memories_it_shows(
     hass: HomeAssistant,
-    people: None,
+    people: tuple[MockUser, MockUser],
     admin: MockHAClientWebSocket,
     user: MockHAClientWebSocket,
 ) -> None:

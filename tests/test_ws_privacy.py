@@ -9,7 +9,6 @@ from typing import Any
 
 from homeassistant.components import conversation
 from homeassistant.core import Context, HomeAssistant
-from homeassistant.setup import async_setup_component
 from homeassistant.util import dt as dt_util
 import pytest
 from pytest_homeassistant_custom_component.common import MockConfigEntry, MockUser
@@ -21,7 +20,7 @@ from pytest_homeassistant_custom_component.typing import (
 from custom_components.azure_openai_memory.const import DOMAIN
 
 from .azure_stub import AzureStub, Reply
-from .conftest import NO_TOOLS, agent_entity_id, exception_text
+from .conftest import NO_TOOLS, add_people, agent_entity_id, exception_text
 from .panel_commands import answer, not_allowed, refused_as, translated
 
 ANNA_SAYS = "My dentist appointment is on Friday"
@@ -108,17 +107,7 @@ async def clients(
     integration registers an HTTP view, which a running server no longer takes), each
     talked to the agent; an automation recorded an event of the household; the day's talk
     is summarised, per person."""
-    hass_admin_user.name, hass_read_only_user.name = "Anna", "Ben"
-    assert await async_setup_component(
-        hass,
-        "person",
-        {
-            "person": [
-                {"id": "anna", "name": "Anna", "user_id": hass_admin_user.id},
-                {"id": "ben", "name": "Ben", "user_id": hass_read_only_user.id},
-            ]
-        },
-    )
+    await add_people(hass, hass_admin_user, hass_read_only_user)
     azure.responder = model
     assert await hass.config_entries.async_setup(config_entry.entry_id)
     await hass.async_block_till_done(wait_background_tasks=True)
