@@ -1,7 +1,7 @@
 """Fixtures: the real hass, the Azure stand-in over HTTP on 127.0.0.1, a configured entry."""
 
 import base64
-from collections.abc import AsyncIterator, Awaitable, Iterable, Iterator, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Iterator, Sequence
 from contextlib import AsyncExitStack, contextmanager
 from datetime import timedelta
 import importlib.util
@@ -51,7 +51,7 @@ from custom_components.azure_openai_memory.const import (
 from custom_components.azure_openai_memory.lib import tokens
 from custom_components.azure_openai_memory.windows import encodings
 
-from .azure_stub import DEFAULT_KEY, AzureStub
+from .azure_stub import DEFAULT_KEY, AzureStub, Reply
 from .options_form import filled, shown
 
 pytest_plugins = ["pytest_homeassistant_custom_component"]
@@ -228,11 +228,23 @@ async def converse(
     device_id: str | None = None,
 ) -> ConversationResult:
     """One turn through Home Assistant's conversation API, as Assist makes it."""
+    return await say(hass, entry, text, conversation_id, device_id=device_id)
+
+
+async def say(
+    hass: HomeAssistant,
+    entry: MockConfigEntry,
+    text: str,
+    conversation_id: str | None,
+    user: MockUser | None = None,
+    device_id: str | None = None,
+) -> ConversationResult:
+    """One turn as the app (with its user) or a satellite (with its device) makes it."""
     return await conversation.async_converse(
         hass,
         text,
         conversation_id,
-        Context(),
+        Context(user_id=user.id if user is not None else None),
         language="en",
         agent_id=agent_entity_id(hass, entry),
         device_id=device_id,
@@ -297,6 +309,27 @@ async def call(
     )
     assert response is not None
     return dict(response)
+
+
+def as_user(hass: HomeAssistant, user: MockUser | None) -> Callable[..., Awaitable[dict[str, Any]]]:
+    """Our services, called by this user (None: an automation), with their responses."""
+
+    async def call_as(service: str, **data: Any) -> dict[str, Any]:
+        return await call(
+            hass, service, data, context=Context(user_id=user.id if user is not None else None)
+        )
+
+    return call_as
+
+
+def echoing_model(body: dict[str, Any]) -> Reply:
+    """The stand-in's model: a summary repeats every word of the talk it is given (so a
+    word that leaks is found), an answer echoes the question."""
+    if "response_format" in body:
+        talk = body["messages"][-1]["content"]
+        answer = {"summary": talk, "topics": ["talk"], "highlights": [], "active_users": []}
+        return Reply(text=json.dumps(answer))
+    return Reply()
 
 
 async def conversation_stats(

@@ -9,7 +9,7 @@ from typing import Any
 
 from freezegun.api import FrozenDateTimeFactory
 from homeassistant.auth.const import GROUP_ID_USER
-from homeassistant.components import conversation, persistent_notification
+from homeassistant.components import persistent_notification
 from homeassistant.const import ATTR_ENTITY_ID
 from homeassistant.core import Context, HomeAssistant
 from homeassistant.exceptions import ServiceValidationError
@@ -31,7 +31,7 @@ from custom_components.azure_openai_memory.lib.summaries.book import (
 )
 
 from .azure_stub import AzureStub, Reply
-from .conftest import NO_TOOLS, agent_entity_id, call, exception_text, stored, windows_key
+from .conftest import NO_TOOLS, agent_entity_id, call, exception_text, say, stored, windows_key
 
 SECRET = "Anna takes 2.5 mg of melatonin"
 ANNA_SAYS = "My dentist appointment is on Friday"
@@ -48,25 +48,6 @@ def agent_options() -> dict[str, Any]:
 
 def ctx(user: MockUser | None) -> Context:
     return Context(user_id=user.id if user is not None else None)
-
-
-async def say(
-    hass: HomeAssistant,
-    entry: MockConfigEntry,
-    text: str,
-    conversation_id: str | None,
-    user: Any,
-    device_id: str | None = None,
-) -> conversation.ConversationResult:
-    return await conversation.async_converse(
-        hass,
-        text,
-        conversation_id,
-        Context(user_id=user.id if user is not None else None),
-        language="en",
-        agent_id=agent_entity_id(hass, entry),
-        device_id=device_id,
-    )
 
 
 def last_request(azure: AzureStub) -> str:
