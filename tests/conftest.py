@@ -311,6 +311,25 @@ async def call(
     return dict(response)
 
 
+def family(prefix: str) -> Callable[..., Awaitable[dict[str, Any]]]:
+    """Our services named `<prefix>_…`, called by the rest of the name with the fields as
+    keywords (and a context, if given), with their responses: `call = family("memory")`."""
+
+    async def call_one(
+        hass: HomeAssistant, service: str, context: Context | None = None, **data: Any
+    ) -> dict[str, Any]:
+        return await call(hass, f"{prefix}_{service}", data, context=context)
+
+    return call_one
+
+
+@pytest.fixture
+async def services(hass: HomeAssistant) -> None:
+    """The integration set up without any entry: the home's services need none (memories
+    are then ranked by words)."""
+    assert await async_setup_component(hass, DOMAIN, {})
+
+
 def as_user(hass: HomeAssistant, user: MockUser | None) -> Callable[..., Awaitable[dict[str, Any]]]:
     """Our services, called by this user (None: an automation), with their responses."""
 

@@ -41,6 +41,7 @@ from .conftest import (
     agent_entity_id,
     assist_tool,
     converse,
+    family,
     options_shown,
     submit_options,
 )
@@ -50,14 +51,7 @@ from .options_form import filled
 EVENT_HISTORY = f"{DOMAIN}_event"
 
 
-async def call(
-    hass: HomeAssistant, service: str, context: Context | None = None, **data: Any
-) -> dict[str, Any]:
-    response = await hass.services.async_call(
-        DOMAIN, f"history_{service}", data, blocking=True, return_response=True, context=context
-    )
-    assert response is not None
-    return dict(response)
+call = family("history")
 
 
 async def session_events(hass: HomeAssistant, session_id: str) -> list[dict[str, Any]]:

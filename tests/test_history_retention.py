@@ -2,7 +2,6 @@
 answer in any script is recorded, cut to fit; a refusal of our own event is a warning."""
 
 import logging
-from typing import Any
 import uuid
 
 from homeassistant.core import HomeAssistant
@@ -23,18 +22,13 @@ from custom_components.azure_openai_memory.lib.history.store import (
 )
 
 from .azure_stub import AzureStub, Reply
-from .conftest import NO_TOOLS, converse
+from .conftest import NO_TOOLS, converse, family
 
 DAY = 86400.0
 GARDEN = "automation.garden"
 
 
-async def call(hass: HomeAssistant, service: str, **data: Any) -> dict[str, Any]:
-    response = await hass.services.async_call(
-        DOMAIN, f"history_{service}", data, blocking=True, return_response=True
-    )
-    assert response is not None
-    return dict(response)
+call = family("history")
 
 
 async def test_snapshots_are_listed_and_go_with_the_retention(hass: HomeAssistant) -> None:

@@ -2,36 +2,22 @@
 newer fact replaced and what a cap pushed out, so the agent can tell the user."""
 
 import json
-from typing import Any
 
 from homeassistant.components import conversation
 from homeassistant.core import Context, HomeAssistant
-from homeassistant.setup import async_setup_component
 import pytest
 from pytest_homeassistant_custom_component.common import MockConfigEntry, MockUser
 
-from custom_components.azure_openai_memory.const import DOMAIN
 from custom_components.azure_openai_memory.data import memories_of
 from custom_components.azure_openai_memory.lib.memories import FactSettings
 
 from .azure_stub import AzureStub, Reply, ToolCall
-from .conftest import NO_TOOLS, agent_entity_id, converse, told_memories
+from .conftest import NO_TOOLS, agent_entity_id, converse, family, told_memories
 
 KNEE = {"type": "injury_history", "tags": ["body:knee"], "scope": "household"}
 
 
-@pytest.fixture
-async def services(hass: HomeAssistant) -> None:
-    """The integration without any entry: memories need none (ranked by words)."""
-    assert await async_setup_component(hass, DOMAIN, {})
-
-
-async def call(hass: HomeAssistant, service: str, **data: Any) -> dict[str, Any]:
-    response = await hass.services.async_call(
-        DOMAIN, f"memory_{service}", data, blocking=True, return_response=True
-    )
-    assert response is not None
-    return dict(response)
+call = family("memory")
 
 
 async def test_memory_save_answers_what_it_replaced_and_pushed_out(

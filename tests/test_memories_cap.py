@@ -5,7 +5,6 @@ from typing import Any
 from homeassistant.core import HomeAssistant
 from homeassistant.helpers import issue_registry as ir
 from homeassistant.setup import async_setup_component
-import pytest
 
 from custom_components.azure_openai_memory.const import (
     DOMAIN,
@@ -15,21 +14,10 @@ from custom_components.azure_openai_memory.data import memories_of
 from custom_components.azure_openai_memory.lib.memories import FactSettings, FactStore
 from custom_components.azure_openai_memory.memories.store import STORAGE_KEY, Memories
 
+from .conftest import family
 from .memory.test_facts import household_facts
 
-
-@pytest.fixture
-async def services(hass: HomeAssistant) -> None:
-    """The integration without any entry: memories need none (ranked by words)."""
-    assert await async_setup_component(hass, DOMAIN, {})
-
-
-async def call(hass: HomeAssistant, service: str, **data: Any) -> dict[str, Any]:
-    response = await hass.services.async_call(
-        DOMAIN, f"memory_{service}", data, blocking=True, return_response=True
-    )
-    assert response is not None
-    return dict(response)
+call = family("memory")
 
 
 def cap_issues(hass: HomeAssistant) -> dict[str, ir.IssueEntry]:

@@ -22,6 +22,7 @@ from .conftest import (
     NO_TOOLS,
     Restart,
     converse,
+    family,
     memories_file,
     memory_record,
     stored_memories,
@@ -41,12 +42,7 @@ BEN = {
 }
 
 
-async def call(hass: HomeAssistant, service: str, **data: Any) -> dict[str, Any]:
-    response = await hass.services.async_call(
-        DOMAIN, f"memory_{service}", data, blocking=True, return_response=True
-    )
-    assert response is not None
-    return dict(response)
+call = family("memory")
 
 
 async def stored_events(hass: HomeAssistant) -> list[tuple[str, str, str]]:
