@@ -8,6 +8,7 @@ import importlib.util
 import json
 import os
 from pathlib import Path
+import sqlite3
 from typing import Any, Protocol
 from unittest.mock import patch
 
@@ -328,6 +329,33 @@ async def services(hass: HomeAssistant) -> None:
     """The integration set up without any entry: the home's services need none (memories
     are then ranked by words)."""
     assert await async_setup_component(hass, DOMAIN, {})
+
+
+def history_schema_version(hass: HomeAssistant, version: int) -> None:
+    """Mark the history database (closed; made if there is none) as written by another
+    schema version; a newer one cannot be opened: the history is unavailable until it is
+    marked back."""
+    folder = Path(hass.config.path(DOMAIN))
+    folder.mkdir(parents=True, exist_ok=True)
+    database = sqlite3.connect(folder / "history.db")
+    try:
+        database.execute(f"PRAGMA user_version = {version}")
+        database.commit()
+    finally:
+        database.close()
+
+
+def kudos(count: int = 5) -> list[dict[str, Any]]:
+    """A kudos series' entries: Runner 0 now, Runner 1 an hour ago, and so on."""
+    now = dt_util.utcnow()
+    return [
+        {
+            "id": f"k{i}",
+            "athlete_name": f"Runner {i}",
+            "timestamp": (now - timedelta(hours=i)).isoformat(),
+        }
+        for i in range(count)
+    ]
 
 
 def as_user(hass: HomeAssistant, user: MockUser | None) -> Callable[..., Awaitable[dict[str, Any]]]:

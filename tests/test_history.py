@@ -42,6 +42,7 @@ from .conftest import (
     assist_tool,
     converse,
     family,
+    history_schema_version,
     options_shown,
     submit_options,
 )
@@ -429,11 +430,7 @@ async def test_history_that_cannot_open_leaves_the_agent_answering(
     config_entry: MockConfigEntry,
 ) -> None:
     """A database from a newer version (after a downgrade): no history, the rest works."""
-    folder = Path(hass.config.path(DOMAIN))
-    folder.mkdir(parents=True, exist_ok=True)
-    newer = sqlite3.connect(folder / "history.db")
-    newer.execute("PRAGMA user_version = 99")
-    newer.close()
+    history_schema_version(hass, 99)
     assert await hass.config_entries.async_setup(config_entry.entry_id)
     await hass.async_block_till_done()
     result = await converse(hass, config_entry, "Still there?", "c")

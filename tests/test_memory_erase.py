@@ -2,8 +2,6 @@
 
 from datetime import timedelta
 import json
-from pathlib import Path
-import sqlite3
 import time
 from typing import Any
 
@@ -23,6 +21,7 @@ from .conftest import (
     Restart,
     converse,
     family,
+    history_schema_version,
     memories_file,
     memory_record,
     stored_memories,
@@ -204,11 +203,7 @@ async def test_erase_with_the_history_unavailable_reports_none(
     hass: HomeAssistant, azure: AzureStub, config_entry: MockConfigEntry, caplog: Any
 ) -> None:
     """A history that cannot open may still hold copies: not "0 events erased"."""
-    folder = Path(hass.config.path(DOMAIN))
-    folder.mkdir(parents=True, exist_ok=True)
-    newer = sqlite3.connect(folder / "history.db")
-    newer.execute("PRAGMA user_version = 99")
-    newer.close()
+    history_schema_version(hass, 99)
     assert await hass.config_entries.async_setup(config_entry.entry_id)
     await hass.async_block_till_done()
     assert ir.async_get(hass).async_get_issue(DOMAIN, "history_unavailable") is not None
