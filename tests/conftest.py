@@ -239,14 +239,16 @@ async def say(
     conversation_id: str | None,
     user: MockUser | None = None,
     device_id: str | None = None,
+    language: str = "en",
 ) -> ConversationResult:
-    """One turn as the app (with its user) or a satellite (with its device) makes it."""
+    """One turn as the app (with its user) or a satellite (with its device) makes it, in
+    the language of its Assist pipeline."""
     return await conversation.async_converse(
         hass,
         text,
         conversation_id,
         Context(user_id=user.id if user is not None else None),
-        language="en",
+        language=language,
         agent_id=agent_entity_id(hass, entry),
         device_id=device_id,
     )
