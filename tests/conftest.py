@@ -1,13 +1,14 @@
 """Fixtures: the real hass, the Azure stand-in over HTTP on 127.0.0.1, a configured entry."""
 
 import base64
-from collections.abc import AsyncIterator, Awaitable, Iterable, Iterator, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Iterator, Sequence
 from contextlib import AsyncExitStack, contextmanager
 from datetime import timedelta
 import importlib.util
 import json
 import os
 from pathlib import Path
+import sqlite3
 from typing import Any, Protocol
 from unittest.mock import patch
 
@@ -27,6 +28,7 @@ import numpy.typing as npt
 import pytest
 from pytest_homeassistant_custom_component.common import (
     MockConfigEntry,
+    MockUser,
     async_fire_time_changed,
     async_test_home_assistant,
 )
@@ -50,7 +52,7 @@ from custom_components.azure_openai_memory.const import (
 from custom_components.azure_openai_memory.lib import tokens
 from custom_components.azure_openai_memory.windows import encodings
 
-from .azure_stub import DEFAULT_KEY, AzureStub
+from .azure_stub import DEFAULT_KEY, AzureStub, Reply
 from .options_form import filled, shown
 
 pytest_plugins = ["pytest_homeassistant_custom_component"]
@@ -227,12 +229,26 @@ async def converse(
     device_id: str | None = None,
 ) -> ConversationResult:
     """One turn through Home Assistant's conversation API, as Assist makes it."""
+    return await say(hass, entry, text, conversation_id, device_id=device_id)
+
+
+async def say(
+    hass: HomeAssistant,
+    entry: MockConfigEntry,
+    text: str,
+    conversation_id: str | None,
+    user: MockUser | None = None,
+    device_id: str | None = None,
+    language: str = "en",
+) -> ConversationResult:
+    """One turn as the app (with its user) or a satellite (with its device) makes it, in
+    the language of its Assist pipeline."""
     return await conversation.async_converse(
         hass,
         text,
         conversation_id,
-        Context(),
-        language="en",
+        Context(user_id=user.id if user is not None else None),
+        language=language,
         agent_id=agent_entity_id(hass, entry),
         device_id=device_id,
     )
@@ -256,6 +272,37 @@ def exception_text(key: str, **placeholders: str) -> str:
     return text
 
 
+async def add_people(
+    hass: HomeAssistant, anna: MockUser, ben: MockUser, *others: dict[str, Any]
+) -> None:
+    """Anna and Ben, users of those names, each with a person (and these other persons).
+
+    Set up before any connection starts the web server: the person integration registers an
+    HTTP view, which a running server no longer takes.
+    """
+    anna.name, ben.name = "Anna", "Ben"
+    assert await async_setup_component(
+        hass,
+        "person",
+        {
+            "person": [
+                {"id": "anna", "name": "Anna", "user_id": anna.id},
+                {"id": "ben", "name": "Ben", "user_id": ben.id},
+                *others,
+            ]
+        },
+    )
+
+
+@pytest.fixture
+async def people(
+    hass: HomeAssistant, hass_admin_user: MockUser, hass_read_only_user: MockUser
+) -> tuple[MockUser, MockUser]:
+    """Anna (an administrator) and Ben (not one), each with a person (see add_people)."""
+    await add_people(hass, hass_admin_user, hass_read_only_user)
+    return hass_admin_user, hass_read_only_user
+
+
 async def call(
     hass: HomeAssistant, service: str, data: dict[str, Any] | None = None, **kwargs: Any
 ) -> dict[str, Any]:
@@ -265,6 +312,73 @@ async def call(
     )
     assert response is not None
     return dict(response)
+
+
+def family(prefix: str) -> Callable[..., Awaitable[dict[str, Any]]]:
+    """Our services named `<prefix>_…`, called by the rest of the name with the fields as
+    keywords (and a context, if given), with their responses: `call = family("memory")`."""
+
+    async def call_one(
+        hass: HomeAssistant, service: str, context: Context | None = None, **data: Any
+    ) -> dict[str, Any]:
+        return await call(hass, f"{prefix}_{service}", data, context=context)
+
+    return call_one
+
+
+@pytest.fixture
+async def services(hass: HomeAssistant) -> None:
+    """The integration set up without any entry: the home's services need none (memories
+    are then ranked by words)."""
+    assert await async_setup_component(hass, DOMAIN, {})
+
+
+def history_schema_version(hass: HomeAssistant, version: int) -> None:
+    """Mark the history database (closed; made if there is none) as written by another
+    schema version; a newer one cannot be opened: the history is unavailable until it is
+    marked back."""
+    folder = Path(hass.config.path(DOMAIN))
+    folder.mkdir(parents=True, exist_ok=True)
+    database = sqlite3.connect(folder / "history.db")
+    try:
+        database.execute(f"PRAGMA user_version = {version}")
+        database.commit()
+    finally:
+        database.close()
+
+
+def kudos(count: int = 5) -> list[dict[str, Any]]:
+    """A kudos series' entries: Runner 0 now, Runner 1 an hour ago, and so on."""
+    now = dt_util.utcnow()
+    return [
+        {
+            "id": f"k{i}",
+            "athlete_name": f"Runner {i}",
+            "timestamp": (now - timedelta(hours=i)).isoformat(),
+        }
+        for i in range(count)
+    ]
+
+
+def as_user(hass: HomeAssistant, user: MockUser | None) -> Callable[..., Awaitable[dict[str, Any]]]:
+    """Our services, called by this user (None: an automation), with their responses."""
+
+    async def call_as(service: str, **data: Any) -> dict[str, Any]:
+        return await call(
+            hass, service, data, context=Context(user_id=user.id if user is not None else None)
+        )
+
+    return call_as
+
+
+def echoing_model(body: dict[str, Any]) -> Reply:
+    """The stand-in's model: a summary repeats every word of the talk it is given (so a
+    word that leaks is found), an answer echoes the question."""
+    if "response_format" in body:
+        talk = body["messages"][-1]["content"]
+        answer = {"summary": talk, "topics": ["talk"], "highlights": [], "active_users": []}
+        return Reply(text=json.dumps(answer))
+    return Reply()
 
 
 async def conversation_stats(

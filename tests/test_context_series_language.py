@@ -6,15 +6,14 @@ home, and French "hier" is yesterday even where the home speaks German (there it
 from typing import Any
 
 from freezegun.api import FrozenDateTimeFactory
-from homeassistant.components import conversation
-from homeassistant.core import Context, HomeAssistant
+from homeassistant.core import HomeAssistant
 import pytest
 from pytest_homeassistant_custom_component.common import MockConfigEntry
 
 from custom_components.azure_openai_memory.const import DOMAIN
 
 from .azure_stub import AzureStub
-from .conftest import NO_TOOLS, agent_entity_id
+from .conftest import NO_TOOLS, say
 from .test_spoken_ranges import carried, data_message, local, reading_id, readings
 
 
@@ -42,20 +41,6 @@ async def store_living_room(hass: HomeAssistant) -> None:
     )
 
 
-async def ask(
-    hass: HomeAssistant, entry: MockConfigEntry, text: str, language: str, conversation_id: str
-) -> None:
-    """One turn in a language, as an Assist pipeline of that language makes it."""
-    await conversation.async_converse(
-        hass,
-        text,
-        conversation_id,
-        Context(),
-        language=language,
-        agent_id=agent_entity_id(hass, entry),
-    )
-
-
 # Yesterday's eight readings, newest first.
 YESTERDAY = [f"t1125{hour:02d}" for hour in (21, 18, 15, 12, 9, 6, 3, 0)]
 
@@ -68,11 +53,11 @@ async def test_a_german_turn_in_an_english_home_gets_yesterday(
 ) -> None:
     await hass.config.async_update(language="en")
     await store_living_room(hass)
-    await ask(hass, loaded_entry, "Wie warm war es gestern im Wohnzimmer?", "de", "c1")
+    await say(hass, loaded_entry, "Wie warm war es gestern im Wohnzimmer?", "c1", language="de")
     (call,) = azure.calls("/chat/completions")
     assert carried(data_message(call.body), "wohnzimmer_timeseries") == (8, YESTERDAY)
     # The same words in an English turn name no range: no stored data at all.
-    await ask(hass, loaded_entry, "Wie warm war es gestern im Wohnzimmer?", "en", "c2")
+    await say(hass, loaded_entry, "Wie warm war es gestern im Wohnzimmer?", "c2", language="en")
     messages = azure.calls("/chat/completions")[1].body["messages"]
     assert not any("Reference data" in m["content"] for m in messages)
 
@@ -86,6 +71,8 @@ async def test_a_french_turn_in_a_german_home_reads_french(
     """French "hier" is yesterday; read in the home's German it would be "here"."""
     await hass.config.async_update(language="de")
     await store_living_room(hass)
-    await ask(hass, loaded_entry, "Quelle température hier dans le wohnzimmer ?", "fr", "c1")
+    await say(
+        hass, loaded_entry, "Quelle température hier dans le wohnzimmer ?", "c1", language="fr"
+    )
     (call,) = azure.calls("/chat/completions")
     assert carried(data_message(call.body), "wohnzimmer_timeseries") == (8, YESTERDAY)

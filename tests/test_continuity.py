@@ -11,9 +11,7 @@ import json
 from typing import Any
 
 from freezegun.api import FrozenDateTimeFactory
-from homeassistant.components import conversation
-from homeassistant.components.conversation import ConversationResult
-from homeassistant.core import Context, HomeAssistant
+from homeassistant.core import HomeAssistant
 from homeassistant.helpers import intent
 import pytest
 from pytest_homeassistant_custom_component.common import MockConfigEntry, async_mock_service
@@ -23,7 +21,7 @@ from custom_components.azure_openai_memory.const import CONF_EARLY_TIMEOUT, CONF
 from custom_components.azure_openai_memory.lib.windows.window import RESUMED
 
 from .azure_stub import AzureStub, Reply
-from .conftest import LLM_ONLY, NO_TOOLS, agent_entity_id, converse, speech, stored_window
+from .conftest import LLM_ONLY, NO_TOOLS, converse, say, speech, stored_window
 
 # Tuesday 3 June 2025, 09:05 in Berlin.
 MORNING = "2025-06-03 07:05:00+00:00"
@@ -215,20 +213,6 @@ def test_question_rule(answer: str, language: str, asks: bool) -> None:
     assert asks_user(answer, language) is asks
 
 
-async def ask(
-    hass: HomeAssistant, entry: MockConfigEntry, text: str, language: str, conversation_id: str
-) -> ConversationResult:
-    """One turn in a language, as a satellite makes it."""
-    return await conversation.async_converse(
-        hass,
-        text,
-        conversation_id,
-        Context(),
-        language=language,
-        agent_id=agent_entity_id(hass, entry),
-    )
-
-
 @pytest.mark.parametrize("agent_options", [NO_TOOLS])
 @pytest.mark.parametrize(
     ("language", "answer"),
@@ -245,10 +229,10 @@ async def test_answer_that_asks_keeps_listening(
     """An answer ending in the language's question keeps a satellite listening; a statement
     does not."""
     azure.queue(Reply(text=answer), Reply(text="Done."))
-    result = await ask(hass, loaded_entry, "It is dark in the kitchen", language, "c")
+    result = await say(hass, loaded_entry, "It is dark in the kitchen", "c", language=language)
     assert speech(result) == answer
     assert result.continue_conversation is True
-    result = await ask(hass, loaded_entry, "Yes", language, "c")
+    result = await say(hass, loaded_entry, "Yes", "c", language=language)
     assert result.continue_conversation is False
 
 
@@ -271,10 +255,10 @@ async def test_answer_that_quotes_a_question_stops_listening(
 ) -> None:
     """A question inside quotes or brackets is quoted, not asked; the same question asked is."""
     azure.queue(Reply(text=quoted), Reply(text=asked))
-    result = await ask(hass, loaded_entry, "What did I say?", language, "c")
+    result = await say(hass, loaded_entry, "What did I say?", "c", language=language)
     assert speech(result) == quoted
     assert result.continue_conversation is False
-    result = await ask(hass, loaded_entry, "And now?", language, "c")
+    result = await say(hass, loaded_entry, "And now?", "c", language=language)
     assert speech(result) == asked
     assert result.continue_conversation is True
 
@@ -292,13 +276,13 @@ async def test_early_answer_never_keeps_listening(
     answer with the same question keeps the satellite listening."""
     question = "هل تريد أن أشغل ضوء المطبخ؟"
     azure.queue(Reply(text=question, delay=0.6), Reply(text=question))
-    early = await ask(hass, loaded_entry, "الجو مظلم في المطبخ", "ar", "c")
+    early = await say(hass, loaded_entry, "الجو مظلم في المطبخ", "c", language="ar")
     assert "still working" in speech(early)
     assert early.continue_conversation is False
     await hass.async_block_till_done(wait_background_tasks=True)
     assert (await stored_window(hass, hass_storage, loaded_entry, "c"))[-1]["content"] == question
 
-    prompt = await ask(hass, loaded_entry, "الجو مظلم في المطبخ", "ar", "c")
+    prompt = await say(hass, loaded_entry, "الجو مظلم في المطبخ", "c", language="ar")
     assert speech(prompt) == question
     assert prompt.continue_conversation is True
 
@@ -313,6 +297,6 @@ async def test_no_listening_for_what_only_looks_like_a_question(
     """A final ';' outside Greek, or a quoted question, does not keep a satellite listening
     (Home Assistant's own chat-log reading would say it does)."""
     azure.queue(Reply(text=answer))
-    result = await ask(hass, loaded_entry, "Status?", "en", "c")
+    result = await say(hass, loaded_entry, "Status?", "c", language="en")
     assert speech(result) == answer
     assert result.continue_conversation is False

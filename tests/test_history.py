@@ -41,6 +41,8 @@ from .conftest import (
     agent_entity_id,
     assist_tool,
     converse,
+    family,
+    history_schema_version,
     options_shown,
     submit_options,
 )
@@ -50,14 +52,7 @@ from .options_form import filled
 EVENT_HISTORY = f"{DOMAIN}_event"
 
 
-async def call(
-    hass: HomeAssistant, service: str, context: Context | None = None, **data: Any
-) -> dict[str, Any]:
-    response = await hass.services.async_call(
-        DOMAIN, f"history_{service}", data, blocking=True, return_response=True, context=context
-    )
-    assert response is not None
-    return dict(response)
+call = family("history")
 
 
 async def session_events(hass: HomeAssistant, session_id: str) -> list[dict[str, Any]]:
@@ -435,11 +430,7 @@ async def test_history_that_cannot_open_leaves_the_agent_answering(
     config_entry: MockConfigEntry,
 ) -> None:
     """A database from a newer version (after a downgrade): no history, the rest works."""
-    folder = Path(hass.config.path(DOMAIN))
-    folder.mkdir(parents=True, exist_ok=True)
-    newer = sqlite3.connect(folder / "history.db")
-    newer.execute("PRAGMA user_version = 99")
-    newer.close()
+    history_schema_version(hass, 99)
     assert await hass.config_entries.async_setup(config_entry.entry_id)
     await hass.async_block_till_done()
     result = await converse(hass, config_entry, "Still there?", "c")

@@ -2,7 +2,6 @@
 answer in any script is recorded, cut to fit; a refusal of our own event is a warning."""
 
 import logging
-from typing import Any
 import uuid
 
 from homeassistant.core import HomeAssistant
@@ -12,7 +11,7 @@ import pytest
 from pytest_homeassistant_custom_component.common import MockConfigEntry
 
 from custom_components.azure_openai_memory.const import DOMAIN
-from custom_components.azure_openai_memory.data import DATA_HISTORY
+from custom_components.azure_openai_memory.data import history_of
 from custom_components.azure_openai_memory.history.recorder import (
     CUT_MARKER,
     MAX_RECORDED_TEXT,
@@ -23,25 +22,20 @@ from custom_components.azure_openai_memory.lib.history.store import (
 )
 
 from .azure_stub import AzureStub, Reply
-from .conftest import NO_TOOLS, converse
+from .conftest import NO_TOOLS, converse, family
 
 DAY = 86400.0
 GARDEN = "automation.garden"
 
 
-async def call(hass: HomeAssistant, service: str, **data: Any) -> dict[str, Any]:
-    response = await hass.services.async_call(
-        DOMAIN, f"history_{service}", data, blocking=True, return_response=True
-    )
-    assert response is not None
-    return dict(response)
+call = family("history")
 
 
 async def test_snapshots_are_listed_and_go_with_the_retention(hass: HomeAssistant) -> None:
     """A snapshot taken before the cut-off goes with the events; one taken since keeps
     the events that are left. history_snapshots lists them, newest first, page by page."""
     assert await async_setup_component(hass, DOMAIN, {})
-    recorder = hass.data[DATA_HISTORY]
+    recorder = history_of(hass)
     now = dt_util.utcnow().timestamp()
     old = AgentHistoryEvent.new(GARDEN, "action", {"watered": 1}, timestamp=now - 40 * DAY)
     recent = AgentHistoryEvent.new(GARDEN, "action", {"watered": 2}, timestamp=now - DAY)

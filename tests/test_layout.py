@@ -5,18 +5,27 @@ subpackage's `__init__`, so that counts as an import of the subpackage too); no 
 `from . import …` of the integration's own `__init__` (loading one platform must not load
 everything; a subpackage's `__init__` is its public face and may be imported from); no import of
 another module's private (`_`-prefixed) name; every `HassKey` made in `data.py`. Imports
-count at any depth (inside functions too); those under `if TYPE_CHECKING:` do not run and
-do not count.
+count at any depth (inside functions too); for these rules, those under `if TYPE_CHECKING:`
+do not run and do not count.
 
-Tests: they go through public surfaces, so none imports a private name of the package and
-none puts anything into `hass.data`.
+What may import what: the pure package `lib/` imports nothing of Home Assistant and no module
+of the package outside `lib/`; only `azure/` imports `openai`. For these two rules an import
+under `if TYPE_CHECKING:` counts too: a type is knowledge, and the pure package's types must
+not name Home Assistant's (nor any module but `azure/` name the SDK's).
 
-The four package tests fail until the package follows the layout; each failure lists every
-violation, one per line.
+Where things are: the top of the package holds only the modules and folders listed in
+TOP_LEVEL (platforms and flows, where Home Assistant expects them, and one folder per kind);
+each kind has its Home Assistant folder and its pure `lib/<kind>/`, under the same name.
+
+Tests: they go through public surfaces, so none imports a private name of the package, none
+puts anything into `hass.data` and none reads one of the integration's own `hass.data` keys
+(Home Assistant's own keys, such as the storage semaphore, may be read).
+
+Each failure lists every violation, one per line.
 """
 
 import ast
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -25,6 +34,43 @@ PACKAGE = "custom_components.azure_openai_memory"
 PACKAGE_DIR = ROOT / "custom_components" / "azure_openai_memory"
 TESTS_DIR = ROOT / "tests"
 DATA_MODULE = f"{PACKAGE}.data"
+LIB = f"{PACKAGE}.lib"
+# ARCHITECTURE.md calls this folder llm/; Home Assistant 2026.10 loads an integration's `llm`
+# module as a platform (as it loads `sensor` or `conversation`), so the folder is `azure`.
+SDK_HOME = f"{PACKAGE}.azure"
+# The kinds of data: each has a Home Assistant folder and a pure lib/<kind>/ of the same name.
+KINDS = ("windows", "memories", "history", "summaries", "series")
+# Everything the top of the package may hold. Modules: set-up, runtime, constants, version
+# differences and the base entity; the platforms and flows Home Assistant looks for there
+# (`repairs` among them, for the day a repair needs a fix flow); `services`, `storage` and
+# `title`, shared by several kinds. Folders: one per kind, and the other parts ARCHITECTURE.md
+# names. A new top-level module fails here: it belongs in the folder of its kind.
+TOP_LEVEL_MODULES = frozenset(
+    {
+        "__init__",
+        "ai_task",
+        "backup",
+        "compat",
+        "config_flow",
+        "const",
+        "conversation",
+        "data",
+        "diagnostics",
+        "entity",
+        "flow_common",
+        "options_flow",
+        "repairs",
+        "sensor",
+        "services",
+        "storage",
+        "subentry_flow",
+        "switch",
+        "title",
+    }
+)
+TOP_LEVEL_FOLDERS = frozenset(
+    {*KINDS, "agent", "azure", "brand", "lib", "panel", "people", "translations"}
+)
 
 
 @dataclass(frozen=True)
@@ -223,6 +269,146 @@ def test_the_rules_see_what_they_check() -> None:
     assert sorted(names) == ["b", "c"]
 
 
+# -- What may import what --------------------------------------------------------------------
+
+
+def every_import(name: str, is_package: bool, tree: ast.AST) -> list[tuple[int, str]]:
+    """Each imported module's absolute name, at any depth, under TYPE_CHECKING too; by line."""
+    found: list[tuple[int, str]] = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            found.extend((node.lineno, alias.name) for alias in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            found.append((node.lineno, resolve(name, is_package, node.level, node.module)))
+    return sorted(found)
+
+
+def is_within(module: str, top: str) -> bool:
+    return module == top or module.startswith(f"{top}.")
+
+
+def impure_imports(name: str, is_package: bool, tree: ast.AST) -> Iterator[str]:
+    """What a module of the pure package must not import: Home Assistant, or the package
+    outside lib/ (its Home Assistant side)."""
+    for line, module in every_import(name, is_package, tree):
+        if is_within(module, "homeassistant") or (
+            is_within(module, PACKAGE) and not is_within(module, LIB)
+        ):
+            yield f"{short(name)}:{line} imports {module}"
+
+
+def sdk_imports(name: str, is_package: bool, tree: ast.AST) -> Iterator[str]:
+    """The `openai` imports of a module outside azure/."""
+    if is_within(name, SDK_HOME):
+        return
+    for line, module in every_import(name, is_package, tree):
+        if is_within(module, "openai"):
+            yield f"{short(name)}:{line} imports {module}"
+
+
+def parsed_modules() -> Iterator[tuple[str, bool, ast.AST]]:
+    for name, path in package_modules().items():
+        yield name, path.name == "__init__.py", ast.parse(path.read_text(), str(path))
+
+
+def test_the_pure_package_knows_nothing_of_home_assistant() -> None:
+    found = [
+        line
+        for name, is_package, tree in parsed_modules()
+        if is_within(name, LIB)
+        for line in impure_imports(name, is_package, tree)
+    ]
+    assert found == [], report("lib/ importing Home Assistant or the package outside lib/", found)
+
+
+def test_only_azure_imports_the_sdk() -> None:
+    found = [line for module in parsed_modules() for line in sdk_imports(*module)]
+    assert found == [], report("Modules outside azure/ importing openai", found)
+
+
+# -- Where things are ------------------------------------------------------------------------
+
+
+def strays(entries: Iterable[tuple[str, bool]]) -> list[str]:
+    """The top-level modules and folders (name, is a folder) that TOP_LEVEL does not allow;
+    data files (manifest, strings, icons, ...) are not code and are not listed."""
+    found = []
+    for entry, is_folder in sorted(entries):
+        if is_folder:
+            if entry not in TOP_LEVEL_FOLDERS and entry != "__pycache__":
+                found.append(f"{entry}/")
+        elif entry.endswith(".py") and entry.removesuffix(".py") not in TOP_LEVEL_MODULES:
+            found.append(entry)
+    return found
+
+
+def missing_kinds(packages: Iterable[str]) -> list[str]:
+    """The folders of a kind (kind/ or lib/kind/) missing among these package folders."""
+    present = set(packages)
+    return [folder for kind in KINDS for folder in (kind, f"lib/{kind}") if folder not in present]
+
+
+def test_the_top_level_holds_only_platforms_flows_and_folders() -> None:
+    found = strays((entry.name, entry.is_dir()) for entry in PACKAGE_DIR.iterdir())
+    assert found == [], report("Top-level entries ARCHITECTURE.md does not allow", found)
+
+
+def test_each_kind_has_its_home_assistant_folder_and_its_pure_one() -> None:
+    packages = [
+        path.parent.relative_to(PACKAGE_DIR).as_posix() for path in PACKAGE_DIR.rglob("__init__.py")
+    ]
+    found = missing_kinds(packages)
+    assert found == [], report("Folders of a kind missing (each needs an __init__.py)", found)
+
+
+def test_the_import_and_layout_rules_see_what_they_check() -> None:
+    """Each reader above finds a violation in a small sample."""
+    window = f"{PACKAGE}.lib.windows.window"
+    sample = ast.parse(
+        "from typing import TYPE_CHECKING\n"
+        "if TYPE_CHECKING:\n    from homeassistant.core import HomeAssistant\n"
+        "from ...const import DOMAIN\nfrom ..tokens import count\nfrom . import queue\n"
+        "def later():\n    import homeassistant.util.dt\n"
+    )
+    assert list(impure_imports(window, False, sample)) == [
+        "lib.windows.window:3 imports homeassistant.core",
+        f"lib.windows.window:4 imports {PACKAGE}.const",
+        "lib.windows.window:8 imports homeassistant.util.dt",
+    ]
+    sdk = ast.parse("if TYPE_CHECKING:\n    from openai import AsyncOpenAI\nimport openai.types\n")
+    assert list(sdk_imports(f"{PACKAGE}.agent.turn", False, sdk)) == [
+        "agent.turn:2 imports openai",
+        "agent.turn:3 imports openai.types",
+    ]
+    assert list(sdk_imports(f"{PACKAGE}.azure.client", False, sdk)) == []
+    assert list(sdk_imports(SDK_HOME, True, sdk)) == []
+    # The package's own modules are read: azure/ imports the SDK, lib/ imports lib/.
+    imported = {
+        (name, module.split(".")[0] if not is_within(module, LIB) else LIB)
+        for name, is_package, tree in parsed_modules()
+        for _, module in every_import(name, is_package, tree)
+    }
+    assert (f"{SDK_HOME}.client", "openai") in imported
+    assert (f"{LIB}.memories", LIB) in imported
+    listing = [
+        ("conversation.py", False),
+        ("agent", True),
+        ("cache.py", False),
+        ("helpers", True),
+        ("manifest.json", False),
+        ("__pycache__", True),
+    ]
+    assert strays(listing) == ["cache.py", "helpers/"]
+    assert missing_kinds(["windows", "lib/windows", "memories", "lib/history"]) == [
+        "lib/memories",
+        "history",
+        "summaries",
+        "lib/summaries",
+        "series",
+        "lib/series",
+    ]
+
+
 # -- The tests' own rules --------------------------------------------------------------------
 
 
@@ -261,6 +447,66 @@ def hass_data_writes(tree: ast.AST) -> Iterator[int]:
             and is_hass_data(node.func.value)
         ):
             yield node.lineno
+
+
+def package_names(tree: ast.AST) -> set[str]:
+    """The names a test binds by importing from the package (`DATA_MEMORIES`, `DOMAIN`, ...)."""
+    names: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+            if node.module.startswith(PACKAGE):
+                names.update(alias.asname or alias.name for alias in node.names)
+        elif isinstance(node, ast.Import):
+            for alias in node.names:
+                if alias.name.startswith(PACKAGE):
+                    names.add(alias.asname or alias.name.split(".")[0])
+    return names
+
+
+def hass_data_reads_of_ours(tree: ast.AST) -> Iterator[int]:
+    """Lines that look up one of the integration's own keys in hass.data: `hass.data[KEY]`
+    or `hass.data.get(KEY)`, KEY made of a name imported from the package (`DATA_MEMORIES`,
+    `data.DATA_MEMORIES`, f"{DOMAIN}_memories") or a text naming the domain. Home
+    Assistant's own keys (imported from homeassistant) are not ours."""
+    ours = package_names(tree)
+
+    def is_ours(key: ast.AST) -> bool:
+        return any(
+            (isinstance(part, ast.Name) and part.id in ours)
+            or (
+                isinstance(part, ast.Constant)
+                and isinstance(part.value, str)
+                and part.value.startswith("azure_openai_memory")
+            )
+            for part in ast.walk(key)
+        )
+
+    for node in ast.walk(tree):
+        key = hass_data_key(node)
+        if key is not None and is_ours(key):
+            yield node.lineno
+
+
+def hass_data_key(node: ast.AST) -> ast.AST | None:
+    """The key a node looks up in hass.data (`[key]`, `.get(key)`, `key in`), if it does."""
+    if isinstance(node, ast.Subscript) and is_hass_data(node.value):
+        return node.slice
+    if (
+        isinstance(node, ast.Call)
+        and isinstance(node.func, ast.Attribute)
+        and node.func.attr in ("get", "pop", "__getitem__", "__contains__")
+        and is_hass_data(node.func.value)
+        and node.args
+    ):
+        return node.args[0]
+    if (
+        isinstance(node, ast.Compare)
+        and len(node.ops) == 1
+        and isinstance(node.ops[0], ast.In | ast.NotIn)
+        and is_hass_data(node.comparators[0])
+    ):
+        return node.left
+    return None
 
 
 def private_package_imports(tree: ast.AST) -> Iterator[str]:
@@ -303,6 +549,17 @@ def test_no_test_puts_anything_into_hass_data() -> None:
     assert found == [], report("Tests writing hass.data", found)
 
 
+def test_no_test_reads_the_integration_s_hass_data() -> None:
+    """A test asks a public surface (a service, a WebSocket command, the options flow or an
+    accessor of data.py such as memories_of) for what the integration keeps."""
+    found = [
+        f"{path.relative_to(ROOT)}:{line}"
+        for path in files_under_tests()
+        for line in sorted(set(hass_data_reads_of_ours(ast.parse(path.read_text(), str(path)))))
+    ]
+    assert found == [], report("Tests reading the integration's hass.data keys", found)
+
+
 def test_the_test_rules_see_what_they_check() -> None:
     """The readers above find what they look for."""
     writes = ast.parse(
@@ -316,4 +573,16 @@ def test_the_test_rules_see_what_they_check() -> None:
     assert list(private_package_imports(imports)) == [
         f"2: _MIGRATIONS from {PACKAGE}.memory.history"
     ]
+    reads = ast.parse(
+        f"from {PACKAGE}.data import DATA_MEMORIES\n"
+        f"from {PACKAGE} import data\n"
+        f"from {PACKAGE}.const import DOMAIN\n"
+        "from homeassistant.helpers.storage import STORAGE_SEMAPHORE\n"
+        "memories = hass.data[DATA_MEMORIES]\n"
+        "self.hass.data.get(data.DATA_HISTORY)\n"
+        'hass.data[f"{DOMAIN}_memories"].facts\n'
+        'assert "azure_openai_memory_history" in hass.data\n'
+        "reads = hass.data[STORAGE_SEMAPHORE]\n"
+    )
+    assert sorted(hass_data_reads_of_ours(reads)) == [5, 6, 7, 8]
     assert Path(__file__) in files_under_tests()

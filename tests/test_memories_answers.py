@@ -2,36 +2,22 @@
 newer fact replaced and what a cap pushed out, so the agent can tell the user."""
 
 import json
-from typing import Any
 
 from homeassistant.components import conversation
 from homeassistant.core import Context, HomeAssistant
-from homeassistant.setup import async_setup_component
 import pytest
 from pytest_homeassistant_custom_component.common import MockConfigEntry, MockUser
 
-from custom_components.azure_openai_memory.const import DOMAIN
-from custom_components.azure_openai_memory.data import DATA_MEMORIES
+from custom_components.azure_openai_memory.data import memories_of
 from custom_components.azure_openai_memory.lib.memories import MemorySettings
 
 from .azure_stub import AzureStub, Reply, ToolCall
-from .conftest import NO_TOOLS, agent_entity_id, converse, told_memories
+from .conftest import NO_TOOLS, agent_entity_id, converse, family, told_memories
 
 KNEE = {"type": "injury_history", "tags": ["body:knee"], "scope": "household"}
 
 
-@pytest.fixture
-async def services(hass: HomeAssistant) -> None:
-    """The integration without any entry: memories need none (ranked by words)."""
-    assert await async_setup_component(hass, DOMAIN, {})
-
-
-async def call(hass: HomeAssistant, service: str, **data: Any) -> dict[str, Any]:
-    response = await hass.services.async_call(
-        DOMAIN, f"memory_{service}", data, blocking=True, return_response=True
-    )
-    assert response is not None
-    return dict(response)
+call = family("memory")
 
 
 async def test_memory_save_answers_what_it_replaced_and_pushed_out(
@@ -50,7 +36,7 @@ async def test_memory_save_answers_what_it_replaced_and_pushed_out(
     assert updated["archived"]["id"] == created["memory"]["id"]
     assert updated["archived"]["original_content"] == "Occasional knee soreness"
 
-    hass.data[DATA_MEMORIES].async_update_settings(MemorySettings(max_memories_per_type=1))
+    memories_of(hass).async_update_settings(MemorySettings(max_memories_per_type=1))
     pushed = await call(hass, "save", content="The bins go out on Tuesday", type="routine")
     assert pushed["evicted"] == []
     making_room = await call(hass, "save", content="The dog is walked at seven", type="routine")
@@ -84,7 +70,7 @@ async def test_the_remember_tool_answers_the_same_shape(
     assert "replaced" in description
     assert "evicted" in description
     result = json.loads(second.body["messages"][-1]["content"])
-    (memory,) = list(hass.data[DATA_MEMORIES].store)
+    (memory,) = list(memories_of(hass).store)
     assert result["action"] == "superseded"
     (saved,) = told_memories(result["memory"])
     assert saved["id"] == memory.id
@@ -101,7 +87,7 @@ async def test_the_remember_tool_tells_what_the_cap_pushed_out(
     """A save that makes room hands the model what went (id and words), and the tool's
     description tells the model to say so. (Only an administrator's save may push a
     household memory out.)"""
-    hass.data[DATA_MEMORIES].async_update_settings(MemorySettings(max_memories_per_type=1))
+    memories_of(hass).async_update_settings(MemorySettings(max_memories_per_type=1))
     bins = await call(hass, "save", content="The bins go out on Tuesday", type="routine")
     dog = {"content": "The dog is walked at seven", "type": "routine", "scope": "household"}
     azure.queue(

@@ -5,35 +5,19 @@ from typing import Any
 from homeassistant.core import HomeAssistant
 from homeassistant.helpers import issue_registry as ir
 from homeassistant.setup import async_setup_component
-import pytest
 
 from custom_components.azure_openai_memory.const import (
     DOMAIN,
     RECOMMENDED_MAX_MEMORIES_PER_TYPE,
 )
-from custom_components.azure_openai_memory.data import DATA_MEMORIES
+from custom_components.azure_openai_memory.data import memories_of
 from custom_components.azure_openai_memory.lib.memories import MemorySettings, MemoryStore
 from custom_components.azure_openai_memory.memories.store import STORAGE_KEY, Memories
 
+from .conftest import family
 from .memory.test_memories import household_memories
 
-
-@pytest.fixture
-async def services(hass: HomeAssistant) -> None:
-    """The integration without any entry: memories need none (ranked by words)."""
-    assert await async_setup_component(hass, DOMAIN, {})
-
-
-async def call(hass: HomeAssistant, service: str, **data: Any) -> dict[str, Any]:
-    response = await hass.services.async_call(
-        DOMAIN, f"memory_{service}", data, blocking=True, return_response=True
-    )
-    assert response is not None
-    return dict(response)
-
-
-def memories(hass: HomeAssistant) -> Memories:
-    return hass.data[DATA_MEMORIES]
+call = family("memory")
 
 
 def cap_issues(hass: HomeAssistant) -> dict[str, ir.IssueEntry]:
@@ -49,12 +33,12 @@ async def test_a_household_keeps_hundreds_of_memories_of_one_type(
 ) -> None:
     """The cap of 50 per type archived routines a home still had; the default holds 10,000."""
     assert RECOMMENDED_MAX_MEMORIES_PER_TYPE == 10_000
-    assert memories(hass).settings.max_memories_per_type == 10_000
-    told = household_memories()[:120]
-    for text, tags in told:
+    assert memories_of(hass).settings.max_memories_per_type == 10_000
+    facts = household_memories()[:120]
+    for text, tags in facts:
         saved = await call(hass, "save", content=text, type="routine", tags=tags)
         assert saved["evicted"] == [], text
-    assert len(memories(hass).store) == len(told)
+    assert len(memories_of(hass).store) == len(facts)
     assert cap_issues(hass) == {}
 
 
@@ -72,14 +56,14 @@ async def test_a_cap_the_user_set_is_kept(
         "data": {**old.as_dict(), "settings": {"max_memories_per_type": 80}},
     }
     assert await async_setup_component(hass, DOMAIN, {})
-    assert memories(hass).settings.max_memories_per_type == 80
-    assert len(memories(hass).store) == 1
+    assert memories_of(hass).settings.max_memories_per_type == 80
+    assert len(memories_of(hass).store) == 1
 
 
 async def test_a_memory_pushed_out_by_the_cap_raises_a_repairs_issue_naming_the_type(
     hass: HomeAssistant, services: None
 ) -> None:
-    memories(hass).async_update_settings(MemorySettings(max_memories_per_type=2))
+    memories_of(hass).async_update_settings(MemorySettings(max_memories_per_type=2))
     await call(hass, "save", content="The bins go out on Tuesday night", type="routine")
     await call(hass, "save", content="The dog is walked at seven", type="routine")
     await call(hass, "save", content="The guest room is Anna's", type="household")
@@ -97,7 +81,7 @@ async def test_a_memory_pushed_out_by_the_cap_raises_a_repairs_issue_naming_the_
     assert issue.translation_placeholders["count"] == "2"
 
     # Lowering the cap pushes memories of another type out: that type is named too.
-    memories(hass).async_update_settings(MemorySettings(max_memories_per_type=1))
+    memories_of(hass).async_update_settings(MemorySettings(max_memories_per_type=1))
     assert sorted(cap_issues(hass)) == ["memories_over_cap_routine"]
     await call(hass, "save", content="The spare key is under the pot", type="household")
     assert sorted(cap_issues(hass)) == [
@@ -105,7 +89,7 @@ async def test_a_memory_pushed_out_by_the_cap_raises_a_repairs_issue_naming_the_
         "memories_over_cap_routine",
     ]
     # Raising the cap is the answer: the issues go.
-    memories(hass).async_update_settings(MemorySettings(max_memories_per_type=100))
+    memories_of(hass).async_update_settings(MemorySettings(max_memories_per_type=100))
     assert cap_issues(hass) == {}
 
 
@@ -115,7 +99,7 @@ async def test_lowering_the_cap_names_every_type_it_pushed_out(
     for text in ("Bins on Tuesday", "Dog walk at seven"):
         await call(hass, "save", content=text, type="routine")
     await call(hass, "save", content="Anna is a pharmacist", type="context")
-    memories(hass).async_update_settings(MemorySettings(max_memories_per_type=1))
+    memories_of(hass).async_update_settings(MemorySettings(max_memories_per_type=1))
     assert list(cap_issues(hass)) == ["memories_over_cap_routine"]
 
 
@@ -125,7 +109,7 @@ async def test_lowering_the_cap_names_every_type_it_pushed_out(
 async def test_a_pinned_memory_stays_whatever_the_cap_and_comes_first(
     hass: HomeAssistant, services: None
 ) -> None:
-    memories(hass).async_update_settings(MemorySettings(max_memories_per_type=2))
+    memories_of(hass).async_update_settings(MemorySettings(max_memories_per_type=2))
     epipen = await call(
         hass,
         "save",
@@ -162,7 +146,7 @@ async def test_pinning_survives_a_restart(
     saved = await call(
         hass, "save", content="No peanut butter in the house", type="household", pinned=True
     )
-    await memories(hass).file.async_flush()
+    await memories_of(hass).file.async_flush()
     (stored,) = hass_storage[STORAGE_KEY]["data"]["memories"]
     assert stored["pinned"] is True
     fresh = Memories(hass)
@@ -186,5 +170,5 @@ async def test_the_old_default_cap_gives_way_to_the_new_one(
         "data": {**old.as_dict(), "settings": {"max_memories_per_type": 50}},
     }
     assert await async_setup_component(hass, DOMAIN, {})
-    assert memories(hass).settings.max_memories_per_type == 10_000
-    assert len(memories(hass).store) == 1
+    assert memories_of(hass).settings.max_memories_per_type == 10_000
+    assert len(memories_of(hass).store) == 1

@@ -1,27 +1,11 @@
 """Memories that stay correct, through the services: patterns count what was reported,
 tags in any script, and numbers that change."""
 
-from typing import Any
-
 from homeassistant.core import HomeAssistant
-from homeassistant.setup import async_setup_component
-import pytest
 
-from custom_components.azure_openai_memory.const import DOMAIN
+from .conftest import family
 
-
-@pytest.fixture
-async def services(hass: HomeAssistant) -> None:
-    """The integration without any entry: memories need none (ranked by words)."""
-    assert await async_setup_component(hass, DOMAIN, {})
-
-
-async def call(hass: HomeAssistant, service: str, **data: Any) -> dict[str, Any]:
-    response = await hass.services.async_call(
-        DOMAIN, f"memory_{service}", data, blocking=True, return_response=True
-    )
-    assert response is not None
-    return dict(response)
+call = family("memory")
 
 
 async def test_three_knee_reports_make_a_recurring_injury_pattern(

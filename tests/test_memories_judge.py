@@ -22,8 +22,7 @@ from custom_components.azure_openai_memory.const import (
     DOMAIN,
     RECOMMENDED_DEPLOYMENT,
 )
-from custom_components.azure_openai_memory.data import DATA_MEMORIES
-from custom_components.azure_openai_memory.memories.store import Memories
+from custom_components.azure_openai_memory.data import memories_of
 
 from .azure_stub import AzureStub, Reply, ToolCall
 from .conftest import NO_TOOLS, converse, told_memories
@@ -80,10 +79,6 @@ async def save(hass: HomeAssistant, content: str, **data: Any) -> dict[str, Any]
     return dict(response)
 
 
-def memories(hass: HomeAssistant) -> Memories:
-    return hass.data[DATA_MEMORIES]
-
-
 def judged(azure: AzureStub) -> list[dict[str, Any]]:
     """The bodies of the judgement requests the stand-in received."""
     return [
@@ -102,7 +97,7 @@ async def test_the_model_says_the_new_fact_adds_and_both_stay(
     azure.queue(Reply(text='{"relation": "adds"}'))
     second = await save(hass, LOFI)
     assert (second["action"], second["replaced"]) == ("created", None)
-    assert {m.content for m in memories(hass).store} == {NO_ANNOUNCEMENTS, LOFI}
+    assert {m.content for m in memories_of(hass).store} == {NO_ANNOUNCEMENTS, LOFI}
     (body,) = judged(azure)
     assert body["model"] == RECOMMENDED_DEPLOYMENT
     assert body["response_format"]["type"] == "json_schema"
@@ -117,7 +112,7 @@ async def test_the_model_says_the_new_fact_adds_and_both_stay(
     assert data["content"].startswith('<data source="memories">')
     assert json.dumps(NO_ANNOUNCEMENTS) in data["content"]
     assert json.dumps(LOFI) in data["content"]
-    assert first["memory"]["id"] in {m.id for m in memories(hass).store}
+    assert first["memory"]["id"] in {m.id for m in memories_of(hass).store}
 
 
 async def test_the_model_says_the_new_fact_replaces_the_older(
@@ -129,7 +124,7 @@ async def test_the_model_says_the_new_fact_replaces_the_older(
     assert newer["action"] == "updated"
     assert newer["replaced"] == {"id": first["memory"]["id"], "content": NO_ANNOUNCEMENTS}
     assert newer["archived"]["reason"].endswith("(as the model judged)")
-    assert [m.content for m in memories(hass).store] == [OK_NOW]
+    assert [m.content for m in memories_of(hass).store] == [OK_NOW]
 
 
 async def test_the_model_says_it_repeats(
@@ -159,7 +154,7 @@ async def test_without_an_answer_the_careful_rule_keeps_both(
     azure.queue(failure)
     second = await save(hass, LOFI)
     assert second["action"] == "created"
-    assert len(memories(hass).store) == 2
+    assert len(memories_of(hass).store) == 2
     assert len(judged(azure)) == 1  # one attempt, no retry
 
 
@@ -178,7 +173,7 @@ async def test_a_slow_model_is_not_waited_for(
     with caplog.at_level(logging.WARNING):
         second = await save(hass, LOFI)
     assert second["action"] == "created"
-    assert len(memories(hass).store) == 2
+    assert len(memories_of(hass).store) == 2
     assert "did not judge a memory update (timeout)" in caplog.text
 
 
@@ -217,7 +212,7 @@ async def test_no_model_without_an_embeddings_entry(
     second = await save(hass, LOFI)
     assert second["action"] == "created"
     assert judged(azure) == []
-    assert memories(hass).judge is None
+    assert memories_of(hass).judge is None
 
 
 @pytest.mark.parametrize("agent_options", [NO_TOOLS])

@@ -16,7 +16,7 @@ from homeassistant.setup import async_setup_component
 from custom_components.azure_openai_memory.azure.client import ResourceSettings, build_client
 from custom_components.azure_openai_memory.azure.embeddings import Embedder
 from custom_components.azure_openai_memory.const import API_STYLE_V1, DOMAIN
-from custom_components.azure_openai_memory.data import DATA_MEMORIES
+from custom_components.azure_openai_memory.data import memories_of
 from custom_components.azure_openai_memory.lib.memories import (
     MemorySettings,
     MemoryStore,
@@ -89,7 +89,7 @@ async def test_a_search_and_a_save_before_the_words_are_indexed(
     expected = MemoryStore.from_dict(_file()["data"])
     expected.build_keywords()
     await _set_up_while_starting(hass, hass_storage)
-    assert not hass.data[DATA_MEMORIES].store.keywords_ready  # waiting for the start
+    assert not memories_of(hass).store.keywords_ready  # waiting for the start
 
     for question in QUESTIONS:
         found = await _search(hass, question)
@@ -119,7 +119,7 @@ async def test_the_words_are_indexed_once_home_assistant_has_started(
     hass: HomeAssistant, hass_storage: dict[str, Any]
 ) -> None:
     await _set_up_while_starting(hass, hass_storage)
-    memories = hass.data[DATA_MEMORIES]
+    memories = memories_of(hass)
     assert not memories.store.keywords_ready
     hass.set_state(CoreState.running)
     hass.bus.async_fire(EVENT_HOMEASSISTANT_STARTED)
@@ -162,7 +162,7 @@ async def test_closing_just_after_the_start_loses_nothing(
     by then: what it holds stays."""
     hass_storage[MEMORIES_KEY] = _file()
     assert await async_setup_component(hass, DOMAIN, {})
-    await hass.data[DATA_MEMORIES].async_close()
+    await memories_of(hass).async_close()
     await hass.async_block_till_done(wait_background_tasks=True)
     stored = await stored_memories(hass, hass_storage)
     assert [m["id"] for m in stored["memories"]] == [m["id"] for m in _file()["data"]["memories"]]

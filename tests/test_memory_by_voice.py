@@ -7,7 +7,6 @@ from typing import Any
 
 from homeassistant.components import conversation
 from homeassistant.core import Context, HomeAssistant
-from homeassistant.setup import async_setup_component
 import pytest
 from pytest_homeassistant_custom_component.common import MockConfigEntry, MockUser
 from pytest_homeassistant_custom_component.typing import WebSocketGenerator
@@ -40,24 +39,6 @@ BINS = "The bins go out on Tuesday"
 def agent_options() -> dict[str, Any]:
     """An agent without Home Assistant's tools: just the memory tools."""
     return dict(NO_TOOLS)
-
-
-@pytest.fixture
-async def people(
-    hass: HomeAssistant, hass_admin_user: MockUser, hass_read_only_user: MockUser
-) -> tuple[MockUser, MockUser]:
-    """Anna is the administrator, Ben is not; each has a person."""
-    assert await async_setup_component(
-        hass,
-        "person",
-        {
-            "person": [
-                {"id": "anna", "name": "Anna", "user_id": hass_admin_user.id},
-                {"id": "ben", "name": "Ben", "user_id": hass_read_only_user.id},
-            ]
-        },
-    )
-    return hass_admin_user, hass_read_only_user
 
 
 async def save(

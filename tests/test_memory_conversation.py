@@ -1,13 +1,11 @@
 """The agent remembers: memories as data in the request, remember and recall as tools."""
 
-from datetime import timedelta
 import json
 from typing import Any
 
 from freezegun.api import FrozenDateTimeFactory
 from homeassistant.const import CONF_LLM_HASS_API
 from homeassistant.core import HomeAssistant
-from homeassistant.util import dt as dt_util
 import pytest
 from pytest_homeassistant_custom_component.common import MockConfigEntry
 
@@ -34,6 +32,7 @@ from .conftest import (
     call,
     converse,
     count_tokens,
+    kudos,
     speech,
     statistics,
     stored_memories,
@@ -365,15 +364,7 @@ async def test_a_refused_recall_goes_back_to_the_model(
 async def test_memories_and_series_share_one_data_message(
     hass: HomeAssistant, loaded_entry: MockConfigEntry, azure: AzureStub
 ) -> None:
-    now = dt_util.utcnow()
-    entries = [
-        {
-            "id": f"k{i}",
-            "athlete_name": f"Runner {i}",
-            "timestamp": (now - timedelta(hours=i)).isoformat(),
-        }
-        for i in range(5)
-    ]
+    entries = kudos()
     await hass.services.async_call(
         DOMAIN, "timeseries_merge", {"key": "kudos_timeseries", "entries": entries}, blocking=True
     )

@@ -2,8 +2,6 @@
 
 from datetime import timedelta
 import json
-from pathlib import Path
-import sqlite3
 import time
 from typing import Any
 
@@ -22,6 +20,8 @@ from .conftest import (
     NO_TOOLS,
     Restart,
     converse,
+    family,
+    history_schema_version,
     memories_file,
     memory_record,
     stored_memories,
@@ -41,12 +41,7 @@ BEN = {
 }
 
 
-async def call(hass: HomeAssistant, service: str, **data: Any) -> dict[str, Any]:
-    response = await hass.services.async_call(
-        DOMAIN, f"memory_{service}", data, blocking=True, return_response=True
-    )
-    assert response is not None
-    return dict(response)
+call = family("memory")
 
 
 async def stored_events(hass: HomeAssistant) -> list[tuple[str, str, str]]:
@@ -208,11 +203,7 @@ async def test_erase_with_the_history_unavailable_reports_none(
     hass: HomeAssistant, azure: AzureStub, config_entry: MockConfigEntry, caplog: Any
 ) -> None:
     """A history that cannot open may still hold copies: not "0 events erased"."""
-    folder = Path(hass.config.path(DOMAIN))
-    folder.mkdir(parents=True, exist_ok=True)
-    newer = sqlite3.connect(folder / "history.db")
-    newer.execute("PRAGMA user_version = 99")
-    newer.close()
+    history_schema_version(hass, 99)
     assert await hass.config_entries.async_setup(config_entry.entry_id)
     await hass.async_block_till_done()
     assert ir.async_get(hass).async_get_issue(DOMAIN, "history_unavailable") is not None

@@ -11,7 +11,6 @@ from freezegun.api import FrozenDateTimeFactory
 from homeassistant.auth.const import GROUP_ID_ADMIN, GROUP_ID_USER
 from homeassistant.core import Context, HomeAssistant
 from homeassistant.exceptions import ServiceValidationError, Unauthorized
-from homeassistant.setup import async_setup_component
 import numpy as np
 import pytest
 from pytest_homeassistant_custom_component.common import MockConfigEntry
@@ -28,6 +27,7 @@ from .azure_stub import AzureStub, Reply
 from .conftest import (
     MEMORIES_KEY,
     Restart,
+    family,
     memories_file,
     memory_record,
     options_shown,
@@ -46,12 +46,6 @@ STRINGS = json.loads(
 
 
 @pytest.fixture
-async def services(hass: HomeAssistant) -> None:
-    """The integration without any entry: memories need none (ranked by words)."""
-    assert await async_setup_component(hass, DOMAIN, {})
-
-
-@pytest.fixture
 async def embedding_entry(
     hass: HomeAssistant, setup_ha: None, config_entry: MockConfigEntry
 ) -> MockConfigEntry:
@@ -64,19 +58,7 @@ async def embedding_entry(
     return config_entry
 
 
-async def call(
-    hass: HomeAssistant, service: str, context: Context | None = None, **data: Any
-) -> dict[str, Any]:
-    response = await hass.services.async_call(
-        DOMAIN,
-        f"memory_{service}",
-        data,
-        blocking=True,
-        return_response=True,
-        context=context,
-    )
-    assert response is not None
-    return dict(response)
+call = family("memory")
 
 
 async def allow_many_per_type(hass: HomeAssistant, entry: MockConfigEntry) -> None:

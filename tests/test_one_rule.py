@@ -10,7 +10,6 @@ a removed person held); and which device speaks for whom.
 """
 
 import asyncio
-from collections.abc import Callable
 from datetime import timedelta
 import json
 from pathlib import Path
@@ -68,7 +67,9 @@ from .azure_stub import AzureStub, Reply, ToolCall
 from .conftest import (
     LLM_ONLY,
     NO_TOOLS,
+    add_people,
     agent_entity_id,
+    as_user,
     call,
     entry_data,
     exception_text,
@@ -87,27 +88,6 @@ PHARMACY = "Anna's pharmacy on Main Street holds her fluoxetine"
 @pytest.fixture
 def agent_options() -> dict[str, Any]:
     return dict(NO_TOOLS)
-
-
-@pytest.fixture
-async def people(
-    hass: HomeAssistant, hass_admin_user: MockUser, hass_read_only_user: MockUser
-) -> tuple[MockUser, MockUser]:
-    """Anna (an administrator) and Ben (not one), each with a person; set up before any
-    connection starts the web server."""
-    hass_admin_user.name = "Anna"
-    hass_read_only_user.name = "Ben"
-    assert await async_setup_component(
-        hass,
-        "person",
-        {
-            "person": [
-                {"id": "anna", "name": "Anna", "user_id": hass_admin_user.id},
-                {"id": "ben", "name": "Ben", "user_id": hass_read_only_user.id},
-            ]
-        },
-    )
-    return hass_admin_user, hass_read_only_user
 
 
 @pytest.fixture
@@ -767,39 +747,15 @@ async def three_people(
     )
     cleo.credentials.append(credential)
     refresh = await hass.auth.async_create_refresh_token(cleo, CLIENT_ID, credential=credential)
-    hass_admin_user.name, hass_read_only_user.name = "Anna", "Ben"
-    assert await async_setup_component(
+    await add_people(
         hass,
-        "person",
-        {
-            "person": [
-                {"id": "anna", "name": "Anna", "user_id": hass_admin_user.id},
-                {"id": "ben", "name": "Ben", "user_id": hass_read_only_user.id},
-                {"id": "cleo", "name": "Cleo", "user_id": cleo.id},
-            ]
-        },
+        hass_admin_user,
+        hass_read_only_user,
+        {"id": "cleo", "name": "Cleo", "user_id": cleo.id},
     )
     return People(
         hass_admin_user, hass_read_only_user, cleo, hass.auth.async_create_access_token(refresh)
     )
-
-
-def as_user_calls(hass: HomeAssistant, user: MockUser | None) -> Callable[..., Any]:
-    """A service of ours, called by this user (None: an automation)."""
-
-    async def call(service: str, **data: Any) -> dict[str, Any]:
-        response = await hass.services.async_call(
-            DOMAIN,
-            service,
-            data,
-            blocking=True,
-            return_response=True,
-            context=Context(user_id=user.id if user is not None else None),
-        )
-        assert response is not None
-        return dict(response)
-
-    return call
 
 
 # -- history_record: a person's event, whatever its data's shape --------------------------
@@ -814,8 +770,8 @@ async def test_a_user_s_history_event_of_any_shape_is_their_own(
     """Ben records a list and a string: both are his talk, which Cleo never reads (in
     history_query nor on the panel) and he does; nobody can name another's person, or the
     household, in their data."""
-    ben, cleo = as_user_calls(hass, three_people.ben), as_user_calls(hass, three_people.cleo)
-    automation = as_user_calls(hass, None)
+    ben, cleo = as_user(hass, three_people.ben), as_user(hass, three_people.cleo)
+    automation = as_user(hass, None)
     household = (await automation("history_record", event_type="system", event_data={"n": 1}))[
         "event"
     ]
@@ -938,7 +894,7 @@ async def test_stored_words_reach_the_model_only_escaped_in_the_tools_answers(
     in the forget and remember tools' answers (forgotten, also matching, saved, replaced,
     pushed out by the cap) only between <memories> tags, each a JSON line in which `<` is
     escaped."""
-    anna = as_user_calls(hass, three_people.anna)
+    anna = as_user(hass, three_people.anna)
     garden = {
         f"My garden {thing} {INJECTION}": kind
         for thing, kind in (
@@ -1014,7 +970,7 @@ async def test_the_tools_tell_nothing_of_another_person_s_memories(
     """No tool takes an id; asked to forget the words of Anna's private memory, Ben's
     forget answers exactly as for words nothing matches, and Anna's memory stays."""
     melatonin = "Anna takes 2.5 mg of melatonin at night"
-    await as_user_calls(hass, three_people.anna)(
+    await as_user(hass, three_people.anna)(
         "memory_save", content=melatonin, type="context", scope="private"
     )
     await turn(
@@ -1026,7 +982,7 @@ async def test_the_tools_tell_nothing_of_another_person_s_memories(
     )
     ((nothing, _told),) = tool_answers(azure)
     assert hers == nothing
-    everything = await as_user_calls(hass, None)("memory_search", limit=50)
+    everything = await as_user(hass, None)("memory_search", limit=50)
     assert [m["content"] for m in everything["memories"]] == [melatonin]
 
 
@@ -1224,7 +1180,7 @@ async def test_incognito_switched_off_mid_turn_decides_that_turn_only(
     kept = json.dumps(await stored_window(hass, hass_storage, loaded_entry, "c"))
     assert later in kept
     assert secret not in kept
-    automation = as_user_calls(hass, None)
+    automation = as_user(hass, None)
     talk = await automation("history_query", session_id="c", limit=100)
     asked = [
         e["event_data"]["text"]
@@ -1711,20 +1667,8 @@ CONFLICT_ISSUE = "device_mapped_twice"
 
 
 @pytest.fixture
-async def kitchen(
-    hass: HomeAssistant, hass_admin_user: MockUser, hass_read_only_user: MockUser
-) -> str:
+async def kitchen(hass: HomeAssistant, people: tuple[MockUser, MockUser]) -> str:
     """Anna and Ben, each with a private PIN; the kitchen satellite's device id."""
-    assert await async_setup_component(
-        hass,
-        "person",
-        {
-            "person": [
-                {"id": "anna", "name": "Anna", "user_id": hass_admin_user.id},
-                {"id": "ben", "name": "Ben", "user_id": hass_read_only_user.id},
-            ]
-        },
-    )
     satellites = MockConfigEntry(domain="test")
     satellites.add_to_hass(hass)
     device = dr.async_get(hass).async_get_or_create(

@@ -3,8 +3,8 @@ itself (no network), and the tabs each user may open."""
 
 from pathlib import Path
 import re
+from typing import Any
 
-from homeassistant.components.frontend import DATA_PANELS
 from homeassistant.core import HomeAssistant
 from homeassistant.setup import async_setup_component
 from pytest_homeassistant_custom_component.typing import (
@@ -19,19 +19,31 @@ from .panel_commands import answer
 FRONTEND = Path(__file__).parents[1] / "custom_components" / DOMAIN / "panel" / "frontend"
 
 
-async def test_the_sidebar_entry_is_named_in_the_home_s_language(hass: HomeAssistant) -> None:
+async def sidebar_entry(hass: HomeAssistant, hass_ws_client: WebSocketGenerator) -> dict[str, Any]:
+    """The Memory panel's sidebar entry as the frontend asks for it (get_panels)."""
+    assert await async_setup_component(hass, "frontend", {})
+    client = await hass_ws_client(hass)
+    await client.send_json_auto_id({"type": "get_panels"})
+    message = await client.receive_json()
+    assert message["success"], message
+    return dict(message["result"]["azure-openai-memory"])
+
+
+async def test_the_sidebar_entry_is_named_in_the_home_s_language(
+    hass: HomeAssistant, hass_ws_client: WebSocketGenerator
+) -> None:
     """The sidebar has one title for every user: the home's language's."""
     hass.config.language = "de"
     assert await async_setup_component(hass, DOMAIN, {})
-    panel = hass.data[DATA_PANELS]["azure-openai-memory"].to_response()
+    panel = await sidebar_entry(hass, hass_ws_client)
     assert panel["title"] == "Gedächtnis"
 
 
 async def test_the_sidebar_entry_and_its_page(
-    hass: HomeAssistant, hass_client: ClientSessionGenerator
+    hass: HomeAssistant, hass_client: ClientSessionGenerator, hass_ws_client: WebSocketGenerator
 ) -> None:
     assert await async_setup_component(hass, DOMAIN, {})
-    panel = hass.data[DATA_PANELS]["azure-openai-memory"].to_response()
+    panel = await sidebar_entry(hass, hass_ws_client)
     assert panel["component_name"] == "custom"
     assert (panel["title"], panel["icon"]) == ("Memory", "mdi:brain")
     assert panel["require_admin"] is False

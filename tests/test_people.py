@@ -1,7 +1,6 @@
 """Who is speaking: the request's user, else the device's mapped person, else nobody."""
 
 from homeassistant.core import Context, HomeAssistant
-from homeassistant.setup import async_setup_component
 from pytest_homeassistant_custom_component.common import MockUser
 
 from custom_components.azure_openai_memory.people.access import access
@@ -13,28 +12,16 @@ from custom_components.azure_openai_memory.people.speakers import (
     async_speaker,
 )
 
+from .conftest import add_people
+
 SATELLITE = "kitchen-satellite-device-id"
-
-
-async def two_people(hass: HomeAssistant, admin: MockUser, user: MockUser) -> None:
-    assert await async_setup_component(
-        hass,
-        "person",
-        {
-            "person": [
-                {"id": "anna", "name": "Anna", "user_id": admin.id},
-                {"id": "ben", "name": "Ben", "user_id": user.id},
-                {"id": "cleo", "name": "Cleo"},
-            ]
-        },
-    )
 
 
 async def test_the_request_s_user_is_the_speaker(
     hass: HomeAssistant, hass_admin_user: MockUser, hass_read_only_user: MockUser
 ) -> None:
     admin, user = hass_admin_user, hass_read_only_user
-    await two_people(hass, admin, user)
+    await add_people(hass, admin, user, {"id": "cleo", "name": "Cleo"})
     ben = await async_speaker(hass, user.id, SATELLITE, {SATELLITE: "anna"})
     assert ben == Speaker("ben", "Ben", user.id, False, False, SATELLITE)
     assert ben.scope == "person:ben"
@@ -48,7 +35,7 @@ async def test_a_mapped_device_acts_as_its_person_with_that_person_s_permissions
     hass: HomeAssistant, hass_admin_user: MockUser, hass_read_only_user: MockUser
 ) -> None:
     admin, user = hass_admin_user, hass_read_only_user
-    await two_people(hass, admin, user)
+    await add_people(hass, admin, user, {"id": "cleo", "name": "Cleo"})
     mapped = {SATELLITE: "ben", "office": "cleo"}
     assert await async_speaker(hass, None, SATELLITE, mapped) == Speaker(
         "ben", "Ben", user.id, False, False, SATELLITE

@@ -9,8 +9,6 @@ import json
 from typing import Any
 
 from homeassistant.auth.const import GROUP_ID_USER
-from homeassistant.components import conversation
-from homeassistant.components.conversation import ConversationResult
 from homeassistant.core import Context, HomeAssistant
 from homeassistant.exceptions import ServiceValidationError, Unauthorized
 from homeassistant.helpers import device_registry as dr
@@ -25,10 +23,10 @@ from .azure_stub import AzureStub, Reply, ToolCall
 from .conftest import (
     MEMORIES_KEY,
     NO_TOOLS,
-    agent_entity_id,
     call,
     memories_file,
     memory_record,
+    say,
     speech,
     stored_memories,
 )
@@ -43,45 +41,6 @@ BINS = "The bins go out on Tuesday"
 def agent_options() -> dict[str, Any]:
     """An agent without Home Assistant's tools: just remember and recall."""
     return dict(NO_TOOLS)
-
-
-@pytest.fixture
-async def people(
-    hass: HomeAssistant, hass_admin_user: MockUser, hass_read_only_user: MockUser
-) -> tuple[MockUser, MockUser]:
-    """Anna is the administrator, Ben is not; each has a person."""
-    assert await async_setup_component(
-        hass,
-        "person",
-        {
-            "person": [
-                {"id": "anna", "name": "Anna", "user_id": hass_admin_user.id},
-                {"id": "ben", "name": "Ben", "user_id": hass_read_only_user.id},
-            ]
-        },
-    )
-    return hass_admin_user, hass_read_only_user
-
-
-async def talk(
-    hass: HomeAssistant,
-    entry: MockConfigEntry,
-    text: str,
-    conversation_id: str,
-    *,
-    user: MockUser | None = None,
-    device_id: str | None = None,
-) -> ConversationResult:
-    """One turn as the app (with its user) or a satellite (with its device) makes it."""
-    return await conversation.async_converse(
-        hass,
-        text,
-        conversation_id,
-        Context(user_id=user.id if user is not None else None),
-        language="en",
-        agent_id=agent_entity_id(hass, entry),
-        device_id=device_id,
-    )
 
 
 def bodies(azure: AzureStub, since: int = 0) -> list[str]:
@@ -115,7 +74,7 @@ async def anna_keeps_her_melatonin_private(
         ),
         Reply(text="I'll keep that to myself."),
     )
-    result = await talk(hass, entry, "I take 2.5 mg of melatonin, remember it", "a1", user=anna)
+    result = await say(hass, entry, "I take 2.5 mg of melatonin, remember it", "a1", user=anna)
     assert speech(result) == "I'll keep that to myself."
     told = json.loads(azure.calls("/chat/completions")[-1].body["messages"][-1]["content"])
     assert (told["action"], told["scope"]) == ("created", "private")
@@ -163,7 +122,7 @@ async def test_anna_s_private_fact_never_reaches_ben_and_the_household_s_reaches
         Reply(text="The bins go out on Tuesday."),
     )
     question = "When do the bins go out, and how much melatonin does Anna take?"
-    result = await talk(hass, loaded_entry, question, "b1", user=ben)
+    result = await say(hass, loaded_entry, question, "b1", user=ben)
     assert speech(result) == "The bins go out on Tuesday."
     during_ben = bodies(azure, before)
     assert len(during_ben) == 2
@@ -206,7 +165,7 @@ async def test_anna_s_private_fact_never_reaches_ben_and_the_household_s_reaches
     # Anna's later turn, in a fresh conversation, has her fact (marked hers).
     before = sent_count(azure)
     azure.queue(Reply(text="2.5 mg."))
-    await talk(hass, loaded_entry, "How much melatonin do I take?", "a2", user=anna)
+    await say(hass, loaded_entry, "How much melatonin do I take?", "a2", user=anna)
     (body,) = azure.calls("/chat/completions")[before:]
     data = body.body["messages"][-2]["content"]
     assert MELATONIN in data
@@ -284,7 +243,7 @@ async def test_a_private_fact_with_nobody_known_is_refused_and_nothing_is_saved(
         ),
         Reply(text="I can't keep that private here."),
     )
-    await talk(hass, loaded_entry, "I take melatonin", "k1", device_id="unmapped-device")
+    await say(hass, loaded_entry, "I take melatonin", "k1", device_id="unmapped-device")
     told = json.loads(azure.calls("/chat/completions")[-1].body["messages"][-1]["content"])
     assert told["error"] == "HomeAssistantError"
     assert "Nothing was saved" in told["error_text"]
@@ -320,13 +279,13 @@ async def test_a_satellite_mapped_to_anna_gets_her_memories_an_unmapped_one_hous
 
     before = sent_count(azure)
     azure.queue(Reply(text="2.5 mg; Tuesday."))
-    await talk(hass, loaded_entry, question, "s1", device_id=bedroom.id)
+    await say(hass, loaded_entry, question, "s1", device_id=bedroom.id)
     (from_bedroom,) = bodies(azure, before)
     assert MELATONIN in from_bedroom and BINS in from_bedroom
 
     before = sent_count(azure)
     azure.queue(Reply(text="Tuesday."))
-    await talk(hass, loaded_entry, question, "s2", device_id=kitchen.id)
+    await say(hass, loaded_entry, question, "s2", device_id=kitchen.id)
     (from_kitchen,) = bodies(azure, before)
     assert MELATONIN not in from_kitchen and BINS in from_kitchen
 
@@ -336,7 +295,7 @@ async def test_a_satellite_mapped_to_anna_gets_her_memories_an_unmapped_one_hous
     assert CONF_DEVICE_PEOPLE not in loaded_entry.options
     before = sent_count(azure)
     azure.queue(Reply(text="Tuesday."))
-    await talk(hass, loaded_entry, question, "s3", device_id=bedroom.id)
+    await say(hass, loaded_entry, question, "s3", device_id=bedroom.id)
     (unmapped,) = bodies(azure, before)
     assert MELATONIN not in unmapped and BINS in unmapped
 
@@ -463,7 +422,7 @@ async def test_an_automation_s_memory_names_it_and_an_inferred_one_is_marked_so(
         "authority": "inferred",
     }
     azure.queue(Reply(text="At 6."))
-    await talk(hass, loaded_entry, "When is the garden watered?", "g1", user=people[1])
+    await say(hass, loaded_entry, "When is the garden watered?", "g1", user=people[1])
     data = azure.calls("/chat/completions")[-1].body["messages"][-2]["content"]
     (line,) = [one for one in data.splitlines() if "garden is watered" in one]
     assert json.loads(line)["inferred"] is True

@@ -1,16 +1,13 @@
 """Whose talk: a person who is not an administrator reads their own talk and the household's,
 never another person's, in the history, the summaries and the conversation figures."""
 
-from collections.abc import Callable
 from datetime import date
 import json
 from typing import Any
 
 from freezegun.api import FrozenDateTimeFactory
-from homeassistant.components import conversation
-from homeassistant.core import Context, HomeAssistant
+from homeassistant.core import HomeAssistant
 from homeassistant.exceptions import ServiceValidationError, Unauthorized
-from homeassistant.setup import async_setup_component
 from homeassistant.util import dt as dt_util, slugify
 import pytest
 from pytest_homeassistant_custom_component.common import MockConfigEntry, MockUser
@@ -22,8 +19,8 @@ from custom_components.azure_openai_memory.lib.summaries.book import (
     Written,
 )
 
-from .azure_stub import AzureStub, Reply
-from .conftest import NO_TOOLS, agent_entity_id, exception_text, stored
+from .azure_stub import AzureStub
+from .conftest import NO_TOOLS, agent_entity_id, as_user, echoing_model, exception_text, say, stored
 
 ANNA_SAYS = "My dentist appointment is on Friday"
 BEN_SAYS = "Is it going to rain tomorrow"
@@ -37,71 +34,6 @@ def agent_options() -> dict[str, Any]:
 
 
 @pytest.fixture
-async def people(
-    hass: HomeAssistant, hass_admin_user: MockUser, hass_read_only_user: MockUser
-) -> tuple[MockUser, MockUser]:
-    """Anna (an administrator) and Ben (not one), each with a person."""
-    hass_admin_user.name = "Anna"
-    hass_read_only_user.name = "Ben"
-    assert await async_setup_component(
-        hass,
-        "person",
-        {
-            "person": [
-                {"id": "anna", "name": "Anna", "user_id": hass_admin_user.id},
-                {"id": "ben", "name": "Ben", "user_id": hass_read_only_user.id},
-            ]
-        },
-    )
-    return hass_admin_user, hass_read_only_user
-
-
-def model(body: dict[str, Any]) -> Reply:
-    """The stand-in's model: a summary repeats every word of the talk it is given (so a
-    word that leaks is found), an answer echoes the question."""
-    if "response_format" in body:
-        talk = body["messages"][-1]["content"]
-        answer = {"summary": talk, "topics": ["talk"], "highlights": [], "active_users": []}
-        return Reply(text=json.dumps(answer))
-    return Reply()
-
-
-async def say(
-    hass: HomeAssistant,
-    entry: MockConfigEntry,
-    text: str,
-    conversation_id: str,
-    user: MockUser | None = None,
-) -> None:
-    await conversation.async_converse(
-        hass,
-        text,
-        conversation_id,
-        Context(user_id=user.id if user is not None else None),
-        language="en",
-        agent_id=agent_entity_id(hass, entry),
-    )
-
-
-def as_user(hass: HomeAssistant, user: MockUser | None) -> Callable[..., Any]:
-    """A service of ours, called by this user (None: an automation)."""
-
-    async def call(service: str, **data: Any) -> dict[str, Any]:
-        response = await hass.services.async_call(
-            DOMAIN,
-            service,
-            data,
-            blocking=True,
-            return_response=True,
-            context=Context(user_id=user.id if user is not None else None),
-        )
-        assert response is not None
-        return dict(response)
-
-    return call
-
-
-@pytest.fixture
 async def talk(
     hass: HomeAssistant,
     azure: AzureStub,
@@ -111,7 +43,7 @@ async def talk(
     """Anna and Ben each talked to the agent; an automation recorded an event; the day's
     talk is summarised (per person, in the default grouping by device)."""
     anna, ben = people
-    azure.responder = model
+    azure.responder = echoing_model
     assert await hass.config_entries.async_setup(config_entry.entry_id)
     await hass.async_block_till_done(wait_background_tasks=True)
     await say(hass, config_entry, ANNA_SAYS, "anna-talk", anna)
@@ -303,7 +235,7 @@ async def test_ben_s_turn_carries_no_summary_of_anna_s_talk(
         config_entry, options={**config_entry.options, CONF_SUMMARY_GROUP_MODE: mode}
     )
     anna, ben = people
-    azure.responder = model
+    azure.responder = echoing_model
     assert await hass.config_entries.async_setup(config_entry.entry_id)
     await hass.async_block_till_done(wait_background_tasks=True)
     await say(hass, config_entry, ANNA_SAYS, "anna-talk", anna)

@@ -9,11 +9,10 @@ from typing import Any
 
 from freezegun.api import FrozenDateTimeFactory
 from homeassistant.auth.const import GROUP_ID_USER
-from homeassistant.components import conversation, persistent_notification
+from homeassistant.components import persistent_notification
 from homeassistant.const import ATTR_ENTITY_ID
 from homeassistant.core import Context, HomeAssistant
 from homeassistant.exceptions import ServiceValidationError
-from homeassistant.setup import async_setup_component
 from homeassistant.util import dt as dt_util
 import pytest
 from pytest_homeassistant_custom_component.common import MockConfigEntry, MockUser
@@ -24,7 +23,7 @@ from custom_components.azure_openai_memory.const import (
     CONF_SUMMARY_GROUP_MODE,
     DOMAIN,
 )
-from custom_components.azure_openai_memory.data import DATA_MEMORIES
+from custom_components.azure_openai_memory.data import memories_of
 from custom_components.azure_openai_memory.lib.summaries.book import (
     SUMMARIES_VERSION,
     SummaryBook,
@@ -32,7 +31,7 @@ from custom_components.azure_openai_memory.lib.summaries.book import (
 )
 
 from .azure_stub import AzureStub, Reply
-from .conftest import NO_TOOLS, agent_entity_id, call, exception_text, stored, windows_key
+from .conftest import NO_TOOLS, agent_entity_id, call, exception_text, say, stored, windows_key
 
 SECRET = "Anna takes 2.5 mg of melatonin"
 ANNA_SAYS = "My dentist appointment is on Friday"
@@ -47,45 +46,8 @@ def agent_options() -> dict[str, Any]:
     return dict(NO_TOOLS)
 
 
-@pytest.fixture
-async def people(
-    hass: HomeAssistant, hass_admin_user: MockUser, hass_read_only_user: MockUser
-) -> tuple[MockUser, MockUser]:
-    """Anna (an administrator) and Ben (not one), each with a person."""
-    assert await async_setup_component(
-        hass,
-        "person",
-        {
-            "person": [
-                {"id": "anna", "name": "Anna", "user_id": hass_admin_user.id},
-                {"id": "ben", "name": "Ben", "user_id": hass_read_only_user.id},
-            ]
-        },
-    )
-    return hass_admin_user, hass_read_only_user
-
-
 def ctx(user: MockUser | None) -> Context:
     return Context(user_id=user.id if user is not None else None)
-
-
-async def say(
-    hass: HomeAssistant,
-    entry: MockConfigEntry,
-    text: str,
-    conversation_id: str | None,
-    user: Any,
-    device_id: str | None = None,
-) -> conversation.ConversationResult:
-    return await conversation.async_converse(
-        hass,
-        text,
-        conversation_id,
-        Context(user_id=user.id if user is not None else None),
-        language="en",
-        agent_id=agent_entity_id(hass, entry),
-        device_id=device_id,
-    )
 
 
 def last_request(azure: AzureStub) -> str:
@@ -110,7 +72,7 @@ async def test_memory_import_tells_ben_only_of_what_he_may_see(
     new one."""
     anna, ben = people
     await set_up(hass, config_entry)
-    memories = hass.data[DATA_MEMORIES]
+    memories = memories_of(hass)
     memories.async_update_settings(replace(memories.settings, max_private_memories_per_type=1))
     secret = await call(
         hass,
@@ -160,7 +122,7 @@ async def test_an_administrator_s_import_never_pushes_out_ben_s_memories(
     (no user) may, and is told what went."""
     anna, ben = people
     await set_up(hass, config_entry)
-    memories = hass.data[DATA_MEMORIES]
+    memories = memories_of(hass)
     memories.async_update_settings(replace(memories.settings, max_private_memories_per_type=1))
     mine = await call(
         hass,

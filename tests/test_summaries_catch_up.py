@@ -1,8 +1,6 @@
 """Summaries when things go wrong: downtime, the history or the model away, long days."""
 
 from datetime import date, timedelta
-from pathlib import Path
-import sqlite3
 from typing import Any
 
 from freezegun.api import FrozenDateTimeFactory
@@ -23,6 +21,7 @@ from .conftest import (
     call,
     converse,
     count_tokens,
+    history_schema_version,
     stored,
 )
 from .test_summaries import DEVICE, START, _kind, get, local, set_up, summariser, talk
@@ -70,13 +69,6 @@ async def stored_book(hass: HomeAssistant, hass_storage: dict[str, Any]) -> dict
     file = await stored(hass, hass_storage, SUMMARIES_KEY)
     assert file is not None
     return dict(file["data"])
-
-
-def history_schema_version(hass: HomeAssistant, version: int) -> None:
-    """Mark the history database (closed) as written by another schema version; a newer
-    one cannot be opened: the history is unavailable until it is marked back."""
-    with sqlite3.connect(Path(hass.config.path(DOMAIN, "history.db"))) as conn:
-        conn.execute(f"PRAGMA user_version = {version}")
 
 
 async def test_talk_while_down_is_summarised_once_per_day_on_return(

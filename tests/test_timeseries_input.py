@@ -11,7 +11,6 @@ from typing import Any
 
 from homeassistant.core import HomeAssistant
 from homeassistant.exceptions import ServiceValidationError
-from homeassistant.setup import async_setup_component
 import pytest
 
 from custom_components.azure_openai_memory.const import DOMAIN
@@ -55,12 +54,6 @@ NOT_A_TIME: dict[str, Any] = {
     "words": "yesterday",
 }
 NOT_A_TIME_PARAMS = [pytest.param(value, id=name) for name, value in NOT_A_TIME.items()]
-
-
-@pytest.fixture
-async def services(hass: HomeAssistant) -> None:
-    """The integration without any entry: time series and history need none."""
-    assert await async_setup_component(hass, DOMAIN, {})
 
 
 async def call(hass: HomeAssistant, service: str, **data: Any) -> dict[str, Any]:

@@ -11,7 +11,6 @@ from homeassistant.auth.const import GROUP_ID_ADMIN, GROUP_ID_USER
 from homeassistant.const import EVENT_HOMEASSISTANT_FINAL_WRITE
 from homeassistant.core import Context, HomeAssistant
 from homeassistant.exceptions import ServiceValidationError, Unauthorized
-from homeassistant.setup import async_setup_component
 from homeassistant.util import dt as dt_util
 import pytest
 from pytest_homeassistant_custom_component.common import MockConfigEntry
@@ -24,7 +23,7 @@ from custom_components.azure_openai_memory.const import (
 )
 from custom_components.azure_openai_memory.series.store import TimeseriesStore
 
-from .conftest import Restart, options_shown, saves_fall_due, stored, submit_options
+from .conftest import Restart, family, options_shown, saves_fall_due, stored, submit_options
 
 DAY0 = datetime(2025, 10, 25, 10, 0, tzinfo=UTC)
 KEY = "kudos_givers_timeseries"
@@ -43,12 +42,6 @@ def at(moment: datetime, hours_ago: float) -> str:
 
 def kudos(n: int, moment: datetime, hours_ago: float) -> dict[str, Any]:
     return {"id": f"kudos_{n}", "athlete_name": f"athlete {n}", "timestamp": at(moment, hours_ago)}
-
-
-@pytest.fixture
-async def services(hass: HomeAssistant) -> None:
-    """The integration, set up without any entry: time series need none."""
-    assert await async_setup_component(hass, DOMAIN, {})
 
 
 @pytest.fixture
@@ -86,19 +79,7 @@ def final_write_listeners(hass: HomeAssistant) -> int:
     return hass.bus.async_listeners().get(EVENT_HOMEASSISTANT_FINAL_WRITE, 0)
 
 
-async def call(
-    hass: HomeAssistant, service: str, context: Context | None = None, **data: Any
-) -> dict[str, Any]:
-    response = await hass.services.async_call(
-        DOMAIN,
-        f"timeseries_{service}",
-        data,
-        blocking=True,
-        return_response=True,
-        context=context,
-    )
-    assert response is not None
-    return dict(response)
+call = family("timeseries")
 
 
 def numbered(count: int, start: int = 0) -> list[dict[str, Any]]:

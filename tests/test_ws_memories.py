@@ -16,7 +16,7 @@ from pytest_homeassistant_custom_component.typing import (
 )
 
 from custom_components.azure_openai_memory.const import CONF_EMBEDDINGS_DEPLOYMENT, DOMAIN
-from custom_components.azure_openai_memory.data import DATA_MEMORIES
+from custom_components.azure_openai_memory.data import memories_of
 from custom_components.azure_openai_memory.lib.memories import MemorySettings
 
 from .azure_stub import AzureStub
@@ -280,27 +280,9 @@ async def test_restore_brings_an_archived_memory_back(
     }
 
 
-@pytest.fixture
-async def people(
-    hass: HomeAssistant, hass_admin_user: MockUser, hass_read_only_user: MockUser
-) -> None:
-    """Anna (the administrator) and Ben (not one) have a person each; set up before any
-    connection starts the web server."""
-    assert await async_setup_component(
-        hass,
-        "person",
-        {
-            "person": [
-                {"id": "anna", "name": "Anna", "user_id": hass_admin_user.id},
-                {"id": "ben", "name": "Ben", "user_id": hass_read_only_user.id},
-            ]
-        },
-    )
-
-
 async def test_a_person_sees_the_household_s_and_their_own_never_another_s(
     hass: HomeAssistant,
-    people: None,
+    people: tuple[MockUser, MockUser],
     admin: MockHAClientWebSocket,
     user: MockHAClientWebSocket,
 ) -> None:
@@ -335,14 +317,14 @@ async def test_a_person_sees_the_household_s_and_their_own_never_another_s(
 
 async def test_restore_tells_only_of_what_the_caller_may_see_the_cap_pushed_out(
     hass: HomeAssistant,
-    people: None,
+    people: tuple[MockUser, MockUser],
     admin: MockHAClientWebSocket,
     user: MockHAClientWebSocket,
 ) -> None:
     """Each scope has its own cap: Ben restoring a household memory at a full household
     cap is refused, naming the cap, and nothing goes (Anna's private memory least of all);
     Anna, an administrator, restoring it pushes out the household's oldest."""
-    hass.data[DATA_MEMORIES].async_update_settings(MemorySettings(max_memories_per_type=2))
+    memories_of(hass).async_update_settings(MemorySettings(max_memories_per_type=2))
     coffee = await save(hass, COFFEE)
     await answer(admin, "memories/forget", memory_id=coffee)
     anna = await save(hass, TEA, scope="person:person.anna")
@@ -360,7 +342,7 @@ async def test_restore_tells_only_of_what_the_caller_may_see_the_cap_pushed_out(
 
 async def test_a_list_names_whose_memories_it_shows(
     hass: HomeAssistant,
-    people: None,
+    people: tuple[MockUser, MockUser],
     admin: MockHAClientWebSocket,
     user: MockHAClientWebSocket,
 ) -> None:

@@ -3,13 +3,10 @@ administrator what the services show them (their own talk and the household's), 
 totals count only that, and asking for another person's is refused as the services refuse
 it. An automation's change to a private memory is that person's in the history."""
 
-from collections.abc import Callable
 import json
 from typing import Any
 
-from homeassistant.components import conversation
-from homeassistant.core import Context, HomeAssistant
-from homeassistant.setup import async_setup_component
+from homeassistant.core import HomeAssistant
 from homeassistant.util import dt as dt_util
 import pytest
 from pytest_homeassistant_custom_component.common import MockConfigEntry, MockUser
@@ -20,8 +17,16 @@ from pytest_homeassistant_custom_component.typing import (
 
 from custom_components.azure_openai_memory.const import DOMAIN
 
-from .azure_stub import AzureStub, Reply
-from .conftest import NO_TOOLS, agent_entity_id, exception_text
+from .azure_stub import AzureStub
+from .conftest import (
+    NO_TOOLS,
+    add_people,
+    agent_entity_id,
+    as_user,
+    echoing_model,
+    exception_text,
+    say,
+)
 from .panel_commands import answer, not_allowed, refused_as, translated
 
 ANNA_SAYS = "My dentist appointment is on Friday"
@@ -35,47 +40,6 @@ ANNA, BEN = "anna", "ben"
 @pytest.fixture
 def agent_options() -> dict[str, Any]:
     return dict(NO_TOOLS)
-
-
-def model(body: dict[str, Any]) -> Reply:
-    """A summary repeats every word of the talk it is given (so a word that leaks is
-    found); an answer echoes the question."""
-    if "response_format" in body:
-        talk = body["messages"][-1]["content"]
-        summary = {"summary": talk, "topics": ["talk"], "highlights": [], "active_users": []}
-        return Reply(text=json.dumps(summary))
-    return Reply()
-
-
-def as_user(hass: HomeAssistant, user: MockUser | None) -> Callable[..., Any]:
-    """A service of ours, called by this user (None: an automation)."""
-
-    async def call(service: str, **data: Any) -> dict[str, Any]:
-        response = await hass.services.async_call(
-            DOMAIN,
-            service,
-            data,
-            blocking=True,
-            return_response=True,
-            context=Context(user_id=user.id if user is not None else None),
-        )
-        assert response is not None
-        return dict(response)
-
-    return call
-
-
-async def say(
-    hass: HomeAssistant, entry: MockConfigEntry, text: str, conversation_id: str, user: MockUser
-) -> None:
-    await conversation.async_converse(
-        hass,
-        text,
-        conversation_id,
-        Context(user_id=user.id),
-        language="en",
-        agent_id=agent_entity_id(hass, entry),
-    )
 
 
 class Clients:
@@ -108,18 +72,8 @@ async def clients(
     integration registers an HTTP view, which a running server no longer takes), each
     talked to the agent; an automation recorded an event of the household; the day's talk
     is summarised, per person."""
-    hass_admin_user.name, hass_read_only_user.name = "Anna", "Ben"
-    assert await async_setup_component(
-        hass,
-        "person",
-        {
-            "person": [
-                {"id": "anna", "name": "Anna", "user_id": hass_admin_user.id},
-                {"id": "ben", "name": "Ben", "user_id": hass_read_only_user.id},
-            ]
-        },
-    )
-    azure.responder = model
+    await add_people(hass, hass_admin_user, hass_read_only_user)
+    azure.responder = echoing_model
     assert await hass.config_entries.async_setup(config_entry.entry_id)
     await hass.async_block_till_done(wait_background_tasks=True)
     await say(hass, config_entry, ANNA_SAYS, "anna-talk", hass_admin_user)

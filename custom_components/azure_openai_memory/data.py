@@ -3,7 +3,9 @@
 An entry (one Azure resource) owns its client, its agents' conversation windows and their
 statistics: `entry.runtime_data`. What belongs to the home — time series, memories,
 history, summaries — is installation-wide: set up once, kept in `hass.data` under the
-typed keys below, and used by every entry and by services that name no entry.
+typed keys below, and used by every entry and by services that name no entry. Code outside
+the package (tests, scripts) reaches a store through its accessor (`memories_of`, ...), never
+through a key.
 """
 
 import asyncio
@@ -40,6 +42,22 @@ DATA_SUMMARIES: HassKey["SummaryKeeper"] = HassKey(f"{DOMAIN}_summaries")
 DATA_HOUSEHOLD_API: HassKey[Callable[[], None]] = HassKey(f"{DOMAIN}_household_api")
 # Token encodings already warned about in this Home Assistant run.
 DATA_ENCODING_WARNED: HassKey[set[str]] = HassKey(f"{DOMAIN}_encoding_warned")
+
+
+def memories_of(hass: HomeAssistant) -> "Memories":
+    """The home's memories store: the one way in from outside the package."""
+    return hass.data[DATA_MEMORIES]
+
+
+def history_of(hass: HomeAssistant) -> "HistoryRecorder":
+    """The home's history recorder: the one way in from outside the package."""
+    return hass.data[DATA_HISTORY]
+
+
+def series_of(hass: HomeAssistant) -> "TimeseriesStore":
+    """The home's time series store: the one way in from outside the package."""
+    return hass.data[DATA_TIMESERIES]
+
 
 # An entry's options, and per subentry its type, title, unique id and data.
 type SetUpFrom = tuple[
