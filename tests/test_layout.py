@@ -348,9 +348,72 @@ def missing_kinds(packages: Iterable[str]) -> list[str]:
     return [folder for kind in KINDS for folder in (kind, f"lib/{kind}") if folder not in present]
 
 
+def holds_files(folder: Path) -> bool:
+    """Whether a folder holds anything besides compiled caches (a folder a move left with
+    only __pycache__ in a working copy is not part of the package)."""
+    return any(
+        path.is_file() and "__pycache__" not in path.relative_to(folder).parts
+        for path in folder.rglob("*")
+    )
+
+
 def test_the_top_level_holds_only_platforms_flows_and_folders() -> None:
-    found = strays((entry.name, entry.is_dir()) for entry in PACKAGE_DIR.iterdir())
+    found = strays(
+        (entry.name, entry.is_dir())
+        for entry in PACKAGE_DIR.iterdir()
+        if not entry.is_dir() or holds_files(entry)
+    )
     assert found == [], report("Top-level entries ARCHITECTURE.md does not allow", found)
+
+
+# Folders of tests/ that help the tests and mirror nothing of the package.
+TEST_HELPER_FOLDERS = frozenset({"azure_stub", "devhome", "e2e", "snapshots"})
+# A top-level test file whose name starts with one of these belongs in that kind's folder.
+KIND_WORDS = (*KINDS, "memory", "window", "timeseries", "agent", "people", "panel")
+
+
+def unmirrored(test_files: Iterable[str], package_folders: Iterable[str]) -> list[str]:
+    """Test files (paths below tests/) that are not where the package's layout puts them:
+    in a folder the package does not have, or at the top though named after a kind."""
+    folders = set(package_folders)
+    found = []
+    for test_file in sorted(test_files):
+        folder, _, name = test_file.rpartition("/")
+        if folder.split("/")[0] in TEST_HELPER_FOLDERS:
+            continue
+        if folder and folder not in folders:
+            found.append(f"{test_file}: the package has no {folder}/")
+        elif not folder and name.removeprefix("test_").startswith(KIND_WORDS):
+            found.append(f"{test_file}: belongs in its kind's folder")
+    return found
+
+
+def test_the_tests_mirror_the_package() -> None:
+    """tests/<kind>/ for a kind's Home Assistant side, tests/lib/<kind>/ for its pure side,
+    tests/ itself for the platforms, flows and the rules of the whole."""
+    package = [
+        path.parent.relative_to(PACKAGE_DIR).as_posix() for path in PACKAGE_DIR.rglob("__init__.py")
+    ]
+    tests = [path.relative_to(TESTS_DIR).as_posix() for path in TESTS_DIR.rglob("test_*.py")]
+    found = unmirrored(tests, package)
+    assert found == [], report("Tests outside the folder that mirrors their code", found)
+
+
+def test_the_mirror_rule_sees_what_it_checks() -> None:
+    found = unmirrored(
+        [
+            "test_memories_cap.py",
+            "test_init.py",
+            "facts/test_store.py",
+            "lib/memories/test_store.py",
+            "e2e/test_restart.py",
+        ],
+        ["lib", "lib/memories", "memories"],
+    )
+    assert found == [
+        "facts/test_store.py: the package has no facts/",
+        "test_memories_cap.py: belongs in its kind's folder",
+    ]
 
 
 def test_each_kind_has_its_home_assistant_folder_and_its_pure_one() -> None:

@@ -47,7 +47,7 @@ SERIES_VERSION = 2
 # its slots in the two dicts and the sorted list, the (time, id) tuple and the float.
 # 130 to 165 bytes measured with tracemalloc on CPython 3.13, depending on how full the
 # dicts' tables are; rounded up, since the budget should rather hold too little than
-# too much (tests/memory/test_timeseries.py checks the estimate).
+# too much (tests/lib/series/test_timeseries.py checks the estimate).
 ENTRY_OVERHEAD = 180
 KEY_PATTERN = re.compile(r"^[a-z0-9](?:[a-z0-9_]{0,126}[a-z0-9])?$")
 _LAST_PATTERN = re.compile(r"^\s*(\d+(?:\.\d+)?)?\s*([a-z]+)\s*$")

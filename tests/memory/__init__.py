@@ -1,1 +1,0 @@
-"""Unit tests of memory/: plain Python, no Home Assistant."""
