@@ -7,7 +7,7 @@ Coverage of a year of hourly fetch windows that never touch: the reference is th
 merge that rebuilds the whole interval list each time, run on the same windows.
 
 A year on a small home server: 100 series of 10,000 entries (about 220 MB of Store
-files) behind the real TimeseriesStore on a real HomeAssistant object and real files.
+files) behind the real SeriesStore on a real HomeAssistant object and real files.
 Listing answers from the index; merging into and querying every series once stays
 within the memory budget, because loaded series leave memory least recently used first.
 """
@@ -28,12 +28,12 @@ import orjson
 from custom_components.azure_openai_memory.lib.series.store import (
     DEFAULT_MAX_ENTRIES,
     MAX_COVERAGE_INTERVALS,
-    TimeSeries,
+    Series,
 )
 from custom_components.azure_openai_memory.lib.times import format_time
 from custom_components.azure_openai_memory.series.store import (
     DEFAULT_MEMORY_BUDGET,
-    TimeseriesStore,
+    SeriesStore,
 )
 
 START = datetime(2025, 1, 1, tzinfo=UTC).timestamp()
@@ -78,7 +78,7 @@ def batch(round_: int) -> list[dict[str, Any]]:
     return old + new
 
 
-def merge_ours(series: TimeSeries, entries: list[dict[str, Any]]) -> None:
+def merge_ours(series: Series, entries: list[dict[str, Any]]) -> None:
     now = format_time(time.time())
     prepared = series.prepare(entries, "id", "timestamp", UTC, now)
     series.merge(prepared, now, None, ("id", "timestamp"))
@@ -92,7 +92,7 @@ def report(name: str, value: float, unit: str, target: str, ok: bool) -> bool:
 def one_series() -> list[bool]:
     """Merge, query and load figures of one series of 100,000 entries."""
     base = [entry(i) for i in range(SIZE)]
-    series = TimeSeries("kudos_givers_timeseries", max_entries=1_000_000)
+    series = Series("kudos_givers_timeseries", max_entries=1_000_000)
     merge_ours(series, base[:10_000])
     for first in range(10_000, SIZE, 10_000):
         merge_ours(series, base[first : first + 10_000])
@@ -152,7 +152,7 @@ def one_series() -> list[bool]:
         text = path.read_bytes()
         data = orjson.loads(text)["data"]
         del text
-        loaded = TimeSeries.from_dict("kudos_givers_timeseries", data)
+        loaded = Series.from_dict("kudos_givers_timeseries", data)
         del data
         gc.collect()
         current, peak = tracemalloc.get_traced_memory()
@@ -196,7 +196,7 @@ def coverage_of_a_year() -> list[bool]:
     hour = 3600.0
     windows = [(START + h * hour, START + h * hour + hour / 2) for h in range(8_760)]
     now = format_time(time.time())
-    series = TimeSeries("meter_timeseries")
+    series = Series("meter_timeseries")
     ours, old = [], []
     gc.collect()
     for window in windows:
@@ -246,7 +246,7 @@ def write_version_1_files(storage: Path, keys: list[str]) -> int:
     now = format_time(time.time())
     total = 0
     for key in keys:
-        series = TimeSeries(key)
+        series = Series(key)
         entries = [series_entry(i) for i in range(SERIES_SIZE)]
         series.merge(series.prepare(entries, "id", "timestamp", UTC, now), now)
         data = {**series.as_dict(), "max_entries": DEFAULT_MAX_ENTRIES}
@@ -264,7 +264,7 @@ def store_batch(round_: int) -> list[dict[str, Any]]:
     return old + new
 
 
-async def merge_and_query(store: TimeseriesStore, key: str, entries: list[dict[str, Any]]) -> None:
+async def merge_and_query(store: SeriesStore, key: str, entries: list[dict[str, Any]]) -> None:
     """What timeseries_merge and then timeseries_query (one day) do."""
     now = format_time(time.time())
     async with store.lock(key):
@@ -287,10 +287,10 @@ def rss_mb() -> float:
     return float("nan")
 
 
-async def restart(hass: HomeAssistant, store: TimeseriesStore | None) -> TimeseriesStore:
+async def restart(hass: HomeAssistant, store: SeriesStore | None) -> SeriesStore:
     if store is not None:
         await store.async_close()
-    fresh = TimeseriesStore(hass, PREFIX)
+    fresh = SeriesStore(hass, PREFIX)
     await fresh.async_load()
     return fresh
 

@@ -52,7 +52,7 @@ from custom_components.azure_openai_memory.lib.memories import (
     MemoryStore,
     MemoryType,
 )
-from custom_components.azure_openai_memory.lib.series.store import SERIES_VERSION, TimeSeries
+from custom_components.azure_openai_memory.lib.series.store import SERIES_VERSION, Series
 from custom_components.azure_openai_memory.lib.summaries.book import (
     SUMMARIES_VERSION,
     PeriodType,
@@ -256,7 +256,7 @@ def build_series(folder: Path, now: float) -> None:
     stamp = format_time(now)
     for s in range(SERIES):
         key = f"sensor_{s}_timeseries"
-        series = TimeSeries(key)
+        series = Series(key)
         entries = [
             {
                 "id": f"reading_{s}_{i}",
@@ -478,7 +478,7 @@ def purge(source: Path, state: dict[str, Any], folder: Path) -> list[bool]:
     )
     elapsed = time.perf_counter() - started
     started = time.perf_counter()
-    store._wait_until_idle(3600)
+    store.wait_until_idle(3600)
     reclaimed = time.perf_counter() - started
     after = store.size_bytes()
     store.close()
@@ -527,7 +527,7 @@ def upgrade(source: Path, folder: Path) -> list[bool]:
         lambda: store.query_events(HistoryQuery(event_type=HistoryEventType.TOOL_USE)), 3
     )
     pending = not store.indexed
-    store._wait_for_index(3600)
+    store.wait_for_index(3600)
     indexed = time.perf_counter() - started
     store.close()
     path.unlink()

@@ -35,9 +35,9 @@ from custom_components.azure_openai_memory.const import (
     RECOMMENDED_TIMESERIES_MAX_ENTRIES,
 )
 from custom_components.azure_openai_memory.history.recorder import HistoryRecorder
-from custom_components.azure_openai_memory.lib.series.store import TimeseriesSettings
+from custom_components.azure_openai_memory.lib.series.store import SeriesSettings
 from custom_components.azure_openai_memory.memories.store import Memories
-from custom_components.azure_openai_memory.series.store import TimeseriesStore
+from custom_components.azure_openai_memory.series.store import SeriesStore
 from custom_components.azure_openai_memory.summaries.store import SummaryStore
 from tests.azure_stub import AzureStub
 from tests.conftest import converse
@@ -136,10 +136,10 @@ async def _set_up_parts(hass: HomeAssistant) -> None:
     recorder = await HistoryRecorder.async_open(hass)
     info("    history: open the database", (time.perf_counter() - start) * 1000, "ms")
     await recorder.async_close()
-    series = TimeseriesStore(
+    series = SeriesStore(
         hass,
         f"{DOMAIN}.timeseries",
-        defaults=TimeseriesSettings(
+        defaults=SeriesSettings(
             max_entries=RECOMMENDED_TIMESERIES_MAX_ENTRIES,
             keep_days=float(RECOMMENDED_TIMESERIES_KEEP_DAYS),
         ),

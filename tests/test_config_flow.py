@@ -57,7 +57,7 @@ from custom_components.azure_openai_memory.const import (
     SUBENTRY_AI_TASK,
 )
 from custom_components.azure_openai_memory.data import history_of, series_of
-from custom_components.azure_openai_memory.lib.series.store import TimeseriesSettings
+from custom_components.azure_openai_memory.lib.series.store import SeriesSettings
 
 from .azure_stub import DEFAULT_KEY, AzureStub, Reply
 from .conftest import options_shown
@@ -528,7 +528,7 @@ async def test_options_flow_series_settings_belong_to_the_installation(
     )
     assert result["type"] is FlowResultType.CREATE_ENTRY
     await hass.async_block_till_done()
-    assert series_of(hass).settings == TimeseriesSettings(500, 30.0)
+    assert series_of(hass).settings == SeriesSettings(500, 30.0)
     assert await history_of(hass).async_retention_days() == 14.0
     assert dict(loaded_entry.options) == {**RECOMMENDED_OPTIONS, **RECOMMENDED_MEMORY_OPTIONS}
     assert len(azure.calls("/models")) == before  # nothing of the entry changed
@@ -603,7 +603,7 @@ async def test_stored_options_are_the_forms_defaults(
     hass.config_entries.async_update_entry(config_entry, options=dict(entry_options))
     assert await hass.config_entries.async_setup(config_entry.entry_id)
     await hass.async_block_till_done()
-    series_of(hass).async_update_settings(TimeseriesSettings(2000, 45.0))
+    series_of(hass).async_update_settings(SeriesSettings(2000, 45.0))
     result = await hass.config_entries.options.async_init(config_entry.entry_id)
     form = shown(result)
     if entry_options is STORED_OPTIONS:
@@ -628,7 +628,7 @@ async def test_stored_options_are_the_forms_defaults(
     assert result["type"] is FlowResultType.CREATE_ENTRY
     await hass.async_block_till_done()
     assert dict(config_entry.options) == {**RECOMMENDED_MEMORY_OPTIONS, **entry_options}
-    assert series_of(hass).settings == TimeseriesSettings(2000, 45.0)
+    assert series_of(hass).settings == SeriesSettings(2000, 45.0)
     # Nothing an agent uses changed, unless the memory options were first written now.
     reloads = 0 if entry_options is STORED_OPTIONS else 1
     assert len(azure.calls("/models")) == before + reloads

@@ -631,10 +631,10 @@ def test_the_test_rules_see_what_they_check() -> None:
     )
     assert sorted(hass_data_writes(writes)) == [1, 2, 3, 4]
     imports = ast.parse(
-        f"from {PACKAGE}.memory import tokens\nfrom {PACKAGE}.memory.history import _MIGRATIONS\n"
+        f"from {PACKAGE}.lib import tokens\nfrom {PACKAGE}.lib.history.store import _MIGRATIONS\n"
     )
     assert list(private_package_imports(imports)) == [
-        f"2: _MIGRATIONS from {PACKAGE}.memory.history"
+        f"2: _MIGRATIONS from {PACKAGE}.lib.history.store"
     ]
     reads = ast.parse(
         f"from {PACKAGE}.data import DATA_MEMORIES\n"

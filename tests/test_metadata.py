@@ -67,7 +67,7 @@ def test_every_translation_key_in_code_exists() -> None:
     exceptions = set(strings["exceptions"])
     code = "\n".join(p.read_text() for p in PACKAGE.rglob("*.py") if p.name != "sensor.py")
     raised = set(re.findall(r'translation_key="([a-z_]+)"', code))
-    raised |= set(re.findall(r'TimeseriesError\(\s*"([a-z_]+)"', code))
+    raised |= set(re.findall(r'SeriesError\(\s*"([a-z_]+)"', code))
     raised |= set(re.findall(r'MemoryInputError\(\s*"([a-z_]+)"', code))
     assert raised <= exceptions, raised - exceptions
     flow = "\n".join(

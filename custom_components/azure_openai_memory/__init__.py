@@ -47,7 +47,7 @@ from .people.incognito import async_register_incognito_service
 from .people.speakers import people_keys
 from .series import (
     async_apply_options as async_apply_series_options,
-    async_setup_timeseries,
+    async_setup_series,
     async_take_options,
 )
 from .summaries import async_attach_writer, async_setup_summaries
@@ -71,7 +71,7 @@ _NOT_RUNNING = (
 async def async_setup(hass: HomeAssistant, config: ConfigType) -> bool:
     """Set up the home's stores and their services, shared by every entry."""
     history = await async_setup_history(hass)
-    await async_setup_timeseries(hass, history)
+    await async_setup_series(hass, history)
     await async_setup_summaries(hass, history)
     await async_setup_memories(hass, history)
     async_register_window_services(hass, history)

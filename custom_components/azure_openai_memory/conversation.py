@@ -1,4 +1,4 @@
-"""The conversation agent: local intents first, then Azure OpenAI with the memory window.
+"""The conversation agent: local intents first, then Azure OpenAI with the conversation window.
 
 The turn's steps live in agent/: routing (agent/routing.py), the tools it is offered
 (agent/tools.py), the request and its tool rounds, the early answer and the late one

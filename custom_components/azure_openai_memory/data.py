@@ -31,10 +31,10 @@ if TYPE_CHECKING:
     from .history.recorder import HistoryRecorder
     from .memories.store import Memories
     from .people.incognito import Incognito
-    from .series.store import TimeseriesStore
+    from .series.store import SeriesStore
     from .summaries.keeper import SummaryKeeper
 
-DATA_TIMESERIES: HassKey["TimeseriesStore"] = HassKey(f"{DOMAIN}_timeseries")
+DATA_SERIES: HassKey["SeriesStore"] = HassKey(f"{DOMAIN}_timeseries")
 DATA_HISTORY: HassKey["HistoryRecorder"] = HassKey(f"{DOMAIN}_history")
 DATA_MEMORIES: HassKey["Memories"] = HassKey(f"{DOMAIN}_memories")
 DATA_SUMMARIES: HassKey["SummaryKeeper"] = HassKey(f"{DOMAIN}_summaries")
@@ -54,9 +54,9 @@ def history_of(hass: HomeAssistant) -> "HistoryRecorder":
     return hass.data[DATA_HISTORY]
 
 
-def series_of(hass: HomeAssistant) -> "TimeseriesStore":
+def series_of(hass: HomeAssistant) -> "SeriesStore":
     """The home's time series store: the one way in from outside the package."""
-    return hass.data[DATA_TIMESERIES]
+    return hass.data[DATA_SERIES]
 
 
 # An entry's options, and per subentry its type, title, unique id and data.

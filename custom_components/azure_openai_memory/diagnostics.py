@@ -11,7 +11,7 @@ from homeassistant.exceptions import HomeAssistantError
 
 from .azure.client import SDK_TAKES_HTTPX
 from .const import CONF_ENDPOINT
-from .data import DATA_HISTORY, DATA_TIMESERIES, AzureOpenAIMemoryConfigEntry
+from .data import DATA_HISTORY, DATA_SERIES, AzureOpenAIMemoryConfigEntry
 
 
 def _redact_endpoint(endpoint: str) -> str:
@@ -36,7 +36,7 @@ async def async_get_config_entry_diagnostics(
             for subentry in entry.subentries.values()
         },
         "sdk_uses_ha_http_client": SDK_TAKES_HTTPX,
-        "timeseries_settings": hass.data[DATA_TIMESERIES].settings.as_dict(),
+        "timeseries_settings": hass.data[DATA_SERIES].settings.as_dict(),
         "history": await _async_history_figures(hass),
         "state": entry.state.value,
         **_runtime_figures(entry),

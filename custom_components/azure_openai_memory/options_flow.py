@@ -61,7 +61,7 @@ from .const import (
     RECOMMENDED_OPTIONS,
     SUMMARY_GROUP_MODES,
 )
-from .data import DATA_HISTORY, DATA_MEMORIES, DATA_TIMESERIES
+from .data import DATA_HISTORY, DATA_MEMORIES, DATA_SERIES
 from .flow_common import (
     number,
     select,
@@ -323,7 +323,7 @@ class OptionsFlowHandler(OptionsFlow):
 
     async def _async_home_settings(self) -> tuple[dict[str, Any], bool]:
         """The installation's settings as their stores hold them; whether history answered."""
-        series = self.hass.data[DATA_TIMESERIES].settings
+        series = self.hass.data[DATA_SERIES].settings
         # Read once the memories file is (just after a start it may still be).
         await self.hass.data[DATA_MEMORIES].async_loaded()
         memories = self.hass.data[DATA_MEMORIES].settings

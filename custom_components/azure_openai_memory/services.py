@@ -1,6 +1,6 @@
 """What every service of the integration shares: registration, permissions, translated errors.
 
-Each kind of memory registers its own services (timeseries, memories, history, summaries,
+Each kind of data registers its own services (timeseries, memories, history, summaries,
 window); this module only holds the plumbing they have in common.
 """
 
@@ -67,7 +67,7 @@ def admin_only(hass: HomeAssistant, handler: Handler) -> Handler:
 
 
 def refusing(handler: Handler) -> Handler:
-    """Bad input that memory/ found and the handler did not translate is translated here: a
+    """Bad input that lib/ found and the handler did not translate is translated here: a
     caller always gets a validation error, never an unknown error with a traceback."""
 
     async def checked(call: ServiceCall) -> ServiceResponse:

@@ -130,10 +130,10 @@ class LLMSubentryFlowHandler(ConfigSubentryFlow):
                     vol.Required(CONF_EARLY_TIMEOUT): number(0, 120, 0.5, "s"),
                     vol.Required(CONF_SLIDING_WINDOW_MAX_TOKENS): number(256, 1_000_000, 1),
                     # Empty: what the deployment's model takes
-                    # (memory.tokens.context_limit_for_model).
+                    # (lib/tokens.py: context_limit_for_model).
                     vol.Optional(CONF_CONTEXT_LIMIT): number(0, 10_000_000, 1, "tokens"),
                     vol.Required(CONF_PREFER_LOCAL_INTENTS): BooleanSelector(),
-                    # Empty: automatic (llm.client.sends_prompt_cache_key).
+                    # Empty: automatic (azure/client.py: sends_prompt_cache_key).
                     vol.Optional(CONF_PROMPT_CACHE_KEY): select(
                         PROMPT_CACHE_KEY_CHOICES, CONF_PROMPT_CACHE_KEY
                     ),

@@ -1,4 +1,4 @@
-"""memory/ knows nothing of Home Assistant: its tests need no hass."""
+"""lib/ knows nothing of Home Assistant: its tests need no hass."""
 
 import pytest
 

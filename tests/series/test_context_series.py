@@ -3,16 +3,16 @@
 from datetime import UTC
 
 from custom_components.azure_openai_memory.agent.context import build_turn_context
-from custom_components.azure_openai_memory.lib.series.store import TimeSeries
+from custom_components.azure_openai_memory.lib.series.store import Series
 from custom_components.azure_openai_memory.lib.times import format_time
 from custom_components.azure_openai_memory.lib.tokens import load_counter
 
 START = 1_760_000_000.0
 
 
-def _series_of_windows(count: int) -> TimeSeries:
+def _series_of_windows(count: int) -> Series:
     """count fetch windows of 100 s, 10 s apart, one entry each."""
-    series = TimeSeries("power_timeseries")
+    series = Series("power_timeseries")
     for n in range(count):
         begin = START + n * 110
         prepared = series.prepare(

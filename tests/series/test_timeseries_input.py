@@ -14,7 +14,7 @@ from homeassistant.exceptions import ServiceValidationError
 import pytest
 
 from custom_components.azure_openai_memory.const import DOMAIN
-from custom_components.azure_openai_memory.lib.series.store import TimeSeries
+from custom_components.azure_openai_memory.lib.series.store import Series
 from custom_components.azure_openai_memory.lib.spoken_time import EARLIEST, spoken_range
 from custom_components.azure_openai_memory.lib.times import format_time
 
@@ -256,7 +256,7 @@ def test_ranges_a_question_names_never_break_the_answer() -> None:
     everything = spoken_range("kudos in the last 99999999999999 weeks", T0, UTC)
     assert everything is not None
     assert (everything.start, everything.end) == (EARLIEST, T0)
-    answer = TimeSeries(KEY).query(everything.start, everything.end)
+    answer = Series(KEY).query(everything.start, everything.end)
     assert answer["gaps"] == [{"start": "0001-01-01T00:00:00Z", "end": T0_TEXT}]
 
 

@@ -21,7 +21,7 @@ from custom_components.azure_openai_memory.const import (
     DOMAIN,
     RECOMMENDED_OPTIONS,
 )
-from custom_components.azure_openai_memory.series.store import TimeseriesStore
+from custom_components.azure_openai_memory.series.store import SeriesStore
 
 from ..conftest import Restart, family, options_shown, saves_fall_due, stored, submit_options
 
@@ -443,11 +443,11 @@ async def test_list_answers_from_the_index_without_loading(
     assert final_write_listeners(hass) == listeners + 1  # what loading one does
 
 
-# A TimeseriesStore with a memory budget of the test's choosing: the budget is not a setting,
+# A SeriesStore with a memory budget of the test's choosing: the budget is not a setting,
 # so these two build the store themselves and merge through its own methods.
 
 
-async def merge_into(store: TimeseriesStore, key: str, entries: list[dict[str, Any]]) -> None:
+async def merge_into(store: SeriesStore, key: str, entries: list[dict[str, Any]]) -> None:
     """What timeseries_merge does to a store, without a window."""
     async with store.lock(key):
         series = await store.async_get(key, create=True)
@@ -457,7 +457,7 @@ async def merge_into(store: TimeseriesStore, key: str, entries: list[dict[str, A
         store.async_changed(key)
 
 
-async def query(store: TimeseriesStore, key: str) -> list[dict[str, Any]]:
+async def query(store: SeriesStore, key: str) -> list[dict[str, Any]]:
     async with store.lock(key):
         series = await store.async_get(key)
         assert series is not None
@@ -471,12 +471,12 @@ async def test_eviction_under_a_tiny_budget_keeps_every_write(
     series leave memory as others come, and every entry is there when queried, before
     and after a restart."""
     freezer.move_to(DAY0)
-    probe = TimeseriesStore(hass, "probe")
+    probe = SeriesStore(hass, "probe")
     await probe.async_load()
     await merge_into(probe, "x", [{**e, "key": 0} for e in numbered(60)])
     one_series = probe.memory_used
     await probe.async_close()
-    store = TimeseriesStore(hass, INDEX, memory_budget=one_series + one_series // 2)
+    store = SeriesStore(hass, INDEX, memory_budget=one_series + one_series // 2)
     await store.async_load()
     keys = [f"series_{n}_timeseries" for n in range(10)]
     for round_ in range(2):
@@ -496,7 +496,7 @@ async def test_eviction_under_a_tiny_budget_keeps_every_write(
     await hass.async_block_till_done()
     assert len(store.loaded_keys()) <= 2
     await store.async_close()
-    fresh = TimeseriesStore(hass, INDEX, memory_budget=one_series)
+    fresh = SeriesStore(hass, INDEX, memory_budget=one_series)
     await fresh.async_load()
     assert {key: await query(fresh, key) for key in keys} == expected
     await fresh.async_close()
@@ -505,7 +505,7 @@ async def test_eviction_under_a_tiny_budget_keeps_every_write(
 async def test_a_series_in_use_is_not_evicted(hass: HomeAssistant) -> None:
     """While its lock is held a series stays loaded, however far over budget; it leaves
     once released, with its pending write on disk."""
-    store = TimeseriesStore(hass, INDEX, memory_budget=1)
+    store = SeriesStore(hass, INDEX, memory_budget=1)
     await store.async_load()
     await merge_into(store, "held_timeseries", numbered(5))
     async with store.lock("held_timeseries"):

@@ -66,7 +66,7 @@ def local(day: date, hour: int, minute: int = 0) -> datetime:
     )
 
 
-def past_in(azure: AzureStub) -> list[dict[str, Any]]:
+def summaries_in(azure: AzureStub) -> list[dict[str, Any]]:
     """The summaries block of the last turn's request, one parsed line per period."""
     body = azure.calls("/chat/completions")[-1].body
     assert body is not None
@@ -118,7 +118,7 @@ async def talk_every_day(
         freezer.move_to(local(day, 10))
         await converse(hass, config_entry, QUESTION, device_id=DEVICE)
         if day > START + timedelta(days=7):
-            seen[day] = past_in(azure)
+            seen[day] = summaries_in(azure)
         day += timedelta(days=1)
     return seen
 
@@ -287,4 +287,4 @@ async def test_summaries_stored_by_version_1_reach_the_turn(
         agent_id=agent_entity_id(hass, config_entry),
         device_id=DEVICE,
     )
-    assert [period(line) for line in past_in(azure)] == expected_on(START + timedelta(days=14))
+    assert [period(line) for line in summaries_in(azure)] == expected_on(START + timedelta(days=14))

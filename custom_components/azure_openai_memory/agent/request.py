@@ -103,7 +103,7 @@ class Request:
     prompt_tokens: int | None = None
 
 
-def past_budget(entry_options: Mapping[str, Any]) -> int:
+def summaries_budget(entry_options: Mapping[str, Any]) -> int:
     """Tokens of past summaries a request may carry: none with the entry's summaries off."""
     if not entry_options.get(CONF_SUMMARIES, RECOMMENDED_OPTIONS[CONF_SUMMARIES]):
         return 0
@@ -127,7 +127,7 @@ class Budget:
             context_limit,
             answer,
             memories_budget(entry_options),
-            past_budget(entry_options),
+            summaries_budget(entry_options),
             bool(entry_options.get(CONF_TIMESERIES_CONTEXT, RECOMMENDED_TIMESERIES_CONTEXT)),
         )
 

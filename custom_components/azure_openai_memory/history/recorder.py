@@ -1,7 +1,7 @@
 """What the agent did, recorded: the Home Assistant side of the history database.
 
 One SQLite file for the installation (`<config>/azure_openai_memory/history.db`), kept by
-memory.history.HistoryStore. Events of a turn are queued and committed in batches by the
+lib/history (HistoryStore). Events of a turn are queued and committed in batches by the
 store's writer thread, so a turn never waits on the disk; every recorded event is also
 fired on the bus (ids and type only, never its data) for automations to trigger on.
 """

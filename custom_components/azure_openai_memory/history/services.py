@@ -1,6 +1,6 @@
 """The history services: record, query, statistics, snapshot, snapshots, event chain, purge.
 
-Bad input is found by memory.history (and parse_time) and raised as their errors, which the
+Bad input is found by lib/history (and parse_time) and raised as their errors, which the
 shared registration (services.async_register) translates.
 
 A caller who is not an administrator reads their own person's talk and the household's
@@ -33,7 +33,7 @@ from ..lib.history.store import (
     HistorySnapshot,
     NotVisible,
 )
-from ..lib.series.store import TimeseriesError
+from ..lib.series.store import SeriesError
 from ..lib.times import format_time, parse_time
 from ..people.access import access
 from ..people.refusals import Refused
@@ -55,7 +55,7 @@ DEFAULT_HISTORY_AGENT = "automation"
 # Where the data of a user's event that is not an object is kept (history_record).
 VALUE_KEY = "value"
 
-# Event types, limits and ids are checked by memory.history, whose errors are translated.
+# Event types, limits and ids are checked by lib/history, whose errors are translated.
 HISTORY_RECORD_SCHEMA = vol.Schema(
     {
         vol.Required("event_type"): cv.string,
@@ -114,7 +114,7 @@ def _history_time(data: dict[str, Any], name: str) -> float | None:
         return None
     moment = parse_time(data[name], dt_util.get_default_time_zone(), name)
     if not _EARLIEST <= moment <= _LATEST:
-        raise TimeseriesError("invalid_time", field=name, value=data[name])
+        raise SeriesError("invalid_time", field=name, value=data[name])
     return moment
 
 

@@ -1,4 +1,4 @@
-"""Bad input, said in the user's words: what every store of memory/ raises."""
+"""Bad input, said in the user's words: what every store of lib/ raises."""
 
 from typing import Any
 

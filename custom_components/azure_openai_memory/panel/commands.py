@@ -1,6 +1,6 @@
 """What every WebSocket command of the integration shares: who asks, paging, refusals.
 
-Each kind of memory registers its own commands (`azure_openai_memory/<kind>/<verb>`), as
+Each kind of data registers its own commands (`azure_openai_memory/<kind>/<verb>`), as
 it registers its services; this module only holds the plumbing they have in common. A
 command answers for the caller of the connection, resolved as a service call's caller is
 (people.async_caller), and decides with that Speaker what it shows and allows.

@@ -1,6 +1,6 @@
 """Who may see and change what: the one access policy every surface asks.
 
-A caller is a Speaker (people.py): a person (by their own id), the user whose permissions
+A caller is a Speaker (speakers.py): a person (by their own id), the user whose permissions
 apply, whether that user is an administrator, and the system (automations and scripts,
 which have no user). What they may do with each kind of data:
 

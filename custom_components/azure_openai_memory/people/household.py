@@ -22,7 +22,7 @@ from homeassistant.helpers import llm
 from ..agent.context import MAX_CONTEXT_TOKENS
 from ..compat import llm_api_ids
 from ..const import DOMAIN, HOUSEHOLD_API_ID, HOUSEHOLD_API_NAME, RECOMMENDED_MEMORY_TOKEN_BUDGET
-from ..data import DATA_HOUSEHOLD_API, DATA_TIMESERIES
+from ..data import DATA_HOUSEHOLD_API, DATA_SERIES
 from ..lib.tokens import TokenCounter, load_counter
 from ..memories.tools import ForgetTool, MemoryTurn, RecallTool, RememberTool
 from ..series.tools import SeriesLookupTool
@@ -56,7 +56,7 @@ class HouseholdTool:
 
 
 def _series_lookup(kit: ToolKit) -> llm.Tool:
-    keys: Sequence[str] = kit.hass.data[DATA_TIMESERIES].known_keys()
+    keys: Sequence[str] = kit.hass.data[DATA_SERIES].known_keys()
     return SeriesLookupTool(kit.counter, MAX_CONTEXT_TOKENS, keys)
 
 

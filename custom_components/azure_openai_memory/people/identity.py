@@ -1,5 +1,5 @@
 """People's keys across the home's stores: memories, summaries, history, windows and device
-maps all name a person by their own id (see people.py).
+maps all name a person by their own id (see speakers.py).
 
 * At load, what was stored before (a person's entity id) becomes the person's id, and what
   names no person the entity registry knows (a person removed while this integration was
@@ -14,7 +14,7 @@ maps all name a person by their own id (see people.py).
   administrator decides, in a Repairs issue per held person (repairs.py): erase it, or
   hand it over to another person.
 * Two loaded entries mapping one device to different people is a configuration error,
-  shown in Repairs: that device speaks for nobody until it is fixed (people.py).
+  shown in Repairs: that device speaks for nobody until it is fixed (speakers.py).
 """
 
 from collections.abc import Callable, Mapping

@@ -1,4 +1,4 @@
-"""How a call is refused: another person's data (Refused), and bad input found by memory/
+"""How a call is refused: another person's data (Refused), and bad input found by lib/
 (translated), each with a translated message that quotes back at most MAX_ECHOED
 characters of a value."""
 
@@ -38,7 +38,7 @@ def _echoed(placeholders: Mapping[str, str]) -> dict[str, str]:
 
 
 def translated(err: InputError) -> ServiceValidationError:
-    """Bad input found by memory/, as a translated validation error; every value it quotes
+    """Bad input found by lib/, as a translated validation error; every value it quotes
     back is cut to MAX_ECHOED characters."""
     return ServiceValidationError(
         translation_domain=DOMAIN,

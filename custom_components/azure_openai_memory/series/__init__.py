@@ -16,27 +16,27 @@ from ..const import (
     RECOMMENDED_TIMESERIES_KEEP_DAYS,
     RECOMMENDED_TIMESERIES_MAX_ENTRIES,
 )
-from ..data import DATA_TIMESERIES
+from ..data import DATA_SERIES
 from ..history.recorder import HistoryRecorder
-from ..lib.series.store import TimeseriesSettings
-from .services import async_register_timeseries_services
-from .store import TimeseriesStore
+from ..lib.series.store import SeriesSettings
+from .services import async_register_series_services
+from .store import SeriesStore
 from .websocket import async_register_series_commands
 
 
-async def async_setup_timeseries(hass: HomeAssistant, history: HistoryRecorder) -> None:
+async def async_setup_series(hass: HomeAssistant, history: HistoryRecorder) -> None:
     """Load the series' index (series load on first use) and register the services."""
-    store = TimeseriesStore(
+    store = SeriesStore(
         hass,
         f"{DOMAIN}.timeseries",
-        defaults=TimeseriesSettings(
+        defaults=SeriesSettings(
             max_entries=RECOMMENDED_TIMESERIES_MAX_ENTRIES,
             keep_days=float(RECOMMENDED_TIMESERIES_KEEP_DAYS),
         ),
     )
     await store.async_load()
-    hass.data[DATA_TIMESERIES] = store
-    async_register_timeseries_services(hass, store, history)
+    hass.data[DATA_SERIES] = store
+    async_register_series_services(hass, store, history)
     async_register_series_commands(hass, store)
 
 
@@ -49,7 +49,7 @@ def async_take_options(hass: HomeAssistant, options: dict[str, Any]) -> None:
     Pops them from options. With several entries the first one migrated gives its values,
     and a store that has settings of its own keeps them.
     """
-    if hass.data[DATA_TIMESERIES].settings_stored:
+    if hass.data[DATA_SERIES].settings_stored:
         for key in SETTING_KEYS:
             options.pop(key, None)
         return
@@ -65,10 +65,10 @@ def async_apply_options(hass: HomeAssistant, options: dict[str, Any]) -> None:
     old = {key: options.pop(key) for key in SETTING_KEYS if key in options}
     if not old:
         return
-    store = hass.data[DATA_TIMESERIES]
+    store = hass.data[DATA_SERIES]
     current = store.settings
     try:
-        settings = TimeseriesSettings(
+        settings = SeriesSettings(
             max_entries=int(old.get(CONF_TIMESERIES_MAX_ENTRIES, current.max_entries)),
             keep_days=float(old.get(CONF_TIMESERIES_KEEP_DAYS, current.keep_days)),
         )

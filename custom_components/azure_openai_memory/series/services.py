@@ -8,11 +8,11 @@ from homeassistant.util import dt as dt_util
 import voluptuous as vol
 
 from ..history.recorder import HistoryRecorder, record_service_call
-from ..lib.series.store import TimeSeries, TimeseriesError, since, validate_key
+from ..lib.series.store import Series, SeriesError, since, validate_key
 from ..lib.times import format_time, parse_time
 from ..people.refusals import translated
 from ..services import ServiceSpec, async_register
-from .store import TimeseriesStore
+from .store import SeriesStore
 
 SERVICE_TIMESERIES_MERGE = "timeseries_merge"
 SERVICE_TIMESERIES_QUERY = "timeseries_query"
@@ -51,12 +51,12 @@ def _fetched_window(data: dict[str, Any]) -> tuple[float, float] | None:
     if "window_start" not in data and "window_end" not in data:
         return None
     if "window_start" not in data or "window_end" not in data:
-        raise TimeseriesError("window_incomplete")
+        raise SeriesError("window_incomplete")
     tz = dt_util.get_default_time_zone()
     start = parse_time(data["window_start"], tz, "window_start")
     end = parse_time(data["window_end"], tz, "window_end")
     if start > end:
-        raise TimeseriesError("start_after_end")
+        raise SeriesError("start_after_end")
     return start, end
 
 
@@ -65,17 +65,17 @@ def query_range(data: dict[str, Any], now: float) -> tuple[float, float]:
     tz = dt_util.get_default_time_zone()
     if "last" in data:
         if "start_time" in data:
-            raise TimeseriesError("range_conflict")
+            raise SeriesError("range_conflict")
         end = parse_time(data["end_time"], tz, "end_time") if "end_time" in data else now
         return since(end, data["last"]), end
     if "start_time" not in data:
-        raise TimeseriesError("range_required")
+        raise SeriesError("range_required")
     start = parse_time(data["start_time"], tz, "start_time")
     end = parse_time(data["end_time"], tz, "end_time") if "end_time" in data else now
     return start, end
 
 
-async def _async_timeseries_merge(store: TimeseriesStore, call: ServiceCall) -> ServiceResponse:
+async def _async_series_merge(store: SeriesStore, call: ServiceCall) -> ServiceResponse:
     """Merge under the key's lock; the cap is the series' own, else the installation's."""
     data = call.data
     try:
@@ -93,32 +93,32 @@ async def _async_timeseries_merge(store: TimeseriesStore, call: ServiceCall) -> 
                 series.max_entries = data["max_entries"]  # kept: this series' own cap
             result = series.merge(prepared, now, window, fields, store.settings.max_entries)
             store.async_changed(key)
-    except TimeseriesError as err:
+    except SeriesError as err:
         raise translated(err) from err
     return {"success": True, **result}
 
 
-async def _async_series(store: TimeseriesStore, key: str) -> TimeSeries:
+async def _async_series(store: SeriesStore, key: str) -> Series:
     """The series of an existing key; call under the key's lock, so it stays loaded."""
     series = await store.async_get(key)
     if series is None:
-        raise TimeseriesError("unknown_series", key=key)
+        raise SeriesError("unknown_series", key=key)
     return series
 
 
-async def _async_timeseries_query(store: TimeseriesStore, call: ServiceCall) -> ServiceResponse:
+async def _async_series_query(store: SeriesStore, call: ServiceCall) -> ServiceResponse:
     try:
         key = validate_key(call.data["key"])
         async with store.lock(key):
             series = await _async_series(store, key)
             start, end = query_range(dict(call.data), dt_util.utcnow().timestamp())
             result = series.query(start, end)
-    except TimeseriesError as err:
+    except SeriesError as err:
         raise translated(err) from err
     return {"success": True, **result}
 
 
-async def _async_timeseries_cleanup(store: TimeseriesStore, call: ServiceCall) -> ServiceResponse:
+async def _async_series_cleanup(store: SeriesStore, call: ServiceCall) -> ServiceResponse:
     """Without keep_days, the installation's setting: the series are the home's."""
     keep_days = float(call.data.get("keep_days", store.settings.keep_days))
     try:
@@ -129,37 +129,37 @@ async def _async_timeseries_cleanup(store: TimeseriesStore, call: ServiceCall) -
             result = series.cleanup(keep_days, dt_util.utcnow().timestamp())
             if result["removed"] or series.covered != covered:
                 store.async_changed(key)
-    except TimeseriesError as err:
+    except SeriesError as err:
         raise translated(err) from err
     return {"success": True, **result}
 
 
-async def _async_timeseries_list(store: TimeseriesStore) -> ServiceResponse:
+async def _async_series_list(store: SeriesStore) -> ServiceResponse:
     """From the index: listing loads no series."""
     summaries: list[Any] = await store.async_summaries()
     return {"keys": summaries}
 
 
-def async_register_timeseries_services(
-    hass: HomeAssistant, store: TimeseriesStore, history: HistoryRecorder
+def async_register_series_services(
+    hass: HomeAssistant, store: SeriesStore, history: HistoryRecorder
 ) -> None:
     """Register the series services; those that change a series are recorded."""
 
     async def merge(call: ServiceCall) -> ServiceResponse:
-        result = await _async_timeseries_merge(store, call)
+        result = await _async_series_merge(store, call)
         record_service_call(history, call, {"key": call.data["key"], **(result or {})})
         return result
 
     async def query(call: ServiceCall) -> ServiceResponse:
-        return await _async_timeseries_query(store, call)
+        return await _async_series_query(store, call)
 
     async def cleanup(call: ServiceCall) -> ServiceResponse:
-        result = await _async_timeseries_cleanup(store, call)
+        result = await _async_series_cleanup(store, call)
         record_service_call(history, call, {"key": call.data["key"], **(result or {})})
         return result
 
     async def listing(call: ServiceCall) -> ServiceResponse:
-        return await _async_timeseries_list(store)
+        return await _async_series_list(store)
 
     async_register(
         hass,

@@ -7,7 +7,7 @@ from typing import Any
 
 from homeassistant.core import HomeAssistant, callback
 
-from ..lib.series.store import SERIES_VERSION, TimeSeries, TimeseriesSettings, migrate_series
+from ..lib.series.store import SERIES_VERSION, Series, SeriesSettings, migrate_series
 from ..storage import DebouncedStore, backup_holds
 
 _LOGGER = logging.getLogger(__name__)
@@ -29,7 +29,7 @@ def _migrate_index(version: int, data: dict[str, Any]) -> dict[str, Any]:
     return data
 
 
-def _record(series: TimeSeries) -> dict[str, Any]:
+def _record(series: Series) -> dict[str, Any]:
     """What the index keeps of a series: its summary, and its own cap if it has one."""
     summary = series.summary()
     return {
@@ -44,7 +44,7 @@ def _valid_record(record: Any) -> bool:
     )
 
 
-class TimeseriesStore:
+class SeriesStore:
     """Every time series: one Store file per key, an index that answers listing, a lock per key.
 
     A year of merges into a hundred series does not fit a small home server, so the
@@ -64,18 +64,18 @@ class TimeseriesStore:
         prefix: str,
         *,
         memory_budget: int = DEFAULT_MEMORY_BUDGET,
-        defaults: TimeseriesSettings | None = None,
+        defaults: SeriesSettings | None = None,
     ) -> None:
         self.hass = hass
         self._prefix = prefix
         self._budget = memory_budget
-        self._defaults = defaults or TimeseriesSettings()
+        self._defaults = defaults or SeriesSettings()
         self._settings = self._defaults
         self._settings_stored = False
         # key -> its index record; None while unknown (an index written by version 1).
         # Records are replaced, never changed in place: a snapshot may be being written.
         self._records: dict[str, dict[str, Any] | None] = {}
-        self._series: OrderedDict[str, TimeSeries] = OrderedDict()  # least recent first
+        self._series: OrderedDict[str, Series] = OrderedDict()  # least recent first
         self._sizes: dict[str, int] = {}
         self._resident = 0
         self._stores: dict[str, DebouncedStore] = {}
@@ -96,7 +96,7 @@ class TimeseriesStore:
                 key: record if _valid_record(record) else None for key, record in series.items()
             }
         if "settings" in data:
-            self._settings = TimeseriesSettings.from_dict(data["settings"], self._defaults)
+            self._settings = SeriesSettings.from_dict(data["settings"], self._defaults)
             self._settings_stored = True
 
     def _index_snapshot(self) -> dict[str, Any]:
@@ -106,7 +106,7 @@ class TimeseriesStore:
         return data
 
     @property
-    def settings(self) -> TimeseriesSettings:
+    def settings(self) -> SeriesSettings:
         """The installation's series settings."""
         return self._settings
 
@@ -116,7 +116,7 @@ class TimeseriesStore:
         return self._settings_stored
 
     @callback
-    def async_update_settings(self, settings: TimeseriesSettings) -> None:
+    def async_update_settings(self, settings: SeriesSettings) -> None:
         """Keep new settings; a lowered cap trims every series without its own, soon."""
         if settings == self._settings and self._settings_stored:
             return
@@ -168,7 +168,7 @@ class TimeseriesStore:
             )
         return store
 
-    async def async_get(self, key: str, create: bool = False) -> TimeSeries | None:
+    async def async_get(self, key: str, create: bool = False) -> Series | None:
         """The series of a key, loaded from disk in the executor; call under its lock."""
         if (series := self._series.get(key)) is not None:
             self._series.move_to_end(key)
@@ -178,11 +178,11 @@ class TimeseriesStore:
         file = self._store(key)
         data = await file.async_load()
         try:
-            series = await self.hass.async_add_executor_job(TimeSeries.from_dict, key, data)
+            series = await self.hass.async_add_executor_job(Series.from_dict, key, data)
         except (AttributeError, KeyError, TypeError, ValueError) as err:
             # JSON, but not a series: kept aside like an unreadable file, the key starts empty.
             await file.async_set_aside(f"{type(err).__name__}: {err}")
-            series = await self.hass.async_add_executor_job(TimeSeries.from_dict, key, {})
+            series = await self.hass.async_add_executor_job(Series.from_dict, key, {})
         self._series[key] = series
         self._account(key, series)
         if key in self._records:
@@ -218,14 +218,14 @@ class TimeseriesStore:
         self._schedule_trim()
 
     @callback
-    def _refresh_record(self, key: str, series: TimeSeries) -> None:
+    def _refresh_record(self, key: str, series: Series) -> None:
         record = _record(series)
         if self._records.get(key) != record:
             self._records[key] = record
             self._index.async_schedule_save()
 
     @callback
-    def _account(self, key: str, series: TimeSeries) -> None:
+    def _account(self, key: str, series: Series) -> None:
         size = series.memory_estimate()
         self._resident += size - self._sizes.get(key, 0)
         self._sizes[key] = size

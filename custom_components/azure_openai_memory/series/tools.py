@@ -17,8 +17,8 @@ import voluptuous as vol
 from ..agent.context import build_turn_context
 from ..compat import IntegrationTool
 from ..const import DOMAIN, TOOL_SERIES_LOOKUP
-from ..data import DATA_TIMESERIES
-from ..lib.series.store import TimeseriesError, validate_key
+from ..data import DATA_SERIES
+from ..lib.series.store import SeriesError, validate_key
 from ..lib.times import TimeInputError, format_time
 from ..lib.tokens import TokenCounter
 from ..people.refusals import translated
@@ -77,19 +77,19 @@ class SeriesLookupTool(IntegrationTool):
         args = dict(tool_input.tool_args)
         if "last" not in args and "start_time" not in args:
             args["last"] = DEFAULT_LAST
-        store = hass.data[DATA_TIMESERIES]
+        store = hass.data[DATA_SERIES]
         try:
             key = validate_key(args["key"])
             async with store.lock(key):
                 series = await store.async_get(key)
                 if series is None:
-                    raise TimeseriesError("unknown_series", key=key)
+                    raise SeriesError("unknown_series", key=key)
                 start, end = query_range(args, dt_util.utcnow().timestamp())
                 # Held while the executor reads the series, so no merge changes it meanwhile.
                 context = await hass.async_add_executor_job(
                     build_turn_context, [series], start, end, self._counter, self._budget
                 )
-        except (TimeseriesError, TimeInputError) as err:
+        except (SeriesError, TimeInputError) as err:
             raise translated(err) from err
         return {
             "key": key,

@@ -13,7 +13,7 @@ from homeassistant.core import Context, HomeAssistant, callback
 from homeassistant.util import dt as dt_util
 import voluptuous as vol
 
-from ..lib.series.store import TimeseriesError, coverage_of, validate_key
+from ..lib.series.store import SeriesError, coverage_of, validate_key
 from ..lib.times import format_time, parse_time
 from ..panel.commands import (
     PAGE_SCHEMA,
@@ -25,7 +25,7 @@ from ..panel.commands import (
 )
 from ..people.access import access
 from ..people.speakers import Speaker
-from .store import TimeseriesStore
+from .store import SeriesStore
 
 # Stretches a series' chart is split into, by default and at most.
 DEFAULT_BUCKETS = 48
@@ -73,7 +73,7 @@ def coverage_view(
 class SeriesCommands:
     """The commands, bound to the installation's series."""
 
-    def __init__(self, store: TimeseriesStore) -> None:
+    def __init__(self, store: SeriesStore) -> None:
         self.store = store
 
     async def list(self, speaker: Speaker, fields: dict[str, Any], _: Context) -> Any:
@@ -108,7 +108,7 @@ class SeriesCommands:
         async with self.store.lock(key):
             series = await self.store.async_get(key)
             if series is None:
-                raise TimeseriesError("unknown_series", key=key)
+                raise SeriesError("unknown_series", key=key)
             now = dt_util.utcnow().timestamp()
             oldest = series.state_range()["oldest"]
             start, end = _span(series.covered, parse_time(oldest, tz) if oldest else None, now)
@@ -117,7 +117,7 @@ class SeriesCommands:
             if "end_time" in fields:
                 end = parse_time(fields["end_time"], tz, "end_time")
             if start > end:
-                raise TimeseriesError("start_after_end")
+                raise SeriesError("start_after_end")
             entries, total = series.entries_page(start, end, offset, limit)
             bridged = series.bridged
             return {
@@ -137,7 +137,7 @@ class SeriesCommands:
 
 
 @callback
-def async_register_series_commands(hass: HomeAssistant, store: TimeseriesStore) -> None:
+def async_register_series_commands(hass: HomeAssistant, store: SeriesStore) -> None:
     """series/list, series/entries."""
     commands = SeriesCommands(store)
     async_register_commands(

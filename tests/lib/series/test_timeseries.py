@@ -1,4 +1,4 @@
-"""TimeSeries: merge, exact coverage with gaps, cap, cleanup, parsing, storage shape."""
+"""Series: merge, exact coverage with gaps, cap, cleanup, parsing, storage shape."""
 
 from datetime import UTC, datetime, timedelta, timezone
 import gc
@@ -13,9 +13,9 @@ from custom_components.azure_openai_memory.lib.series.store import (
     DEFAULT_MAX_ENTRIES,
     MAX_ENTRIES_PER_CALL,
     SERIES_VERSION,
-    TimeSeries,
-    TimeseriesError,
-    TimeseriesSettings,
+    Series,
+    SeriesError,
+    SeriesSettings,
     matching_keys,
     migrate_series,
     parse_last,
@@ -36,7 +36,7 @@ def kudos(name: str, hours_ago: float, activity: int = 1) -> dict[str, Any]:
 
 
 def merge(
-    series: TimeSeries, entries: list[Any], window: tuple[float, float] | None = None, **kw: Any
+    series: Series, entries: list[Any], window: tuple[float, float] | None = None, **kw: Any
 ) -> dict[str, int]:
     prepared = series.prepare(
         entries,
@@ -54,7 +54,7 @@ def merge(
 
 
 def test_merge_deduplicates_and_keeps_newest() -> None:
-    series = TimeSeries("kudos_givers_timeseries")
+    series = Series("kudos_givers_timeseries")
     first = merge(series, [kudos("alice", 1.5), kudos("bob", 3), kudos("charlie", 23)])
     assert first == {"added": 3, "duplicates": 0, "updated": 0, "total_count": 3, "evicted": 0}
     newer_bob = {**kudos("bob", 0.5), "note": "edited"}
@@ -74,7 +74,7 @@ def test_merge_deduplicates_and_keeps_newest() -> None:
 
 
 def test_duplicates_within_one_call() -> None:
-    series = TimeSeries("x")
+    series = Series("x")
     result = merge(series, [kudos("a", 2), kudos("a", 1), kudos("a", 3)])
     assert result["added"] == 1
     assert result["duplicates"] == 2
@@ -83,7 +83,7 @@ def test_duplicates_within_one_call() -> None:
 
 
 def test_older_version_does_not_replace() -> None:
-    series = TimeSeries("x")
+    series = Series("x")
     merge(series, [{**kudos("a", 1), "v": 2}])
     result = merge(series, [{**kudos("a", 5), "v": 1}])
     assert (result["duplicates"], result["updated"]) == (1, 0)
@@ -91,7 +91,7 @@ def test_older_version_does_not_replace() -> None:
 
 
 def test_query_orders_newest_first_and_filters_range() -> None:
-    series = TimeSeries("x")
+    series = Series("x")
     merge(series, [kudos(str(i), i) for i in range(48)], (NOW - 48 * HOUR, NOW))
     result = series.query(NOW - 10.5 * HOUR, NOW - 2.5 * HOUR)
     assert [e["athlete_name"] for e in result["entries"]] == [str(i) for i in range(3, 11)]
@@ -107,7 +107,7 @@ def test_query_orders_newest_first_and_filters_range() -> None:
 
 def test_middle_hole_is_partial_with_the_right_gap() -> None:
     """The seed would say 'full' (the oldest entry is old enough); the hole says otherwise."""
-    series = TimeSeries("x")
+    series = Series("x")
     merge(series, [kudos("old", 70)], (NOW - 72 * HOUR, NOW - 48 * HOUR))
     merge(series, [kudos("new", 5)], (NOW - 24 * HOUR, NOW))
     result = series.query(NOW - 72 * HOUR, NOW)
@@ -123,7 +123,7 @@ def test_middle_hole_is_partial_with_the_right_gap() -> None:
 
 
 def test_coverage_none_and_empty_store() -> None:
-    series = TimeSeries("x")
+    series = Series("x")
     empty = series.query(NOW - HOUR, NOW)
     assert (empty["coverage"], empty["reason"], empty["needs_api_call"]) == (
         "none",
@@ -139,7 +139,7 @@ def test_coverage_none_and_empty_store() -> None:
 
 
 def test_merge_without_window_covers_its_entries_span() -> None:
-    series = TimeSeries("x")
+    series = Series("x")
     merge(series, [kudos("a", 10), kudos("b", 2)])
     assert series.covered == [[NOW - 10 * HOUR, NOW - 2 * HOUR]]
     assert series.query(NOW - 9 * HOUR, NOW - 3 * HOUR)["coverage"] == "full"
@@ -147,7 +147,7 @@ def test_merge_without_window_covers_its_entries_span() -> None:
 
 
 def test_cap_evicts_oldest_and_shrinks_coverage() -> None:
-    series = TimeSeries("x", max_entries=5)
+    series = Series("x", max_entries=5)
     result = merge(series, [kudos(str(i), i) for i in range(8)], (NOW - 10 * HOUR, NOW))
     assert (result["evicted"], result["total_count"]) == (3, 5)
     assert series.state_range()["oldest"] == format_time(NOW - 4 * HOUR)
@@ -158,7 +158,7 @@ def test_cap_evicts_oldest_and_shrinks_coverage() -> None:
 
 
 def test_cleanup_removes_old_entries_and_coverage() -> None:
-    series = TimeSeries("x")
+    series = Series("x")
     merge(series, [kudos("recent", 24), kudos("old", 24 * 100)], (NOW - 24 * 101 * HOUR, NOW))
     result = series.cleanup(90, NOW)
     assert (result["removed"], result["kept"]) == (1, 1)
@@ -205,13 +205,13 @@ def test_parse_last(text: str, seconds: float) -> None:
 
 @pytest.mark.parametrize("text", ["forever", "0 days", "2 fortnights", ""])
 def test_parse_last_rejects(text: str) -> None:
-    with pytest.raises(TimeseriesError):
+    with pytest.raises(SeriesError):
         parse_last(text)
 
 
 @pytest.mark.parametrize("key", ["../x", "Kudos", "a b", "", "x" * 200, "_x", "x/y"])
 def test_keys_are_slugs(key: str) -> None:
-    with pytest.raises(TimeseriesError) as err:
+    with pytest.raises(SeriesError) as err:
         validate_key(key)
     assert err.value.key == "invalid_key"
 
@@ -246,10 +246,10 @@ BAD_ENTRIES = [
 
 @pytest.mark.parametrize(("entries", "key", "placeholders"), BAD_ENTRIES)
 def test_bad_entries_write_nothing(entries: Any, key: str, placeholders: dict[str, str]) -> None:
-    series = TimeSeries("x")
+    series = Series("x")
     merge(series, [kudos("kept", 1)])
     before = json.dumps(series.as_dict())
-    with pytest.raises(TimeseriesError) as err:
+    with pytest.raises(SeriesError) as err:
         merge(series, entries)
     assert err.value.key == key
     assert placeholders.items() <= err.value.placeholders.items()
@@ -257,15 +257,15 @@ def test_bad_entries_write_nothing(entries: Any, key: str, placeholders: dict[st
 
 
 def test_field_mismatch_rejected() -> None:
-    series = TimeSeries("x")
+    series = Series("x")
     merge(series, [kudos("a", 1)])
-    with pytest.raises(TimeseriesError) as err:
+    with pytest.raises(SeriesError) as err:
         merge(series, [{"uid": "1", "timestamp": NOW}], id_field="uid")
     assert err.value.key == "field_mismatch"
 
 
 def test_custom_fields_and_round_trip() -> None:
-    series = TimeSeries("activities_timeseries")
+    series = Series("activities_timeseries")
     merge(
         series,
         [{"uid": 7, "at": NOW - HOUR, "km": 5.2}],
@@ -277,7 +277,7 @@ def test_custom_fields_and_round_trip() -> None:
     assert stored["entity"] == "activities"
     assert stored["count"] == 1
     assert stored["metadata"] == {"total_api_calls": 1, "total_fetched": 1, "duplicates_avoided": 0}
-    restored = TimeSeries.from_dict("activities_timeseries", stored)
+    restored = Series.from_dict("activities_timeseries", stored)
     assert restored.query(NOW - 2 * HOUR, NOW) == series.query(NOW - 2 * HOUR, NOW)
     (entry,) = restored.query(NOW - 2 * HOUR, NOW)["entries"]
     assert entry == {
@@ -299,7 +299,7 @@ def test_matching_keys() -> None:
 
 def test_cap_is_the_series_own_else_the_installation_default() -> None:
     """A series without its own cap follows the cap a merge passes; its own one wins."""
-    follows, own = TimeSeries("follows"), TimeSeries("own", max_entries=6)
+    follows, own = Series("follows"), Series("own", max_entries=6)
     entries = [kudos(str(i), i) for i in range(10)]
     assert merge_with_cap(follows, entries, 4)["total_count"] == 4
     assert merge_with_cap(own, entries, 4)["total_count"] == 6
@@ -312,23 +312,23 @@ def test_cap_is_the_series_own_else_the_installation_default() -> None:
     assert len(own) == 6
 
 
-def merge_with_cap(series: TimeSeries, entries: list[Any], cap: int) -> dict[str, int]:
+def merge_with_cap(series: Series, entries: list[Any], cap: int) -> dict[str, int]:
     now = format_time(NOW)
     prepared = series.prepare(entries, "id", "timestamp", UTC, now)
     return series.merge(prepared, now, None, ("id", "timestamp"), cap)
 
 
 def test_settings_validate_and_fall_back() -> None:
-    assert TimeseriesSettings() == TimeseriesSettings(DEFAULT_MAX_ENTRIES, 90.0)
+    assert SeriesSettings() == SeriesSettings(DEFAULT_MAX_ENTRIES, 90.0)
     for bad in ({"max_entries": 0}, {"max_entries": True}, {"keep_days": 0}, {"keep_days": -1}):
         with pytest.raises(ValueError):
-            TimeseriesSettings(**bad)
-    defaults = TimeseriesSettings(500, 30)
-    stored = TimeseriesSettings(20, 7.5).as_dict()
-    assert TimeseriesSettings.from_dict(stored, defaults) == TimeseriesSettings(20, 7.5)
-    assert TimeseriesSettings.from_dict({"keep_days": 2}, defaults) == TimeseriesSettings(500, 2)
-    assert TimeseriesSettings.from_dict({"max_entries": "x"}, defaults) == defaults
-    assert TimeseriesSettings.from_dict(None, defaults) == defaults
+            SeriesSettings(**bad)
+    defaults = SeriesSettings(500, 30)
+    stored = SeriesSettings(20, 7.5).as_dict()
+    assert SeriesSettings.from_dict(stored, defaults) == SeriesSettings(20, 7.5)
+    assert SeriesSettings.from_dict({"keep_days": 2}, defaults) == SeriesSettings(500, 2)
+    assert SeriesSettings.from_dict({"max_entries": "x"}, defaults) == defaults
+    assert SeriesSettings.from_dict(None, defaults) == defaults
 
 
 def test_version_1_default_cap_becomes_the_setting() -> None:
@@ -338,13 +338,13 @@ def test_version_1_default_cap_becomes_the_setting() -> None:
     assert migrate_series(1, {"max_entries": 500})["max_entries"] == 500
     with pytest.raises(ValueError):
         migrate_series(SERIES_VERSION + 1, {})
-    restored = TimeSeries.from_dict("x", migrate_series(1, {"max_entries": DEFAULT_MAX_ENTRIES}))
+    restored = Series.from_dict("x", migrate_series(1, {"max_entries": DEFAULT_MAX_ENTRIES}))
     assert restored.max_entries is None
-    assert TimeSeries.from_dict("x", TimeSeries("x", max_entries=7).as_dict()).max_entries == 7
+    assert Series.from_dict("x", Series("x", max_entries=7).as_dict()).max_entries == 7
 
 
 def test_summary_carries_the_covered_windows() -> None:
-    series = TimeSeries("x")
+    series = Series("x")
     merge(series, [kudos("a", 70)], (NOW - 72 * HOUR, NOW - 48 * HOUR))
     merge(series, [kudos("b", 5)], (NOW - 24 * HOUR, NOW))
     assert series.summary() == {
@@ -371,12 +371,12 @@ def bench_like(i: int) -> dict[str, Any]:
 def test_memory_estimate_is_kept_through_changes() -> None:
     """Merges, newer versions, the cap and cleanup keep the running estimate exact:
     it equals the estimate of the same series loaded afresh."""
-    series = TimeSeries("x")
+    series = Series("x")
     merge_with_cap(series, [bench_like(i) for i in range(300)], 250)
     merge_with_cap(series, [{**bench_like(i), "note": "longer " * i} for i in range(20)], 250)
     series.cleanup(3 / 24, NOW)
     assert 0 < len(series) < 250
-    fresh = TimeSeries.from_dict("x", json.loads(json.dumps(series.as_dict())))
+    fresh = Series.from_dict("x", json.loads(json.dumps(series.as_dict())))
     assert series.memory_estimate() == fresh.memory_estimate()
     series.cleanup(1e-9, NOW + 10 * HOUR)
     assert (len(series), series.memory_estimate()) == (0, 0)
@@ -385,18 +385,18 @@ def test_memory_estimate_is_kept_through_changes() -> None:
 def test_memory_estimate_is_close_to_what_a_loaded_series_holds() -> None:
     """The memory budget counts estimates: a loaded series' estimate is within 25 % of
     what tracemalloc sees it hold."""
-    source = TimeSeries("x")
+    source = Series("x")
     merge_with_cap(source, [bench_like(i) for i in range(MAX_ENTRIES_PER_CALL)], 10**6)
     merge_with_cap(source, [bench_like(i) for i in range(MAX_ENTRIES_PER_CALL, 20_000)], 10**6)
     text = orjson.dumps(source.as_dict())
     # orjson (3.10) holds far more on the first load of a process than on any later one:
     # load once before measuring, as a running HA has.
-    TimeSeries.from_dict("warm_up", {"entries": [orjson.dumps(bench_like(0)).decode()]})
+    Series.from_dict("warm_up", {"entries": [orjson.dumps(bench_like(0)).decode()]})
     del source
     gc.collect()
     tracemalloc.start()
     try:
-        loaded = TimeSeries.from_dict("x", orjson.loads(text))
+        loaded = Series.from_dict("x", orjson.loads(text))
         gc.collect()
         held, _ = tracemalloc.get_traced_memory()
     finally:

@@ -15,8 +15,8 @@ import pytest
 from custom_components.azure_openai_memory.lib.series.store import (
     MAX_COVERAGE_INTERVALS,
     MIN_GAP_SECONDS,
-    TimeSeries,
-    TimeseriesError,
+    Series,
+    SeriesError,
     coverage_of,
 )
 from custom_components.azure_openai_memory.lib.times import format_time
@@ -26,14 +26,14 @@ HOUR = 3600.0
 NOW = format_time(YEAR0 + 366 * 86400)
 
 
-def fetch(series: TimeSeries, n: int, start: float, end: float) -> None:
+def fetch(series: Series, n: int, start: float, end: float) -> None:
     """What one automation run merges: one entry, and the window it fetched."""
     entry = {"id": f"e{n}", "timestamp": format_time(start)}
     prepared = series.prepare([entry], "id", "timestamp", UTC, NOW)
     series.merge(prepared, NOW, (start, end))
 
 
-def hourly(series: TimeSeries, hours: int) -> list[tuple[float, float]]:
+def hourly(series: Series, hours: int) -> list[tuple[float, float]]:
     """Every hour, the first half hour fetched: windows that never touch."""
     windows = [(YEAR0 + h * HOUR, YEAR0 + h * HOUR + HOUR / 2) for h in range(hours)]
     for n, (start, end) in enumerate(windows):
@@ -57,7 +57,7 @@ def exact_union(windows: list[tuple[float, float]]) -> list[list[float]]:
 
 
 def test_a_year_of_hourly_windows_keeps_at_most_the_cap() -> None:
-    series = TimeSeries("meter_timeseries")
+    series = Series("meter_timeseries")
     windows = hourly(series, 8_760)
     assert len(series.covered) == MAX_COVERAGE_INTERVALS
     # Nothing fetched is ever reported missing: every window lies inside one interval.
@@ -79,7 +79,7 @@ def test_a_year_of_hourly_windows_keeps_at_most_the_cap() -> None:
 
 
 def test_below_the_cap_gaps_are_exact() -> None:
-    series = TimeSeries("meter_timeseries")
+    series = Series("meter_timeseries")
     windows = hourly(series, MAX_COVERAGE_INTERVALS)
     assert series.covered == [[start, end] for start, end in windows]
     assert series.bridged is None
@@ -98,7 +98,7 @@ def test_below_the_cap_gaps_are_exact() -> None:
 
 def test_the_closest_neighbours_merge_and_only_their_stretch_is_approximate() -> None:
     """Windows an hour apart, except one pair ten minutes apart: that gap is bridged."""
-    series = TimeSeries("meter_timeseries")
+    series = Series("meter_timeseries")
     starts = [YEAR0 + h * 2 * HOUR for h in range(MAX_COVERAGE_INTERVALS)]
     close = YEAR0 + 500 * 2 * HOUR + HOUR + 600  # ten minutes after window 500 ends
     for n, start in enumerate(starts):
@@ -121,7 +121,7 @@ def test_the_closest_neighbours_merge_and_only_their_stretch_is_approximate() ->
 
 def test_bridging_a_sliver_leaves_coverage_exact() -> None:
     """A gap shorter than MIN_GAP_SECONDS is never reported, so merging it hides nothing."""
-    series = TimeSeries("meter_timeseries")
+    series = Series("meter_timeseries")
     for n in range(MAX_COVERAGE_INTERVALS):
         fetch(series, n, YEAR0 + n * 2 * HOUR, YEAR0 + n * 2 * HOUR + HOUR)
     sliver = YEAR0 + HOUR + MIN_GAP_SECONDS / 2
@@ -148,7 +148,7 @@ def test_random_windows_match_brute_force() -> None:
     """Overlapping, disjoint and out-of-order windows, and cleanups trimming the front:
     the heap merges what a scan for the smallest gap merges."""
     rng = random.Random(7)
-    series = TimeSeries("meter_timeseries")
+    series = Series("meter_timeseries")
     naive: list[list[float]] = []
     most = 0
     for n in range(2_000):
@@ -167,13 +167,13 @@ def test_random_windows_match_brute_force() -> None:
 
 
 def test_the_cap_and_its_flag_survive_storage() -> None:
-    series = TimeSeries("meter_timeseries")
+    series = Series("meter_timeseries")
     hourly(series, 1_500)
     stored = json.loads(json.dumps(series.as_dict()))
     assert len(stored["covered"]) == MAX_COVERAGE_INTERVALS
     assert series.bridged is not None  # 1,500 windows: past the cap, some gaps were bridged
     assert stored["coverage_bridged"] == [format_time(t) for t in series.bridged]
-    restored = TimeSeries.from_dict("meter_timeseries", stored)
+    restored = Series.from_dict("meter_timeseries", stored)
     assert restored.covered == series.covered
     assert restored.bridged == series.bridged
     span = (YEAR0, YEAR0 + 1_500 * HOUR)
@@ -190,17 +190,17 @@ def test_a_file_from_before_the_cap_loads_within_it() -> None:
         "covered": [[format_time(lo), format_time(hi)] for lo, hi in exact],
         "entries": [],
     }
-    series = TimeSeries.from_dict("meter_timeseries", stored)
+    series = Series.from_dict("meter_timeseries", stored)
     assert len(series.covered) == MAX_COVERAGE_INTERVALS
     assert series.bridged is not None
     assert series.query(YEAR0, YEAR0 + 3_000 * HOUR)["coverage_approximate"] is True
-    exact_file = TimeSeries.from_dict("meter_timeseries", {"covered": stored["covered"][:10]})
+    exact_file = Series.from_dict("meter_timeseries", {"covered": stored["covered"][:10]})
     assert exact_file.bridged is None
     assert exact_file.as_dict()["coverage_bridged"] is None
 
 
 def test_cleanup_past_the_bridged_stretch_makes_coverage_exact_again() -> None:
-    series = TimeSeries("meter_timeseries")
+    series = Series("meter_timeseries")
     hourly(series, 1_200)
     assert series.bridged is not None
     bridged_end = series.bridged[1]
@@ -214,7 +214,7 @@ def test_cleanup_past_the_bridged_stretch_makes_coverage_exact_again() -> None:
 
 def test_a_page_of_entries_and_their_counts_over_time() -> None:
     """The panel's view of a series: a page, newest first, and a chart of counts."""
-    series = TimeSeries("garden_timeseries")
+    series = Series("garden_timeseries")
     entries = [{"id": str(n), "timestamp": f"2025-10-01T{n:02d}:00:00Z"} for n in range(10)]
     prepared = series.prepare(entries, "id", "timestamp", UTC, "2025-10-02T00:00:00Z")
     series.merge(prepared, "2025-10-02T00:00:00Z", None)
@@ -227,7 +227,7 @@ def test_a_page_of_entries_and_their_counts_over_time() -> None:
     assert series.entries_page(start, end, 10, 5) == ([], 10)
     assert series.counts(start, end, 5) == [2, 2, 2, 2, 2]
     assert series.counts(start, start + 3600, 1) == [2]  # the end is included
-    with pytest.raises(TimeseriesError):
+    with pytest.raises(SeriesError):
         series.counts(end, start, 2)
 
 

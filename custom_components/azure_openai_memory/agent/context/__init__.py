@@ -1,9 +1,10 @@
 """What a turn adds beyond the window: stored data, delimited and bounded in tokens.
 
-Series entries (and, later, memories and summaries) are written by APIs, devices and
-automations, not by the user nor by us. They reach the model as one user-role message
-that says it is data, with every source between <data> tags and every entry as JSON in
-which `<` is escaped, so no entry can close its tag or pass for an instruction.
+Series entries, memories and summaries are third-party text (written by APIs, devices,
+automations and what people said), never instructions. They reach the model as one
+user-role message that says it is data, with every source between <data> tags and every
+entry as JSON in which `<` is escaped, so no entry can close its tag or pass for an
+instruction.
 """
 
 from collections.abc import Iterable
@@ -22,9 +23,9 @@ from .memories import (
     memories_part,
     memories_shown,
 )
-from .past import async_past_context, build_past_context
 from .series import async_turn_context, build_turn_context
 from .speaker import speaker_block
+from .summaries import async_past_context, build_past_context
 
 __all__ = [
     "DATA_NOTICE",

@@ -6,8 +6,8 @@ from typing import Any
 from homeassistant.core import HomeAssistant
 from homeassistant.util import dt as dt_util
 
-from ...data import DATA_TIMESERIES
-from ...lib.series.store import TimeSeries, matching_keys
+from ...data import DATA_SERIES
+from ...lib.series.store import Series, matching_keys
 from ...lib.spoken_time import spoken_range
 from ...lib.tokens import TokenCounter
 from .base import CLOSE, DATA_NOTICE, FOOTER_TOKENS, MAX_CONTEXT_TOKENS, TurnContext, json_line
@@ -72,7 +72,7 @@ def _series_block(
 
 
 def build_turn_context(
-    series: list[TimeSeries], start: float, end: float, counter: TokenCounter, budget: int
+    series: list[Series], start: float, end: float, counter: TokenCounter, budget: int
 ) -> TurnContext | None:
     """The data message for these series over [start, end]; blocking, run in the executor.
 
@@ -116,7 +116,7 @@ async def async_turn_context(
     The range is read in the home's time zone ("yesterday" is the home's yesterday) and in
     the turn's language (None: the home's).
     """
-    if budget <= 0 or (store := hass.data.get(DATA_TIMESERIES)) is None:
+    if budget <= 0 or (store := hass.data.get(DATA_SERIES)) is None:
         return None
     asked = spoken_range(
         text,
@@ -131,7 +131,7 @@ async def async_turn_context(
         return None
     async with AsyncExitStack() as stack:
         # Held while the executor reads the series, so no merge changes them meanwhile.
-        series: list[TimeSeries] = []
+        series: list[Series] = []
         for key in sorted(keys):
             await stack.enter_async_context(store.lock(key))
             if (one := await store.async_get(key)) is not None:

@@ -382,6 +382,7 @@ class HistoryReads(HistoryMaintenance):
             self._drop_held_view()
             self._held_unavailable = False
 
+
 def _visible(conn: sqlite3.Connection, event_id: str, visibility: Visibility) -> bool:
     term, params = visibility.where()
     found = conn.execute(

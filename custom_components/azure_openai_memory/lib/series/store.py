@@ -8,7 +8,7 @@ Entries are kept as compact JSON text (one string each) with a sorted (time, id)
 a parsed dict per entry would cost more than three times the file's size, while a
 query parses only the entries it returns.
 
-The series belong to the home, and so do their settings (TimeseriesSettings): one cap
+The series belong to the home, and so do their settings (SeriesSettings): one cap
 per series and one retention for cleanup, kept by the store of all series. A series
 may carry its own cap (max_entries, set by a merge call); without one it follows the
 installation's setting, including later changes of it.
@@ -61,12 +61,12 @@ _UNITS = {
 _FIRST_BULK = 16
 
 
-class TimeseriesError(InputError):
+class SeriesError(InputError):
     """Bad input to a time series."""
 
 
 @dataclass(frozen=True, slots=True)
-class TimeseriesSettings:
+class SeriesSettings:
     """The installation's series settings; series are the home's, not one entry's.
 
     max_entries caps every series that has no cap of its own (oldest entries go first);
@@ -93,7 +93,7 @@ class TimeseriesSettings:
         return {"max_entries": self.max_entries, "keep_days": self.keep_days}
 
     @classmethod
-    def from_dict(cls, data: Any, defaults: "TimeseriesSettings") -> "TimeseriesSettings":
+    def from_dict(cls, data: Any, defaults: "SeriesSettings") -> "SeriesSettings":
         """The stored form back; what is missing or invalid falls back to defaults."""
         if not isinstance(data, dict):
             return defaults
@@ -109,7 +109,7 @@ class TimeseriesSettings:
 def validate_key(key: str) -> str:
     """A series key is a slug: it becomes part of a file name."""
     if not isinstance(key, str) or not KEY_PATTERN.match(key):
-        raise TimeseriesError("invalid_key", key=key)
+        raise SeriesError("invalid_key", key=key)
     return key
 
 
@@ -117,10 +117,10 @@ def parse_last(text: str) -> float:
     """'24h', '2 days', '1 week', 'week' -> seconds."""
     match = _LAST_PATTERN.match(text.lower()) if isinstance(text, str) else None
     if match is None or match.group(2) not in _UNITS:
-        raise TimeseriesError("invalid_last", value=text)
+        raise SeriesError("invalid_last", value=text)
     amount = float(match.group(1) or 1)
     if amount <= 0:
-        raise TimeseriesError("invalid_last", value=text)
+        raise SeriesError("invalid_last", value=text)
     return amount * _UNITS[match.group(2)]
 
 
@@ -128,7 +128,7 @@ def since(end: float, last: str) -> float:
     """The start of the range `last` long that ends at end; refused before the year 1."""
     start = end - parse_last(last)
     if not start >= EARLIEST:
-        raise TimeseriesError("last_out_of_range", value=last)
+        raise SeriesError("last_out_of_range", value=last)
     return start
 
 
@@ -207,7 +207,7 @@ class PreparedEntry:
 
 
 @dataclass
-class TimeSeries:
+class Series:
     """One accumulating series (a key such as kudos_givers_timeseries)."""
 
     key: str
@@ -260,35 +260,33 @@ class TimeSeries:
     ) -> list[PreparedEntry]:
         """Validate every entry before anything is written; raise naming the first bad one."""
         if not isinstance(entries, list):
-            raise TimeseriesError("entries_not_list")
+            raise SeriesError("entries_not_list")
         if len(entries) > MAX_ENTRIES_PER_CALL:
-            raise TimeseriesError(
-                "too_many_entries", count=len(entries), limit=MAX_ENTRIES_PER_CALL
-            )
+            raise SeriesError("too_many_entries", count=len(entries), limit=MAX_ENTRIES_PER_CALL)
         if len(self) and (id_field, timestamp_field) != (self.id_field, self.timestamp_field):
-            raise TimeseriesError(
+            raise SeriesError(
                 "field_mismatch", id_field=self.id_field, timestamp_field=self.timestamp_field
             )
         prepared = []
         for index, raw in enumerate(entries):
             if not isinstance(raw, dict):
-                raise TimeseriesError("entry_not_object", index=index)
+                raise SeriesError("entry_not_object", index=index)
             entry_id = raw.get(id_field)
             stamp = raw.get(timestamp_field)
             for name, value in ((id_field, entry_id), (timestamp_field, stamp)):
                 if value is None or value == "":
-                    raise TimeseriesError("entry_missing_field", index=index, field=name)
+                    raise SeriesError("entry_missing_field", index=index, field=name)
             if type(entry_id) is not str and (
                 not isinstance(entry_id, int) or isinstance(entry_id, bool)
             ):
-                raise TimeseriesError("entry_bad_id", index=index, field=id_field)
+                raise SeriesError("entry_bad_id", index=index, field=id_field)
             entry = dict(raw)
             moment = canonical_time(stamp)
             if moment is None:
                 try:
                     moment = parse_time(stamp, default_tz, timestamp_field)
                 except TimeInputError as err:
-                    raise TimeseriesError(
+                    raise SeriesError(
                         "entry_bad_timestamp", index=index, field=timestamp_field
                     ) from err
                 entry[timestamp_field] = format_time(moment)
@@ -296,7 +294,7 @@ class TimeSeries:
             try:
                 blob = orjson.dumps(entry).decode()
             except TypeError as err:
-                raise TimeseriesError("entry_not_serializable", index=index) from err
+                raise SeriesError("entry_not_serializable", index=index) from err
             prepared.append(PreparedEntry(str(entry_id), moment, entry, blob))
         return prepared
 
@@ -476,7 +474,7 @@ class TimeSeries:
         million weeks" means everything, and every gap must be a time an answer can show.
         """
         if start > end:
-            raise TimeseriesError("start_after_end")
+            raise SeriesError("start_after_end")
         start, end = min(max(start, EARLIEST), LATEST), min(max(end, EARLIEST), LATEST)
         lo = bisect_left(self._order, (start,))
         hi = bisect_right(self._order, end, key=lambda k: k[0])
@@ -530,7 +528,7 @@ class TimeSeries:
         """How many entries fall in each of `buckets` equal stretches of [start, end]
         (the last one includes end): a chart of the series over time."""
         if start > end:
-            raise TimeseriesError("start_after_end")
+            raise SeriesError("start_after_end")
         step = (end - start) / buckets
         edges = [bisect_left(self._order, (start + step * n,)) for n in range(buckets)]
         edges.append(bisect_right(self._order, end, key=lambda k: k[0]))
@@ -597,7 +595,7 @@ class TimeSeries:
         }
 
     @classmethod
-    def from_dict(cls, key: str, data: dict[str, Any]) -> "TimeSeries":
+    def from_dict(cls, key: str, data: dict[str, Any]) -> "Series":
         """Rebuild from as_dict's output; blocking for big series, run it in an executor."""
         metadata = data.get("metadata", {})
         series = cls(

@@ -119,18 +119,18 @@ def build_past_context(
     cover: Sequence[GroupSummary],
     counter: TokenCounter,
     budget: int,
-    past_budget: int,
+    summaries_budget: int,
 ) -> TurnContext | None:
     """The turn's data message with the group's past added; blocking, run in the executor.
 
     cover is the group's past, newest first (SummaryBook.context). The block keeps within
-    past_budget and the whole message within budget: periods are shortened (days first,
+    summaries_budget and the whole message within budget: periods are shortened (days first,
     the oldest first) until it fits; none is left out while one line fits.
     """
     if not cover:
         return context
     base = context.message if context is not None else DATA_NOTICE
-    room = min(past_budget, budget - counter.count(base) - 2)
+    room = min(summaries_budget, budget - counter.count(base) - 2)
     fixed = _line_cost(counter, _render_past(group, []))
     for cost, lines in _past_choices(cover, counter):
         if fixed + cost > room:
@@ -139,7 +139,7 @@ def build_past_context(
         block = _render_past(group, lines)
         message = f"{base}\n\n{block}"
         tokens = counter.count(message)
-        if counter.count(block) <= past_budget and tokens <= budget:
+        if counter.count(block) <= summaries_budget and tokens <= budget:
             sources = context.sources if context is not None else ()
             return TurnContext(message, tokens, (*sources, f"summaries:{group}"))
     return context
@@ -151,16 +151,16 @@ async def async_past_context(
     group: str,
     counter: TokenCounter,
     budget: int,
-    past_budget: int,
+    summaries_budget: int,
     shown: Callable[[GroupSummary], bool],
 ) -> TurnContext | None:
     """The data message with what the speaker's group talked about, every day of it that
     the speaker may read (shown)."""
-    if past_budget <= 0 or (keeper := hass.data.get(DATA_SUMMARIES)) is None:
+    if summaries_budget <= 0 or (keeper := hass.data.get(DATA_SUMMARIES)) is None:
         return context
     cover = keeper.store.book.context(group, shown)
     if not cover:
         return context
     return await hass.async_add_executor_job(
-        build_past_context, context, group, cover, counter, budget, past_budget
+        build_past_context, context, group, cover, counter, budget, summaries_budget
     )
