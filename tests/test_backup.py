@@ -28,6 +28,7 @@ from custom_components.azure_openai_memory.backup import (
     async_pre_backup,
 )
 from custom_components.azure_openai_memory.const import DOMAIN
+from custom_components.azure_openai_memory.data import history_of
 
 from .conftest import NO_TOOLS, call, converse
 
@@ -266,6 +267,12 @@ class TestAHoldThatNeverEnds:
         second = hass.loop.create_task(
             call(hass, "history_record", {**record, "event_data": {"n": 1}})
         )
+        store = history_of(hass).store
+        for _ in range(1000):  # until the record is queued behind the hold
+            if store.waiting_jobs == 1:
+                break
+            await asyncio.sleep(0.01)
+        assert store.waiting_jobs == 1
         read = await call(hass, "history_query", {"session_id": "held"})
         assert [e["event_id"] for e in read["events"]] == [first]
         assert not second.done()

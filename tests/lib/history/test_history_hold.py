@@ -8,6 +8,7 @@ from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 import hashlib
 from pathlib import Path
+import time
 
 import pytest
 
@@ -236,6 +237,10 @@ def test_a_write_that_waited_for_the_release_runs_after_held_reads(
     assert store.query_events(HistoryQuery(limit=1, visibility=ANNA))[1] == 2001
     with ThreadPoolExecutor(2) as pool:
         erasure = pool.submit(store.delete_person_events, "person.anna")
+        deadline = time.monotonic() + 10
+        while store.waiting_jobs != 1 and time.monotonic() < deadline:
+            time.sleep(0.001)
+        assert store.waiting_jobs == 1  # the erasure waits behind the hold
         reading = pool.submit(lambda: store.query_events(HistoryQuery(limit=1))[1])
         assert reading.result() == 2002
         assert not erasure.done()
@@ -249,8 +254,9 @@ def test_a_write_that_waited_for_the_release_runs_after_held_reads(
 def test_a_hold_while_another_process_writes_answers_from_what_is_stored(
     store: HistoryStore, stored: list[AgentHistoryEvent], path: Path
 ) -> None:
-    """Another program holds the database's write lock during the copy: reads answer
-    from what is stored (they cannot see the held events), and nothing is lost."""
+    """Another program holds the database's write lock during the copy: reads answer at
+    once from what is stored; once it lets go, they see the held events again; nothing
+    is lost."""
     store.hold_writes()
     held_turn(store)
     with raw(path) as other:
@@ -258,7 +264,63 @@ def test_a_hold_while_another_process_writes_answers_from_what_is_stored(
         for _ in range(3):
             assert store.query_events(HistoryQuery(session_id=SESSION, limit=10))[1] == 2
         other.execute("ROLLBACK")
-    assert store.query_events(HistoryQuery(session_id=SESSION, limit=10))[1] == 2
+    assert store.query_events(HistoryQuery(session_id=SESSION, limit=10))[1] == 4
+    assert count_rows(path) == 2
     store.release_writes()
     assert store.query_events(HistoryQuery(session_id=SESSION, limit=10))[1] == 4
     assert count_rows(path) == 4
+
+
+def test_reads_waiting_when_the_backup_ends_see_every_held_event(
+    store: HistoryStore, stored: list[AgentHistoryEvent], path: Path
+) -> None:
+    """The backup ends while reads wait their turn at the held view: each of them still
+    counts every event acknowledged (written by then, or read from the view)."""
+    store.hold_writes()
+    for n in range(10_000):
+        store.enqueue(make(data={"n": n}, at=NOW + 10 + n, session_id="late"))
+    with ThreadPoolExecutor(4) as pool:
+        reads = [
+            pool.submit(lambda: store.query_events(HistoryQuery(limit=1))[1]) for _ in range(4)
+        ]
+        store.release_writes()
+        assert [read.result() for read in reads] == [10_002] * 4
+    assert count_rows(path) == 10_002
+
+
+def test_each_read_during_a_hold_adds_only_what_queued_since_the_last(
+    store: HistoryStore, stored: list[AgentHistoryEvent]
+) -> None:
+    """The first read puts the held events into the view, later reads only the new ones;
+    once the queue is full, a new event takes the oldest out of the view, nothing more."""
+    statements: list[str] = []
+
+    def changes() -> tuple[int, int]:
+        """The statements traced since the last call that insert and delete events."""
+        counted = (
+            sum(s.startswith("INSERT") for s in statements),
+            sum(s.startswith("DELETE") for s in statements),
+        )
+        statements.clear()
+        return counted
+
+    store.trace_reads(statements.append)
+    store.hold_writes()
+    for n in range(9_997):
+        store.enqueue(make(data={"n": n}, at=NOW + 10 + n))
+    assert store.query_events(HistoryQuery(limit=1))[1] == 2 + 9_997
+    changes()
+    store.enqueue(make(data={"n": "one"}, at=NOW + 20_000))
+    assert store.query_events(HistoryQuery(limit=1))[1] == 2 + 9_998
+    one_event, deleted = changes()  # what inserting one event traces (its triggers too)
+    assert (one_event > 0, deleted) == (True, 0)
+    store.enqueue(make(data={"n": "two"}, at=NOW + 20_001))
+    store.enqueue(make(data={"n": "three"}, at=NOW + 20_002))
+    assert store.query_events(HistoryQuery(limit=1))[1] == 2 + 10_000
+    assert changes() == (2 * one_event, 0)
+    store.enqueue(make(data={"n": "one too many"}, at=NOW + 20_003))  # the oldest is dropped
+    assert store.query_events(HistoryQuery(limit=1))[1] == 2 + 10_000
+    inserted, deleted = changes()
+    assert (inserted, deleted > 0) == (one_event, True)
+    store.trace_reads(None)
+    store.release_writes()

@@ -8,12 +8,13 @@
   inserted into one transaction of a connection of their own (the held view), never
   committed: each read adds only what queued since the last, and reads there one at a time.
   Its cache never spills, so nothing reaches the files the backup copies; the writer rolls
-  it back before it writes again (at the release, or at close). Should another process
-  hold the database's write lock, reads during that hold answer from what is stored.
+  it back before it writes again (at the release, or at close). While another process
+  holds the database's write lock, a read answers from what is stored (it never waits).
 * With a visibility, a read answers only from what that reader may see, and what they ask
   for by id that is someone else's is refused (NotVisible), never shown in part.
 """
 
+from collections import deque
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager, suppress
 import logging
@@ -65,14 +66,17 @@ class HistoryReads(HistoryMaintenance):
 
     def __init__(self, *args: Any, **settings: Any) -> None:
         super().__init__(*args, **settings)
-        # The held view (see the module's docstring): its connection, the queue's sequence
-        # numbers it holds (from, up to), and whether it could not be had this hold. Used
-        # only with _held_reading taken, which is never taken inside _cond.
+        # The held view (see the module's docstring): its connection and the queue's sequence
+        # numbers it holds (from, up to). Used only with _held_reading taken, which is never
+        # taken inside _cond.
         self._held_reading = threading.Lock()
         self._held_view: sqlite3.Connection | None = None
         self._held_from = 0
         self._held_upto = 0
-        self._held_unavailable = False
+        # The ids of the events the view inserted, oldest first, and the last stored rowid
+        # when it began (rows after it are the view's own).
+        self._held_ids: deque[str] = deque()
+        self._held_base = 0
         self._readers: list[sqlite3.Connection] = []
         self._readers_lock = threading.Lock()
         self._open = False
@@ -309,15 +313,16 @@ class HistoryReads(HistoryMaintenance):
             self.flush()
         if flush and self._held:
             with self._held_reading:
-                view = self._held_view_now()
+                view, released = self._held_view_now()
                 if view is not None:
-                    view.set_trace_callback(self._read_trace)
                     try:
                         yield view
                     except sqlite3.Error:
                         self._drop_held_view()
                         raise
                     return
+            if released:
+                self.flush()  # released while this read waited: what was held is written now
         with self._readers_lock:
             conn = self._readers.pop() if self._readers else None
         if conn is None:
@@ -339,34 +344,52 @@ class HistoryReads(HistoryMaintenance):
                 return
         conn.close()
 
-    def _held_view_now(self) -> sqlite3.Connection | None:
-        """The held view with every event queued so far in it, or None: not held (any
-        more), or not to be had (called with _held_reading taken)."""
+    def _held_view_now(self) -> tuple[sqlite3.Connection | None, bool]:
+        """The held view with every event queued so far in it (None when it cannot be had:
+        another process holds the write lock now), and whether the hold has ended (or the
+        store closes) meanwhile: then there is no view either. Called with _held_reading
+        taken."""
         with self._cond:
-            if not self._held or self._stopping or self._held_unavailable:
-                return None
+            if not self._held or self._stopping:
+                return None, not self._stopping
             rows = list(self._pending)
             first = self._enqueued - len(rows)  # the sequence number of rows[0]
-        if self._held_view is not None and first > self._held_from:
-            self._drop_held_view()  # a full queue dropped events the view holds
         try:
-            if self._held_view is None:
+            view = self._held_view
+            if view is None:
                 view = self._connect()
                 # Uncommitted pages stay in memory, never in the log the backup copies.
                 view.execute("PRAGMA cache_spill = OFF")
+                # Another process writing: this read answers from what is stored, the next
+                # one tries again, none waits.
+                view.execute("PRAGMA busy_timeout = 0")
                 self._held_view = view
                 view.execute("BEGIN IMMEDIATE")
+                self._held_base = view.execute(
+                    "SELECT COALESCE(MAX(rowid), 0) FROM agent_history_events"
+                ).fetchone()[0]
                 self._held_from = self._held_upto = first
+                self._held_ids.clear()
+            view.set_trace_callback(self._read_trace)
+            if first > self._held_from:
+                # A full queue dropped its oldest: they go from the view too (only those it
+                # inserted: an event already stored is never among them).
+                gone = [self._held_ids.popleft() for _ in range(first - self._held_from)]
+                view.executemany(
+                    "DELETE FROM agent_history_events WHERE event_id = ? AND rowid > ?",
+                    [(event_id, self._held_base) for event_id in gone],
+                )
+                self._held_from = first
             new = rows[self._held_upto - first :]
             if new:
-                insert_events(self._held_view, new, strict=False)
+                insert_events(view, new, strict=False)
+                self._held_ids.extend(row[0] for row in new)
                 self._held_upto = first + len(rows)
         except sqlite3.Error as err:
-            _LOGGER.debug("History reads during this hold answer from what is stored: %s", err)
+            _LOGGER.debug("History read during a hold answers from what is stored: %s", err)
             self._drop_held_view()
-            self._held_unavailable = True
-            return None
-        return self._held_view
+            return None, False
+        return view, False
 
     def _drop_held_view(self) -> None:
         """Roll the held view back and close it (called with _held_reading taken)."""
@@ -380,7 +403,6 @@ class HistoryReads(HistoryMaintenance):
         """The writer writes again: the held view lets go of the write lock first."""
         with self._held_reading:
             self._drop_held_view()
-            self._held_unavailable = False
 
 
 def _visible(conn: sqlite3.Connection, event_id: str, visibility: Visibility) -> bool:

@@ -342,7 +342,8 @@ class HistoryWriter:
                 self._failed(err)
             future.set_exception(err)
         else:
-            self._succeeded()
+            if not self._held:  # a hold writes nothing: it proves no write works again
+                self._succeeded()
             future.set_result(result)
 
     def _failed(self, err: Exception) -> None:
