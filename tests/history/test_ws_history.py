@@ -33,16 +33,6 @@ async def admin(
     return await hass_ws_client(hass)
 
 
-@pytest.fixture
-async def user(
-    hass: HomeAssistant,
-    loaded_entry: MockConfigEntry,
-    hass_ws_client: WebSocketGenerator,
-    hass_read_only_access_token: str,
-) -> MockHAClientWebSocket:
-    return await hass_ws_client(hass, hass_read_only_access_token)
-
-
 async def record(hass: HomeAssistant, n: int, **data: Any) -> str:
     recorded = await call(
         hass,

@@ -31,16 +31,6 @@ async def admin(
     return await hass_ws_client(hass)
 
 
-@pytest.fixture
-async def user(
-    hass: HomeAssistant,
-    loaded_entry: MockConfigEntry,
-    hass_ws_client: WebSocketGenerator,
-    hass_read_only_access_token: str,
-) -> MockHAClientWebSocket:
-    return await hass_ws_client(hass, hass_read_only_access_token)
-
-
 def agent_of(entry: MockConfigEntry) -> str:
     (subentry_id,) = list(entry.subentries)
     return subentry_id

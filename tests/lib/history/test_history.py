@@ -4,7 +4,7 @@ Every test runs on a real SQLite file in tmp_path. Queued events are committed b
 (or observed through the store's commit count), never by waiting a fixed time.
 """
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import closing
 import dataclasses
@@ -81,20 +81,6 @@ def make(
 
 def db_path(tmp_path: Path) -> Path:
     return tmp_path / "azure_openai_memory" / "history.db"
-
-
-@pytest.fixture
-def path(tmp_path: Path) -> Path:
-    return db_path(tmp_path)
-
-
-@pytest.fixture
-def store(path: Path) -> Iterator[HistoryStore]:
-    """A long batch window: queued events reach the disk only through flush() or a read."""
-    history = HistoryStore(path, batch_window=60)
-    assert history.open() is None
-    yield history
-    history.close()
 
 
 def raw(path: Path) -> closing[sqlite3.Connection]:

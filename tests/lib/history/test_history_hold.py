@@ -4,7 +4,6 @@ files the backup copies stay byte for byte as they were.
 Real SQLite files in tmp_path; the events are queued as a turn queues them (enqueue).
 """
 
-from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 import hashlib
 from pathlib import Path
@@ -21,7 +20,7 @@ from custom_components.azure_openai_memory.lib.history.store import (
     NotVisible,
 )
 
-from .test_history import AGENT, NOW, count_rows, db_path, ids, make, raw
+from .test_history import AGENT, NOW, count_rows, ids, make, raw
 from .test_history_visibility import ANNA, BEN
 
 SESSION = "kitchen"
@@ -34,20 +33,6 @@ def fingerprint(path: Path) -> dict[str, str]:
         for file in (path, path.with_name(path.name + "-wal"))
         if file.exists()
     }
-
-
-@pytest.fixture
-def path(tmp_path: Path) -> Path:
-    return db_path(tmp_path)
-
-
-@pytest.fixture
-def store(path: Path) -> Iterator[HistoryStore]:
-    """A long batch window: nothing is written unless asked to."""
-    history = HistoryStore(path, batch_window=60)
-    assert history.open() is None
-    yield history
-    history.close()
 
 
 @pytest.fixture

@@ -2,7 +2,6 @@
 JSON rule's exactly, on any data; an upgraded database answers the same before, during
 and after the classes are filled in."""
 
-from collections.abc import Iterator
 import dataclasses
 import itertools
 from pathlib import Path
@@ -93,12 +92,10 @@ def events() -> list[AgentHistoryEvent]:
 
 
 @pytest.fixture
-def store(tmp_path: Path, events: list[AgentHistoryEvent]) -> Iterator[HistoryStore]:
-    opened = HistoryStore(path_in(tmp_path), batch_window=60)
-    opened.open()
-    opened.record_events(events)
-    yield opened
-    opened.close()
+def store(store: HistoryStore, events: list[AgentHistoryEvent]) -> HistoryStore:
+    """The conftest's store, holding the events."""
+    store.record_events(events)
+    return store
 
 
 @pytest.mark.parametrize("reader", READERS, ids=["anna", "ben", "nobody", "other-prefix"])

@@ -1,7 +1,6 @@
 """What one reader may see of the history: every answer (pages, totals, statistics,
 snapshots, chains) checked against a plain Python reading of the events they may see."""
 
-from collections.abc import Iterator
 import dataclasses
 import itertools
 from pathlib import Path
@@ -81,12 +80,10 @@ def events() -> list[AgentHistoryEvent]:
 
 
 @pytest.fixture
-def store(tmp_path: Path, events: list[AgentHistoryEvent]) -> Iterator[HistoryStore]:
-    opened = HistoryStore(path_in(tmp_path), batch_window=60)
-    opened.open()
-    opened.record_events(events)
-    yield opened
-    opened.close()
+def store(store: HistoryStore, events: list[AgentHistoryEvent]) -> HistoryStore:
+    """The conftest's store, holding the events."""
+    store.record_events(events)
+    return store
 
 
 @pytest.mark.parametrize("reader", [ANNA, BEN, NOBODY], ids=["anna", "ben", "nobody"])
