@@ -1245,6 +1245,27 @@ async def ws_answer(client: Any, **message: Any) -> Any:
     return reply["result"]
 
 
+async def cleo_made(
+    hass: HomeAssistant,
+    entry: MockConfigEntry,
+    anna: MockUser,
+    cleo: MockUser,
+    hass_ws_client: WebSocketGenerator,
+) -> tuple[MockHAClientWebSocket, dict[str, Any]]:
+    """Anna's person, repairs and the entry set up; then an administrator (Anna's
+    connection, returned) makes Cleo's person for the login cleo (returned as made)."""
+    assert await async_setup_component(
+        hass, "person", {"person": [{"id": "anna", "name": "Anna", "user_id": anna.id}]}
+    )
+    assert await async_setup_component(hass, "repairs", {})
+    assert await hass.config_entries.async_setup(entry.entry_id)
+    await hass.async_block_till_done(wait_background_tasks=True)
+    admin = await hass_ws_client(hass)
+    made = await ws_answer(admin, type="person/create", name="Cleo", user_id=cleo.id)
+    await hass.async_block_till_done()
+    return admin, made
+
+
 @pytest.fixture
 async def cleo_removed(
     hass: HomeAssistant,
@@ -1261,15 +1282,7 @@ async def cleo_removed(
     anna, first_cleo = hass_admin_user, hass_read_only_user
     new_cleo = MockUser(name="Cleo")
     new_cleo.add_to_hass(hass)
-    assert await async_setup_component(
-        hass, "person", {"person": [{"id": "anna", "name": "Anna", "user_id": anna.id}]}
-    )
-    assert await async_setup_component(hass, "repairs", {})
-    assert await hass.config_entries.async_setup(config_entry.entry_id)
-    await hass.async_block_till_done(wait_background_tasks=True)
-    admin = await hass_ws_client(hass)
-    made = await ws_answer(admin, type="person/create", name="Cleo", user_id=first_cleo.id)
-    await hass.async_block_till_done()
+    admin, made = await cleo_made(hass, config_entry, anna, first_cleo, hass_ws_client)
     saved = await call(
         hass,
         "memory_save",
@@ -1462,15 +1475,7 @@ async def test_a_new_person_gets_none_of_a_removed_one_s_conversations(
     on disk only then, is held too: the new Cleo is neither shown it nor answered from it."""
     anna, first_cleo = hass_admin_user, hass_read_only_user
     new_cleo = MockUser(name="Cleo").add_to_hass(hass)
-    assert await async_setup_component(
-        hass, "person", {"person": [{"id": "anna", "name": "Anna", "user_id": anna.id}]}
-    )
-    assert await async_setup_component(hass, "repairs", {})
-    assert await hass.config_entries.async_setup(config_entry.entry_id)
-    await hass.async_block_till_done(wait_background_tasks=True)
-    admin = await hass_ws_client(hass)
-    made = await ws_answer(admin, type="person/create", name="Cleo", user_id=first_cleo.id)
-    await hass.async_block_till_done()
+    admin, made = await cleo_made(hass, config_entry, anna, first_cleo, hass_ws_client)
     await talk_as(hass, config_entry, azure, first_cleo, CLEO_SECRET, "cleo-chat")
 
     assert await hass.config_entries.async_unload(config_entry.entry_id)
@@ -1708,20 +1713,7 @@ def another_entry(
 
 async def recall_in_kitchen(hass: HomeAssistant, device_id: str) -> dict[str, Any]:
     """The API's recall tool, for a request from the device with no user (a satellite)."""
-    values: dict[str, Any] = {
-        "platform": "tests",
-        "context": Context(),
-        "user_prompt": None,
-        "language": "en",
-        "assistant": "conversation",
-        "device_id": device_id,
-    }
-    names = set(llm.LLMContext.__dataclass_fields__)
-    api = await llm.async_get_api(
-        hass, HOUSEHOLD_API_ID, llm.LLMContext(**{k: v for k, v in values.items() if k in names})
-    )
-    output = await api.async_call_tool(llm.ToolInput("recall", {"query": "bank PIN"}))
-    return dict(output.data if HAS_TOOL_RESULT else output)
+    return await recall_at(hass, device_id, "bank PIN")
 
 
 def conflict(hass: HomeAssistant) -> ir.IssueEntry | None:
