@@ -61,6 +61,13 @@ async def set_up(hass: HomeAssistant, entry: MockConfigEntry) -> None:
     await hass.async_block_till_done(wait_background_tasks=True)
 
 
+async def set_up_with_one_private_per_type(hass: HomeAssistant, entry: MockConfigEntry) -> None:
+    """The entry set up, with a cap of one private memory of each type per person."""
+    await set_up(hass, entry)
+    memories = memories_of(hass)
+    memories.async_update_settings(replace(memories.settings, max_private_memories_per_type=1))
+
+
 # -- A: what an import pushed out ---------------------------------------------------------
 
 
@@ -71,9 +78,7 @@ async def test_memory_import_tells_ben_only_of_what_he_may_see(
     never Anna's, and its answer names only his. A record whose id is no longer his gets a
     new one."""
     anna, ben = people
-    await set_up(hass, config_entry)
-    memories = memories_of(hass)
-    memories.async_update_settings(replace(memories.settings, max_private_memories_per_type=1))
+    await set_up_with_one_private_per_type(hass, config_entry)
     secret = await call(
         hass,
         "memory_save",
@@ -121,9 +126,7 @@ async def test_an_administrator_s_import_never_pushes_out_ben_s_memories(
     Ben's full private scope is refused, naming the cap, and nothing changes; an automation
     (no user) may, and is told what went."""
     anna, ben = people
-    await set_up(hass, config_entry)
-    memories = memories_of(hass)
-    memories.async_update_settings(replace(memories.settings, max_private_memories_per_type=1))
+    await set_up_with_one_private_per_type(hass, config_entry)
     mine = await call(
         hass,
         "memory_save",
