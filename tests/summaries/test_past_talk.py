@@ -36,11 +36,6 @@ SUMMARIES_KEY = f"{DOMAIN}.summaries"
 TODAY = date(2026, 11, 26)
 
 
-@pytest.fixture
-def agent_options() -> dict[str, Any]:
-    return dict(NO_TOOLS)
-
-
 def kitchen_text(day: date) -> str:
     return f"Planned the {day:%A} meals and the {day.isoformat()} shopping list."
 

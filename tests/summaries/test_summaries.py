@@ -27,7 +27,6 @@ from custom_components.azure_openai_memory.const import (
 from ..azure_stub import AzureStub, Reply
 from ..conftest import (
     MESSAGE_OVERHEAD_TOKENS,
-    NO_TOOLS,
     STRINGS,
     TEST_ENCODING,
     Restart,
@@ -50,11 +49,6 @@ DECAY_CONFIG: dict[str, dict[str, int]] = {
     "monthly": {"max_age_days": 365, "decay_start_days": 90},
     "era": {},
 }
-
-
-@pytest.fixture
-def agent_options() -> dict[str, Any]:
-    return dict(NO_TOOLS)
 
 
 def _kind(body: dict[str, Any]) -> str:

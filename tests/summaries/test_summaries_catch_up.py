@@ -35,11 +35,6 @@ SHORTENED_NOTE = (
 NO_COUNTS = {"daily": 0, "weekly": 0, "monthly": 0, "pruned": 0, "eras": 0}
 
 
-@pytest.fixture
-def agent_options() -> dict[str, Any]:
-    return dict(NO_TOOLS)
-
-
 def asked(azure: AzureStub, kind: str) -> int:
     """How many summaries of this kind the model was asked for."""
     return sum(1 for c in azure.calls("/chat/completions") if c.body and _kind(c.body) == kind)

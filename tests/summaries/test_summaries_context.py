@@ -8,7 +8,6 @@ from freezegun.api import FrozenDateTimeFactory
 from homeassistant.components import conversation
 from homeassistant.core import Context, HomeAssistant
 from homeassistant.util import dt as dt_util
-import pytest
 from pytest_homeassistant_custom_component.common import (
     MockConfigEntry,
     MockUser,
@@ -26,7 +25,6 @@ from custom_components.azure_openai_memory.lib.tokens import load_counter
 
 from ..azure_stub import AzureStub, Reply
 from ..conftest import (
-    NO_TOOLS,
     TEST_ENCODING,
     agent_entity_id,
     agent_memory,
@@ -38,11 +36,6 @@ from ..lib.summaries.test_summaries_coverage import FIRST, GROUP, LAST, live
 DEVICE = "kitchen_display"
 START = date(2026, 1, 5)  # a Monday
 QUESTION = "How are the tomato seedlings doing?"
-
-
-@pytest.fixture
-def agent_options() -> dict[str, Any]:
-    return dict(NO_TOOLS)
 
 
 def model(body: dict[str, Any]) -> Reply:
