@@ -248,10 +248,11 @@ async def test_user_flow_errors_then_recovers(
     assert result["type"] is FlowResultType.CREATE_ENTRY
 
 
-async def test_user_flow_timeout(
+async def timed_out_user_flow(
     hass: HomeAssistant, azure: AzureStub, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """An endpoint that does not answer in time gets its own message."""
+) -> dict[str, Any]:
+    """The user flow's first step, against an endpoint slower than the check waits: the
+    form again, with its own message."""
     monkeypatch.setattr(
         "custom_components.azure_openai_memory.azure.client.VALIDATION_TIMEOUT", 0.2
     )
@@ -259,6 +260,14 @@ async def test_user_flow_timeout(
     result = await _start_user_flow(hass)
     result = await hass.config_entries.flow.async_configure(result["flow_id"], _user_input(azure))
     assert result["errors"] == {"base": "timeout_connect"}
+    return result
+
+
+async def test_user_flow_timeout(
+    hass: HomeAssistant, azure: AzureStub, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An endpoint that does not answer in time gets its own message."""
+    await timed_out_user_flow(hass, azure, monkeypatch)
 
 
 async def test_same_endpoint_cannot_be_added_twice(
@@ -719,24 +728,38 @@ async def test_add_agent_responses_mode_probe(
     assert azure.calls("/openai/v1/responses")[-1].body["model"] == "gpt-4o-mini"  # type: ignore[index]
 
 
+# What a deployment's check can answer, and the error each shows on the form.
+DEPLOYMENT_ERRORS = [
+    pytest.param(
+        None,
+        {CONF_DEPLOYMENT: "missing"},
+        {CONF_DEPLOYMENT: "deployment_not_found"},
+        id="unknown_deployment",
+    ),
+    pytest.param(
+        Reply.failure(400, "unsupported_parameter", "Unsupported parameter: 'max_tokens'"),
+        {},
+        {"base": "deployment_rejected"},
+        id="rejected",
+    ),
+    pytest.param(
+        Reply.failure(401, "401", "Access denied"), {}, {"base": "invalid_auth"}, id="auth"
+    ),
+    pytest.param(Reply.failure(500, "500", "boom"), {}, {"base": "unknown"}, id="server_error"),
+]
+
+
 @pytest.mark.parametrize(
     ("reply", "overrides", "errors"),
     [
-        (None, {CONF_DEPLOYMENT: "missing"}, {CONF_DEPLOYMENT: "deployment_not_found"}),
-        (
-            Reply.failure(400, "unsupported_parameter", "Unsupported parameter: 'max_tokens'"),
-            {},
-            {"base": "deployment_rejected"},
-        ),
-        (Reply.failure(401, "401", "Access denied"), {}, {"base": "invalid_auth"}),
-        (Reply.failure(500, "500", "boom"), {}, {"base": "unknown"}),
-        (
+        *DEPLOYMENT_ERRORS,
+        pytest.param(
             None,
             {CONF_EARLY_TIMEOUT: 40, CONF_REQUEST_TIMEOUT: 30},
             {CONF_EARLY_TIMEOUT: "early_timeout_too_long"},
+            id="early_timeout",
         ),
     ],
-    ids=["unknown_deployment", "rejected", "auth", "server_error", "early_timeout"],
 )
 async def test_reconfigure_agent_errors(
     hass: HomeAssistant,
@@ -787,11 +810,11 @@ async def test_reconfigure_agent_saves_and_reloads(
     assert loaded_entry.state is config_entries.ConfigEntryState.LOADED
 
 
-@pytest.mark.parametrize("api_style", [API_STYLE_DEPLOYMENT])
-async def test_responses_mode_needs_new_api_version(
-    hass: HomeAssistant, setup_ha: None, azure: AzureStub, api_style: str
-) -> None:
-    """Deployment URLs on an old api-version cannot use the Responses API."""
+async def responses_mode_refused(
+    hass: HomeAssistant, azure: AzureStub, api_style: str, kind: str, user_input: dict[str, Any]
+) -> str:
+    """A new subentry of this kind, on an entry of an api-version older than the Responses
+    API needs, asked for that API: refused, naming the api-version. The flow's id."""
     entry = MockConfigEntry(
         domain=DOMAIN,
         unique_id=azure.endpoint,
@@ -804,14 +827,27 @@ async def test_responses_mode_needs_new_api_version(
     )
     entry.add_to_hass(hass)
     result = await hass.config_entries.subentries.async_init(
-        (entry.entry_id, SUBENTRY_AGENT), context={"source": config_entries.SOURCE_USER}
+        (entry.entry_id, kind), context={"source": config_entries.SOURCE_USER}
     )
-    result = await hass.config_entries.subentries.async_configure(
-        result["flow_id"], {CONF_NAME: "R", **_agent_input(**{CONF_API_MODE: API_MODE_RESPONSES})}
-    )
+    result = await hass.config_entries.subentries.async_configure(result["flow_id"], user_input)
     assert result["errors"] == {CONF_API_MODE: "responses_needs_api_version"}
+    return str(result["flow_id"])
+
+
+@pytest.mark.parametrize("api_style", [API_STYLE_DEPLOYMENT])
+async def test_responses_mode_needs_new_api_version(
+    hass: HomeAssistant, setup_ha: None, azure: AzureStub, api_style: str
+) -> None:
+    """Deployment URLs on an old api-version cannot use the Responses API."""
+    flow_id = await responses_mode_refused(
+        hass,
+        azure,
+        api_style,
+        SUBENTRY_AGENT,
+        {CONF_NAME: "R", **_agent_input(**{CONF_API_MODE: API_MODE_RESPONSES})},
+    )
     result = await hass.config_entries.subentries.async_configure(
-        result["flow_id"], {CONF_NAME: "R", **_agent_input(**{CONF_API_MODE: API_MODE_CHAT})}
+        flow_id, {CONF_NAME: "R", **_agent_input(**{CONF_API_MODE: API_MODE_CHAT})}
     )
     assert result["type"] is FlowResultType.CREATE_ENTRY
     call = azure.calls("/chat/completions")[-1]
@@ -856,13 +892,7 @@ async def test_user_flow_timeout_then_recovers(
     hass: HomeAssistant, azure: AzureStub, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """A slow endpoint is reported; once it answers in time, the entry is created."""
-    monkeypatch.setattr(
-        "custom_components.azure_openai_memory.azure.client.VALIDATION_TIMEOUT", 0.2
-    )
-    azure.models_delay = 1.0
-    result = await _start_user_flow(hass)
-    result = await hass.config_entries.flow.async_configure(result["flow_id"], _user_input(azure))
-    assert result["errors"] == {"base": "timeout_connect"}
+    result = await timed_out_user_flow(hass, azure, monkeypatch)
     azure.models_delay = 0.0
     result = await hass.config_entries.flow.async_configure(result["flow_id"], _user_input(azure))
     assert result["type"] is FlowResultType.CREATE_ENTRY
@@ -991,22 +1021,15 @@ async def test_reconfigure_retitles_an_untouched_title_only(
 @pytest.mark.parametrize(
     ("reply", "overrides", "errors"),
     [
-        (None, {CONF_DEPLOYMENT: "missing"}, {CONF_DEPLOYMENT: "deployment_not_found"}),
-        (
-            Reply.failure(400, "unsupported_parameter", "Unsupported parameter: 'max_tokens'"),
-            {},
-            {"base": "deployment_rejected"},
-        ),
-        (Reply.failure(401, "401", "Access denied"), {}, {"base": "invalid_auth"}),
-        (Reply.failure(500, "500", "boom"), {}, {"base": "unknown"}),
-        (Reply(text="late", delay=1.0), {}, {"base": "timeout_connect"}),
-        (
+        *DEPLOYMENT_ERRORS,
+        pytest.param(Reply(text="late", delay=1.0), {}, {"base": "timeout_connect"}, id="timeout"),
+        pytest.param(
             None,
             {CONF_EARLY_TIMEOUT: 40, CONF_REQUEST_TIMEOUT: 30},
             {CONF_EARLY_TIMEOUT: "early_timeout_too_long"},
+            id="early_timeout",
         ),
     ],
-    ids=["unknown_deployment", "rejected", "auth", "server_error", "timeout", "early_timeout"],
 )
 @pytest.mark.parametrize("source", [config_entries.SOURCE_USER, config_entries.SOURCE_RECONFIGURE])
 async def test_agent_flow_errors_then_recovers(
@@ -1113,17 +1136,7 @@ def _task_input(**overrides: Any) -> dict[str, Any]:
 @pytest.mark.skipif(not HAS_AI_TASK, reason="AI tasks exist from HA 2025.8")
 @pytest.mark.parametrize(
     ("reply", "overrides", "errors"),
-    [
-        (None, {CONF_DEPLOYMENT: "missing"}, {CONF_DEPLOYMENT: "deployment_not_found"}),
-        (
-            Reply.failure(400, "unsupported_parameter", "Unsupported parameter: 'max_tokens'"),
-            {},
-            {"base": "deployment_rejected"},
-        ),
-        (Reply.failure(401, "401", "Access denied"), {}, {"base": "invalid_auth"}),
-        (Reply.failure(500, "500", "boom"), {}, {"base": "unknown"}),
-    ],
-    ids=["unknown_deployment", "rejected", "auth", "server_error"],
+    DEPLOYMENT_ERRORS,
 )
 async def test_ai_task_flow_adds_and_edits_after_errors(
     hass: HomeAssistant,
@@ -1182,25 +1195,14 @@ async def test_ai_task_responses_mode_needs_new_api_version(
     hass: HomeAssistant, setup_ha: None, azure: AzureStub, api_style: str
 ) -> None:
     """The AI task form has the agent's api-version rule, and recovers the same way."""
-    entry = MockConfigEntry(
-        domain=DOMAIN,
-        unique_id=azure.endpoint,
-        data={
-            CONF_ENDPOINT: azure.endpoint,
-            CONF_API_KEY: DEFAULT_KEY,
-            CONF_API_STYLE: api_style,
-            CONF_API_VERSION: "2024-10-21",
-        },
-    )
-    entry.add_to_hass(hass)
-    result = await hass.config_entries.subentries.async_init(
-        (entry.entry_id, SUBENTRY_AI_TASK), context={"source": config_entries.SOURCE_USER}
+    flow_id = await responses_mode_refused(
+        hass,
+        azure,
+        api_style,
+        SUBENTRY_AI_TASK,
+        {CONF_NAME: "T", **_task_input(**{CONF_API_MODE: API_MODE_RESPONSES})},
     )
     result = await hass.config_entries.subentries.async_configure(
-        result["flow_id"], {CONF_NAME: "T", **_task_input(**{CONF_API_MODE: API_MODE_RESPONSES})}
-    )
-    assert result["errors"] == {CONF_API_MODE: "responses_needs_api_version"}
-    result = await hass.config_entries.subentries.async_configure(
-        result["flow_id"], {CONF_NAME: "T", **_task_input()}
+        flow_id, {CONF_NAME: "T", **_task_input()}
     )
     assert result["type"] is FlowResultType.CREATE_ENTRY
