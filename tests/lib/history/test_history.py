@@ -4,9 +4,9 @@ Every test runs on a real SQLite file in tmp_path. Queued events are committed b
 (or observed through the store's commit count), never by waiting a fixed time.
 """
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
-from contextlib import closing
+from contextlib import closing, contextmanager
 import dataclasses
 from datetime import UTC, datetime
 from pathlib import Path
@@ -685,13 +685,26 @@ class Locked:
         self.conn.close()
 
 
-def test_locked_database_keeps_events_and_reports_once(path: Path) -> None:
-    failures: list[Exception] = []
-    store = HistoryStore(path, batch_window=60, on_failure=failures.append)
-    store.busy_timeout = 0.05
+@contextmanager
+def locked_store(
+    path: Path, busy_timeout: float = 0.05, **options: Any
+) -> Iterator[tuple[HistoryStore, Locked]]:
+    """A store open on path, waiting busy_timeout on a lock, and another process that can
+    take the database's write lock (with locker: ...); both closed after."""
+    store = HistoryStore(path, **options)
+    store.busy_timeout = busy_timeout
     store.open()
     locker = Locked(path)
     try:
+        yield store, locker
+    finally:
+        locker.close()
+        store.close()
+
+
+def test_locked_database_keeps_events_and_reports_once(path: Path) -> None:
+    failures: list[Exception] = []
+    with locked_store(path, batch_window=60, on_failure=failures.append) as (store, locker):
         first = [make(data={"n": n}, at=NOW + n) for n in range(3)]
         with locker:
             for event in first[:2]:
@@ -721,36 +734,27 @@ def test_locked_database_keeps_events_and_reports_once(path: Path) -> None:
             assert len(failures) == 2
         store.flush()
         assert store.get_statistics().total_events == 4
-    finally:
-        locker.close()
-        store.close()
 
 
 def test_failed_batch_is_retried_after_the_window(path: Path) -> None:
     failed = threading.Event()
-    store = HistoryStore(path, batch_window=0.05, on_failure=lambda err: failed.set())
-    store.busy_timeout = 0.05
-    store.open()
-    locker = Locked(path)
-    try:
+    with locked_store(path, batch_window=0.05, on_failure=lambda err: failed.set()) as (
+        store,
+        locker,
+    ):
         with locker:
             store.enqueue(make())
             assert failed.wait(10)
         wait_for_rows(path, 1)  # no flush: the writer retried
         assert count_rows(path) == 1
         assert not store.failing
-    finally:
-        locker.close()
-        store.close()
 
 
 def test_enqueue_does_not_wait_on_a_locked_database(path: Path) -> None:
     failed = threading.Event()
-    store = HistoryStore(path, batch_window=0, on_failure=lambda err: failed.set())
-    store.busy_timeout = 1.0
-    store.open()
-    locker = Locked(path)
-    try:
+    with locked_store(
+        path, batch_window=0, on_failure=lambda err: failed.set(), busy_timeout=1.0
+    ) as (store, locker):
         with locker:
             events = [make(data={"n": n}) for n in range(1000)]
             start = time.monotonic()
@@ -762,19 +766,15 @@ def test_enqueue_does_not_wait_on_a_locked_database(path: Path) -> None:
         assert enqueued < 0.5 < failed_after  # the writer waited on the lock; callers did not
         store.flush()
         assert count_rows(path) == 1000
-    finally:
-        locker.close()
-        store.close()
 
 
 def test_full_queue_drops_the_oldest_and_counts(path: Path) -> None:
     failures: list[Exception] = []
-    store = HistoryStore(path, batch_window=60, max_queue=3, on_failure=failures.append)
-    store.busy_timeout = 0.05
-    store.open()
-    locker = Locked(path)
     events = [make(data={"n": n}, at=NOW + n) for n in range(7)]
-    try:
+    with locked_store(path, batch_window=60, max_queue=3, on_failure=failures.append) as (
+        store,
+        locker,
+    ):
         with locker:
             for event in events[:5]:
                 store.enqueue(event)
@@ -787,17 +787,10 @@ def test_full_queue_drops_the_oldest_and_counts(path: Path) -> None:
         store.flush()
         assert store.get_events(AGENT, 10) == events[:3:-1]  # the newest three
         assert len(failures) == 1
-    finally:
-        locker.close()
-        store.close()
 
 
 def test_close_while_locked_counts_what_is_lost(path: Path) -> None:
-    store = HistoryStore(path, batch_window=60)
-    store.busy_timeout = 0.05
-    store.open()
-    locker = Locked(path)
-    try:
+    with locked_store(path, batch_window=60) as (store, locker):
         with locker:
             store.enqueue(make())
             store.enqueue(make())
@@ -805,27 +798,18 @@ def test_close_while_locked_counts_what_is_lost(path: Path) -> None:
         assert store.dropped_events == 2
         store.enqueue(make())  # after close: counted, never raised into the caller
         assert store.dropped_events == 3
-    finally:
-        locker.close()
 
 
 def test_failure_callback_errors_do_not_stop_the_writer(path: Path) -> None:
     def broken(err: Exception) -> None:
         raise RuntimeError("callback bug")
 
-    store = HistoryStore(path, batch_window=60, on_failure=broken)
-    store.busy_timeout = 0.05
-    store.open()
-    locker = Locked(path)
-    try:
+    with locked_store(path, batch_window=60, on_failure=broken) as (store, locker):
         with locker:
             store.enqueue(make())
             store.flush()
         store.flush()
         assert count_rows(path) == 1
-    finally:
-        locker.close()
-        store.close()
 
 
 def test_reads_and_writes_from_many_threads(store: HistoryStore, path: Path) -> None:
