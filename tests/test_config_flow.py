@@ -839,13 +839,8 @@ async def test_responses_mode_needs_new_api_version(
     hass: HomeAssistant, setup_ha: None, azure: AzureStub, api_style: str
 ) -> None:
     """Deployment URLs on an old api-version cannot use the Responses API."""
-    flow_id = await responses_mode_refused(
-        hass,
-        azure,
-        api_style,
-        SUBENTRY_AGENT,
-        {CONF_NAME: "R", **_agent_input(**{CONF_API_MODE: API_MODE_RESPONSES})},
-    )
+    responses = {CONF_NAME: "R", **_agent_input(**{CONF_API_MODE: API_MODE_RESPONSES})}
+    flow_id = await responses_mode_refused(hass, azure, api_style, SUBENTRY_AGENT, responses)
     result = await hass.config_entries.subentries.async_configure(
         flow_id, {CONF_NAME: "R", **_agent_input(**{CONF_API_MODE: API_MODE_CHAT})}
     )
@@ -1195,13 +1190,8 @@ async def test_ai_task_responses_mode_needs_new_api_version(
     hass: HomeAssistant, setup_ha: None, azure: AzureStub, api_style: str
 ) -> None:
     """The AI task form has the agent's api-version rule, and recovers the same way."""
-    flow_id = await responses_mode_refused(
-        hass,
-        azure,
-        api_style,
-        SUBENTRY_AI_TASK,
-        {CONF_NAME: "T", **_task_input(**{CONF_API_MODE: API_MODE_RESPONSES})},
-    )
+    responses = {CONF_NAME: "T", **_task_input(**{CONF_API_MODE: API_MODE_RESPONSES})}
+    flow_id = await responses_mode_refused(hass, azure, api_style, SUBENTRY_AI_TASK, responses)
     result = await hass.config_entries.subentries.async_configure(
         flow_id, {CONF_NAME: "T", **_task_input()}
     )
