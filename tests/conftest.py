@@ -269,6 +269,21 @@ async def say(
     )
 
 
+async def ask_again_remembering(
+    hass: HomeAssistant, entry: MockConfigEntry, azure: AzureStub
+) -> None:
+    """After "Still there?" was answered in conversation c, "And now?": its request
+    carries that turn, the clock note, then the question."""
+    await converse(hass, entry, "And now?", "c")
+    sent = azure.calls("/chat/completions")[-1].body["messages"]
+    assert [m["content"] for m in sent[1:]] == [
+        "Still there?",
+        "You said: Still there?",
+        CLOCK_NOTE,
+        "And now?",
+    ]
+
+
 def speech(result: ConversationResult) -> str:
     """What the agent said."""
     return str(result.response.speech["plain"]["speech"])

@@ -20,7 +20,7 @@ from pytest_homeassistant_custom_component.common import MockConfigEntry
 from custom_components.azure_openai_memory.const import DOMAIN
 
 from .azure_stub import AzureStub
-from .conftest import CLOCK_NOTE, MEMORIES_KEY, NO_TOOLS, Restart, call, converse, speech
+from .conftest import MEMORIES_KEY, NO_TOOLS, Restart, ask_again_remembering, call, converse, speech
 
 SERIES_INDEX = f"{DOMAIN}.timeseries"
 KEY = "kudos_timeseries"
@@ -238,14 +238,7 @@ async def test_windows_file_of_another_shape_is_set_aside(
     our_issue(hass, key)
     result = await converse(hass, config_entry, "Still there?", "c")
     assert speech(result) == "You said: Still there?"
-    await converse(hass, config_entry, "And now?", "c")
-    sent = azure.calls("/chat/completions")[-1].body["messages"]
-    assert [m["content"] for m in sent[1:]] == [
-        "Still there?",
-        "You said: Still there?",
-        CLOCK_NOTE,
-        "And now?",
-    ]
+    await ask_again_remembering(hass, config_entry, azure)
 
 
 @pytest.mark.parametrize("entries", ["x", [1], ['{"no_id": 1}']], ids=["text", "number", "no_id"])

@@ -27,6 +27,7 @@ from .conftest import (
     NO_TOOLS,
     Restart,
     agent_memory,
+    ask_again_remembering,
     call,
     conversation_stats,
     converse,
@@ -150,14 +151,7 @@ class TestRealFiles:
         await hass.async_block_till_done()
         assert "Still there?" in path.read_text()
         assert await hass.config_entries.async_setup(config_entry.entry_id)
-        await converse(hass, config_entry, "And now?", "c")
-        sent = azure.calls("/chat/completions")[-1].body["messages"]
-        assert [m["content"] for m in sent[1:]] == [
-            "Still there?",
-            "You said: Still there?",
-            CLOCK_NOTE,
-            "And now?",
-        ]
+        await ask_again_remembering(hass, config_entry, azure)
 
     async def test_corrupt_timeseries_index_keeps_the_series(
         self,
