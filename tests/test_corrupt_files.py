@@ -284,6 +284,17 @@ async def test_series_file_of_another_shape_is_set_aside(
     assert len(json.loads(path.read_text())["data"]["entries"]) == 1
 
 
+async def guest_room_saved_and_stopped(hass: HomeAssistant, entry: MockConfigEntry) -> None:
+    """The entry set up, one memory saved, and Home Assistant stopped: the file written."""
+    await set_up(hass, entry)
+    await call(
+        hass,
+        "memory_save",
+        {"content": "The guest room is Anna's", "type": "household", "tags": ["person:anna"]},
+    )
+    await hass.async_stop()
+
+
 async def test_unreadable_memory_records_keep_a_copy_of_the_file(
     hass: HomeAssistant,
     storage: Path,
@@ -293,13 +304,7 @@ async def test_unreadable_memory_records_keep_a_copy_of_the_file(
     caplog: pytest.LogCaptureFixture,
 ) -> None:
     """Skipped records would be gone after the next save: the whole file is copied first."""
-    await set_up(hass, config_entry)
-    await call(
-        hass,
-        "memory_save",
-        {"content": "The guest room is Anna's", "type": "household", "tags": ["person:anna"]},
-    )
-    await hass.async_stop()
+    await guest_room_saved_and_stopped(hass, config_entry)
     path = storage / MEMORIES_KEY
     stored = json.loads(path.read_text())
     data = stored["data"]
@@ -330,13 +335,7 @@ async def test_readable_memories_make_no_copy(
     config_entry: MockConfigEntry,
     restart: Restart,
 ) -> None:
-    await set_up(hass, config_entry)
-    await call(
-        hass,
-        "memory_save",
-        {"content": "The guest room is Anna's", "type": "household", "tags": ["person:anna"]},
-    )
-    await hass.async_stop()
+    await guest_room_saved_and_stopped(hass, config_entry)
     hass = await restart()
     assert await all_memories(hass) == ["The guest room is Anna's"]
     assert list(storage.glob(f"{MEMORIES_KEY}.corrupt.*")) == []
