@@ -57,6 +57,21 @@ def add_home(hass: HomeAssistant, count: int = 100) -> None:
         )
 
 
+async def two_turns(
+    hass: HomeAssistant,
+    entry: MockConfigEntry,
+    freezer: FrozenDateTimeFactory,
+    start: str,
+    gap: timedelta,
+) -> None:
+    """In Amsterdam, "Good afternoon" at start, then "What should I cook?" gap later."""
+    await hass.config.async_set_time_zone("Europe/Amsterdam")
+    freezer.move_to(start)
+    await converse(hass, entry, "Good afternoon", "c")
+    freezer.tick(gap)
+    await converse(hass, entry, "What should I cook?", "c")
+
+
 @pytest.mark.parametrize("agent_options", [NO_TOOLS])
 async def test_system_prompt_carries_no_clock_and_stays_byte_identical(
     hass: HomeAssistant,
@@ -65,11 +80,9 @@ async def test_system_prompt_carries_no_clock_and_stays_byte_identical(
     freezer: FrozenDateTimeFactory,
 ) -> None:
     """Two turns a minute apart send the very same prompt, without a time of day in it."""
-    await hass.config.async_set_time_zone("Europe/Amsterdam")
-    freezer.move_to("2026-11-26 13:05:30+00:00")
-    await converse(hass, loaded_entry, "Good afternoon", "c")
-    freezer.tick(timedelta(minutes=1, seconds=7))
-    await converse(hass, loaded_entry, "What should I cook?", "c")
+    await two_turns(
+        hass, loaded_entry, freezer, "2026-11-26 13:05:30+00:00", timedelta(minutes=1, seconds=7)
+    )
     first, second = (call.body["messages"][0] for call in llm_calls(azure))
     assert first["role"] == second["role"] == "system"
     assert first["content"] == second["content"]
@@ -86,11 +99,7 @@ async def test_clock_note_comes_after_the_history(
     freezer: FrozenDateTimeFactory,
 ) -> None:
     """The time travels as a short note between the history and the question."""
-    await hass.config.async_set_time_zone("Europe/Amsterdam")
-    freezer.move_to("2026-11-26 13:04:50+00:00")
-    await converse(hass, loaded_entry, "Good afternoon", "c")
-    freezer.tick(timedelta(seconds=40))
-    await converse(hass, loaded_entry, "What should I cook?", "c")
+    await two_turns(hass, loaded_entry, freezer, "2026-11-26 13:04:50+00:00", timedelta(seconds=40))
     second = llm_calls(azure)[1].body["messages"]
     assert [(m["role"], m["content"]) for m in second[1:]] == [
         ("user", "Good afternoon"),
