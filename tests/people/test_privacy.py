@@ -41,6 +41,21 @@ def agent_options() -> dict[str, Any]:
     return dict(NO_TOOLS)
 
 
+async def anna_and_ben_talked(
+    hass: HomeAssistant,
+    azure: AzureStub,
+    entry: MockConfigEntry,
+    people: tuple[MockUser, MockUser],
+) -> None:
+    """The entry set up with a model that echoes; Anna and Ben each said their words."""
+    anna, ben = people
+    azure.responder = echoing_model
+    assert await hass.config_entries.async_setup(entry.entry_id)
+    await hass.async_block_till_done(wait_background_tasks=True)
+    await say(hass, entry, ANNA_SAYS, "anna-talk", anna)
+    await say(hass, entry, BEN_SAYS, "ben-talk", ben)
+
+
 @pytest.fixture
 async def talk(
     hass: HomeAssistant,
@@ -50,12 +65,7 @@ async def talk(
 ) -> MockConfigEntry:
     """Anna and Ben each talked to the agent; an automation recorded an event; the day's
     talk is summarised (per person, in the default grouping by device)."""
-    anna, ben = people
-    azure.responder = echoing_model
-    assert await hass.config_entries.async_setup(config_entry.entry_id)
-    await hass.async_block_till_done(wait_background_tasks=True)
-    await say(hass, config_entry, ANNA_SAYS, "anna-talk", anna)
-    await say(hass, config_entry, BEN_SAYS, "ben-talk", ben)
+    await anna_and_ben_talked(hass, azure, config_entry, people)
     await as_user(hass, None)(
         "history_record",
         event_type="system",
@@ -242,12 +252,8 @@ async def test_ben_s_turn_carries_no_summary_of_anna_s_talk(
     hass.config_entries.async_update_entry(
         config_entry, options={**config_entry.options, CONF_SUMMARY_GROUP_MODE: mode}
     )
-    anna, ben = people
-    azure.responder = echoing_model
-    assert await hass.config_entries.async_setup(config_entry.entry_id)
-    await hass.async_block_till_done(wait_background_tasks=True)
-    await say(hass, config_entry, ANNA_SAYS, "anna-talk", anna)
-    await say(hass, config_entry, BEN_SAYS, "ben-talk", ben)
+    _anna, ben = people
+    await anna_and_ben_talked(hass, azure, config_entry, people)
     await say(hass, config_entry, AUTOMATION_SAYS, "nobody-talk")
     await as_user(hass, None)("summary_aggregate", day=dt_util.now().date().isoformat())
     groups = {s["group_id"] for s in (await as_user(hass, None)("summary_get"))["summaries"]}
