@@ -3,6 +3,7 @@ administrator what the services show them (their own talk and the household's), 
 totals count only that, and asking for another person's is refused as the services refuse
 it. An automation's change to a private memory is that person's in the history."""
 
+from dataclasses import dataclass
 import json
 from typing import Any
 
@@ -42,20 +43,14 @@ def agent_options() -> dict[str, Any]:
     return dict(NO_TOOLS)
 
 
+@dataclass
 class Clients:
     """Anna's connection (an administrator) and Ben's (not one), and their users."""
 
-    def __init__(
-        self,
-        anna: MockHAClientWebSocket,
-        ben: MockHAClientWebSocket,
-        anna_user: MockUser,
-        ben_user: MockUser,
-    ) -> None:
-        self.anna = anna
-        self.ben = ben
-        self.anna_user = anna_user
-        self.ben_user = ben_user
+    anna: MockHAClientWebSocket
+    ben: MockHAClientWebSocket
+    anna_user: MockUser
+    ben_user: MockUser
 
 
 @pytest.fixture
