@@ -465,21 +465,33 @@ def hostile_days(kind: str, text: str) -> dict[str, Any]:
 DAY_19_NOTE = "Now: 09:00, Saturday 24 January 2026 (Home Assistant's clock)."
 
 
+async def asked_with(
+    hass: HomeAssistant,
+    entry: MockConfigEntry,
+    azure: AzureStub,
+    device: str,
+    options: dict[str, Any],
+    answer: str,
+) -> list[dict[str, Any]]:
+    """The messages of "What did we talk about?", asked from device once the entry has
+    these options, and answered with answer."""
+    hass.config_entries.async_update_entry(entry, options={**entry.options, **options})
+    await hass.async_block_till_done(wait_background_tasks=True)
+    azure.responder = None
+    azure.queue(Reply(text=answer))
+    await converse(hass, entry, "What did we talk about?", device_id=device)
+    request = azure.calls("/chat/completions")[-1].body
+    assert request is not None
+    return list(request["messages"])
+
+
 async def ask_with_past(
     hass: HomeAssistant, entry: MockConfigEntry, azure: AzureStub, device: str, budget: int
 ) -> str:
     """The data message of a turn asked from device on day 19, with `budget` tokens for
     the past."""
-    hass.config_entries.async_update_entry(
-        entry, options={**entry.options, CONF_SUMMARY_CONTEXT_TOKENS: budget}
-    )
-    await hass.async_block_till_done(wait_background_tasks=True)
-    azure.responder = None
-    azure.queue(Reply(text="Noted."))
-    await converse(hass, entry, "What did we talk about?", device_id=device)
-    request = azure.calls("/chat/completions")[-1].body
-    assert request is not None
-    *_, note, data, question = request["messages"]
+    budgeted = {CONF_SUMMARY_CONTEXT_TOKENS: budget}
+    *_, note, data, question = await asked_with(hass, entry, azure, device, budgeted, "Noted.")
     assert note == {"role": "user", "content": DAY_19_NOTE}
     assert question == {"role": "user", "content": "What did we talk about?"}
     assert data["role"] == "user"

@@ -19,12 +19,21 @@ from ..conftest import (
     Restart,
     agent_memory,
     call,
-    converse,
     count_tokens,
     history_schema_version,
     stored,
 )
-from .test_summaries import DEVICE, START, _kind, get, local, set_up, summariser, talk
+from .test_summaries import (
+    DEVICE,
+    START,
+    _kind,
+    asked_with,
+    get,
+    local,
+    set_up,
+    summariser,
+    talk,
+)
 
 SUMMARIES_KEY = f"{DOMAIN}.summaries"
 # What a summary request says when the day's talk was shortened to fit.
@@ -355,16 +364,8 @@ async def test_no_past_in_requests_with_the_entry_s_summaries_off(
     azure.responder = summariser
     await talk(hass, "Tomato seedlings need light.", "s0")
     await call(hass, "summary_aggregate", {"day": START.isoformat()})
-    hass.config_entries.async_update_entry(
-        config_entry, options={**config_entry.options, CONF_SUMMARIES: False}
-    )
-    await hass.async_block_till_done(wait_background_tasks=True)
-    azure.responder = None
-    azure.queue(Reply(text="Tomatoes."))
-    await converse(hass, config_entry, "What did we talk about?", device_id=DEVICE)
-    request = azure.calls("/chat/completions")[-1].body
-    assert request is not None
-    messages = request["messages"]
+    summaries_off = {CONF_SUMMARIES: False}
+    messages = await asked_with(hass, config_entry, azure, DEVICE, summaries_off, "Tomatoes.")
     assert len(await get(hass)) == 1
     assert not any('source="summaries"' in str(m["content"]) for m in messages)
     assert messages[-1] == {"role": "user", "content": "What did we talk about?"}
