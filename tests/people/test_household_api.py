@@ -43,6 +43,7 @@ from custom_components.azure_openai_memory.const import (
     DEFAULT_AGENT_NAME,
     DOMAIN,
     HOUSEHOLD_API_ID,
+    RECOMMENDED_AGENT,
     RECOMMENDED_OPTIONS,
     SUBENTRY_AGENT,
 )
@@ -83,6 +84,13 @@ PROMPT_START = "The household memory keeps what this home's people asked to be r
 HOUSEHOLD_TOOLS = ["remember", "recall", "forget", "past_talk", "series_lookup"]
 # The most tokens a series lookup answers with.
 SERIES_BUDGET = 2000
+
+
+@pytest.fixture
+def agent_options() -> dict[str, Any]:
+    """Unlike the folder's other tests (people/conftest.py), the recommended agent: the
+    one a new entry gets, beside which the household memory is offered."""
+    return dict(RECOMMENDED_AGENT)
 
 
 def core_tool(name: str) -> str:

@@ -17,7 +17,6 @@ from custom_components.azure_openai_memory.const import DOMAIN, SUBENTRY_AGENT
 
 from ..azure_stub import AzureStub, Reply, ToolCall
 from ..conftest import (
-    NO_TOOLS,
     Restart,
     agent_entity_id,
     call,
@@ -29,11 +28,6 @@ from ..conftest import (
 )
 
 SECRET = "My bank PIN is 4711"
-
-
-@pytest.fixture
-def agent_options() -> dict[str, Any]:
-    return dict(NO_TOOLS)
 
 
 def switch_of(hass: HomeAssistant, entry: MockConfigEntry) -> str:

@@ -7,7 +7,6 @@ from typing import Any
 
 from homeassistant.components import conversation
 from homeassistant.core import Context, HomeAssistant
-import pytest
 from pytest_homeassistant_custom_component.common import MockConfigEntry, MockUser
 from pytest_homeassistant_custom_component.typing import WebSocketGenerator
 
@@ -15,7 +14,6 @@ from custom_components.azure_openai_memory.const import CONF_MEMORY_TOKEN_BUDGET
 
 from ..azure_stub import AzureStub, Reply, ToolCall
 from ..conftest import (
-    NO_TOOLS,
     agent_entity_id,
     call,
     count_tokens,
@@ -33,12 +31,6 @@ ANNA_MELATONIN = "I take 2.5 mg of melatonin"
 ANNA_TEA = "I like my tea with honey"
 HOUSEHOLD_DENTIST = "The dentist's practice in town closes at five"
 BINS = "The bins go out on Tuesday"
-
-
-@pytest.fixture
-def agent_options() -> dict[str, Any]:
-    """An agent without Home Assistant's tools: just the memory tools."""
-    return dict(NO_TOOLS)
 
 
 async def save(

@@ -67,7 +67,6 @@ from custom_components.azure_openai_memory.lib.windows.window import Conversatio
 from ..azure_stub import AzureStub, Reply, ToolCall
 from ..conftest import (
     LLM_ONLY,
-    NO_TOOLS,
     add_people,
     agent_entity_id,
     as_user,
@@ -84,11 +83,6 @@ from ..conftest import (
 from ..panel_commands import answer, translated
 
 PHARMACY = "Anna's pharmacy on Main Street holds her fluoxetine"
-
-
-@pytest.fixture
-def agent_options() -> dict[str, Any]:
-    return dict(NO_TOOLS)
 
 
 @pytest.fixture

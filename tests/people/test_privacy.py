@@ -21,7 +21,6 @@ from custom_components.azure_openai_memory.lib.summaries.book import (
 
 from ..azure_stub import AzureStub
 from ..conftest import (
-    NO_TOOLS,
     agent_entity_id,
     as_user,
     echoing_model,
@@ -34,11 +33,6 @@ ANNA_SAYS = "My dentist appointment is on Friday"
 BEN_SAYS = "Is it going to rain tomorrow"
 AUTOMATION_SAYS = "The bins went out"
 SUMMARIES_KEY = f"{DOMAIN}.summaries"
-
-
-@pytest.fixture
-def agent_options() -> dict[str, Any]:
-    return dict(NO_TOOLS)
 
 
 async def anna_and_ben_talked(

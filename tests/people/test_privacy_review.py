@@ -41,11 +41,6 @@ SUMMARIES_KEY = f"{DOMAIN}.summaries"
 SLOW = {**NO_TOOLS, CONF_EARLY_TIMEOUT: 0.2, CONF_REQUEST_TIMEOUT: 5}
 
 
-@pytest.fixture
-def agent_options() -> dict[str, Any]:
-    return dict(NO_TOOLS)
-
-
 def ctx(user: MockUser | None) -> Context:
     return Context(user_id=user.id if user is not None else None)
 

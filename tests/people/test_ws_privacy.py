@@ -20,7 +20,6 @@ from custom_components.azure_openai_memory.const import DOMAIN
 
 from ..azure_stub import AzureStub
 from ..conftest import (
-    NO_TOOLS,
     add_people,
     agent_entity_id,
     as_user,
@@ -36,11 +35,6 @@ AUTOMATION_SAYS = "The bins went out"
 ANNA_PRIVATE = "Anna takes 2.5 mg of melatonin at night"
 BEN_PRIVATE = "Ben keeps his passport in the desk drawer"
 ANNA, BEN = "anna", "ben"
-
-
-@pytest.fixture
-def agent_options() -> dict[str, Any]:
-    return dict(NO_TOOLS)
 
 
 @dataclass
