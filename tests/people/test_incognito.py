@@ -13,8 +13,6 @@ from homeassistant.util import dt as dt_util
 import pytest
 from pytest_homeassistant_custom_component.common import MockConfigEntry, async_fire_time_changed
 
-from custom_components.azure_openai_memory.const import DOMAIN, SUBENTRY_AGENT
-
 from ..azure_stub import AzureStub, Reply, ToolCall
 from ..conftest import (
     Restart,
@@ -26,17 +24,9 @@ from ..conftest import (
     window_stats,
     windows_key,
 )
+from .conftest import switch_of
 
 SECRET = "My bank PIN is 4711"
-
-
-def switch_of(hass: HomeAssistant, entry: MockConfigEntry) -> str:
-    (subentry_id,) = [
-        sid for sid, sub in entry.subentries.items() if sub.subentry_type == SUBENTRY_AGENT
-    ]
-    entity_id = er.async_get(hass).async_get_entity_id("switch", DOMAIN, f"{subentry_id}_incognito")
-    assert entity_id is not None
-    return entity_id
 
 
 def state_of(hass: HomeAssistant, entity_id: str) -> State:

@@ -27,7 +27,6 @@ from homeassistant.core import Context, HomeAssistant
 from homeassistant.exceptions import ServiceValidationError, Unauthorized
 from homeassistant.helpers import (
     device_registry as dr,
-    entity_registry as er,
     issue_registry as ir,
     llm,
 )
@@ -81,6 +80,7 @@ from ..conftest import (
     windows_key,
 )
 from ..panel_commands import answer, translated
+from .conftest import switch_of
 
 PHARMACY = "Anna's pharmacy on Main Street holds her fluoxetine"
 
@@ -982,15 +982,6 @@ async def test_the_tools_tell_nothing_of_another_person_s_memories(
 
 
 # -- conversations and incognito: nobody takes over, or ends, what is another's ---------
-
-
-def switch_of(hass: HomeAssistant, entry: MockConfigEntry) -> str:
-    (subentry_id,) = [
-        sid for sid, sub in entry.subentries.items() if sub.subentry_type == SUBENTRY_AGENT
-    ]
-    entity_id = er.async_get(hass).async_get_entity_id("switch", DOMAIN, f"{subentry_id}_incognito")
-    assert entity_id is not None
-    return entity_id
 
 
 async def switch(hass: HomeAssistant, entity_id: str, on: bool) -> None:
