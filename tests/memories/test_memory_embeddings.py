@@ -61,6 +61,21 @@ def name_deployment(hass: HomeAssistant, entry: MockConfigEntry, deployment: str
     )
 
 
+async def set_up_with_embeddings(hass: HomeAssistant, entry: MockConfigEntry) -> None:
+    """The entry set up with EMBEDDINGS as its embeddings deployment, and what that
+    started has run."""
+    name_deployment(hass, entry, EMBEDDINGS)
+    assert await hass.config_entries.async_setup(entry.entry_id)
+    await hass.async_block_till_done(wait_background_tasks=True)
+
+
+async def later(hass: HomeAssistant, freezer: FrozenDateTimeFactory, seconds: float) -> None:
+    """The clock moved on by seconds, and what fell due has run."""
+    freezer.tick(timedelta(seconds=seconds))
+    async_fire_time_changed(hass)
+    await hass.async_block_till_done(wait_background_tasks=True)
+
+
 def second_entry(hass: HomeAssistant, azure: AzureStub, deployment: str) -> MockConfigEntry:
     """Another entry on the same resource, created after the `config_entry` fixture's."""
     entry = MockConfigEntry(
@@ -89,28 +104,20 @@ async def test_a_failed_first_batch_is_tried_again_and_ranking_by_meaning_starts
     """Failing at start-up, then once more, then answering: every RETRY_AFTER seconds."""
     stored_home(hass_storage)
     azure.queue_embeddings(Reply.rate_limited("1"), Reply.rate_limited("1"))
-    name_deployment(hass, config_entry, EMBEDDINGS)
-    assert await hass.config_entries.async_setup(config_entry.entry_id)
-    await hass.async_block_till_done(wait_background_tasks=True)
+    await set_up_with_embeddings(hass, config_entry)
     assert len(embedding_calls(azure)) == 1
     found = await call(hass, "search", query="Where is the key kept?")
     assert found["ranker"] == "keyword"
     assert len(embedding_calls(azure)) == 1  # paused: no request from the search either
 
-    freezer.tick(timedelta(seconds=RETRY_AFTER - 1))
-    async_fire_time_changed(hass)
-    await hass.async_block_till_done(wait_background_tasks=True)
+    await later(hass, freezer, RETRY_AFTER - 1)
     assert len(embedding_calls(azure)) == 1
 
-    freezer.tick(timedelta(seconds=1))
-    async_fire_time_changed(hass)
-    await hass.async_block_till_done(wait_background_tasks=True)
+    await later(hass, freezer, 1)
     assert len(embedding_calls(azure)) == 2  # the retry, refused again
     assert await with_vectors(hass, hass_storage) == [False, False]
 
-    freezer.tick(timedelta(seconds=RETRY_AFTER))
-    async_fire_time_changed(hass)
-    await hass.async_block_till_done(wait_background_tasks=True)
+    await later(hass, freezer, RETRY_AFTER)
     assert len(embedding_calls(azure)) == 3
     assert await with_vectors(hass, hass_storage) == [True, True]
     found = await call(hass, "search", query="Where is the key kept?")
@@ -118,9 +125,7 @@ async def test_a_failed_first_batch_is_tried_again_and_ranking_by_meaning_starts
     assert found["memories"][0]["content"] == "The spare key is under the blue pot"
 
     # Nothing is left scheduled: time passing makes no more requests.
-    freezer.tick(timedelta(seconds=10 * RETRY_AFTER))
-    async_fire_time_changed(hass)
-    await hass.async_block_till_done(wait_background_tasks=True)
+    await later(hass, freezer, 10 * RETRY_AFTER)
     assert len(embedding_calls(azure)) == 4  # the search's question only
 
 
@@ -134,9 +139,7 @@ async def test_a_search_embeds_its_question_before_any_memory_has_a_vector(
     """A deployment that recovers is noticed by the next search, not only by the retry."""
     stored_home(hass_storage)
     azure.queue_embeddings(Reply.rate_limited("1"))
-    name_deployment(hass, config_entry, EMBEDDINGS)
-    assert await hass.config_entries.async_setup(config_entry.entry_id)
-    await hass.async_block_till_done(wait_background_tasks=True)
+    await set_up_with_embeddings(hass, config_entry)
     assert await with_vectors(hass, hass_storage) == [False, False]
     freezer.tick(timedelta(seconds=RETRY_AFTER))  # the pause is over
     with loop_keeps_real_time(hass):  # and the retry's timer does not run
@@ -157,9 +160,7 @@ async def test_a_vector_from_the_deployment_switched_away_from_is_not_kept(
     """The switch lands while a save's request is on its way: its vector is not mixed in."""
     azure.embedding_deployments.add(LARGE)
     stored_home(hass_storage)
-    name_deployment(hass, config_entry, EMBEDDINGS)
-    assert await hass.config_entries.async_setup(config_entry.entry_id)
-    await hass.async_block_till_done(wait_background_tasks=True)
+    await set_up_with_embeddings(hass, config_entry)
     assert models(azure) == [EMBEDDINGS]
     text = "The bins go out on Tuesday night"
     arrived, answer = asyncio.Event(), asyncio.Event()
@@ -206,9 +207,7 @@ async def test_the_deployment_the_vectors_came_from_stays_in_use_across_reloads(
     for entry in (config_entry, other, config_entry, other):
         assert await hass.config_entries.async_reload(entry.entry_id)
         await hass.async_block_till_done(wait_background_tasks=True)
-    freezer.tick(timedelta(seconds=TAKE_OVER_AFTER + 1))
-    async_fire_time_changed(hass)
-    await hass.async_block_till_done(wait_background_tasks=True)
+    await later(hass, freezer, TAKE_OVER_AFTER + 1)
     assert embedding_calls(azure) == []
     assert await with_vectors(hass, hass_storage) == [True, True]
     # The deployment in use is the one the vectors came from: it embeds the question.
@@ -221,9 +220,7 @@ async def test_the_deployment_the_vectors_came_from_stays_in_use_across_reloads(
     found = await call(hass, "search", query="Where is the key kept?")
     assert found["ranker"] == "keyword"
     assert models(azure) == [LARGE]  # none in use meanwhile
-    freezer.tick(timedelta(seconds=TAKE_OVER_AFTER))
-    async_fire_time_changed(hass)
-    await hass.async_block_till_done(wait_background_tasks=True)
+    await later(hass, freezer, TAKE_OVER_AFTER)
     assert models(azure) == [LARGE, EMBEDDINGS]
     stored = await stored_memories(hass, hass_storage)
     assert stored["vectors_from"] == f"{azure.endpoint}|{EMBEDDINGS}"
@@ -238,9 +235,7 @@ async def test_a_long_question_is_cut_before_it_is_embedded(
 ) -> None:
     """An AI task's whole instructions as the question: the request stays bounded."""
     stored_home(hass_storage)
-    name_deployment(hass, config_entry, EMBEDDINGS)
-    assert await hass.config_entries.async_setup(config_entry.entry_id)
-    await hass.async_block_till_done(wait_background_tasks=True)
+    await set_up_with_embeddings(hass, config_entry)
     before = len(embedding_calls(azure))
     question = " ".join(["Where is the spare key kept?"] * 1000)
     found = await call(hass, "search", query=question)
