@@ -143,6 +143,22 @@ def mentioning(events: list[dict[str, Any]], word: str) -> list[str]:
 # -- 1: an erase touches exactly the events that refer to that memory ----------------------
 
 
+def context_record(memory_id: str, content: str, scope: str) -> dict[str, Any]:
+    """A context memory of this scope, as the memories file and an export hold it."""
+    return {
+        "id": memory_id,
+        "type": "context",
+        "content": content,
+        "source": "manual",
+        "created_at": 1_761_300_000.0,
+        "updated_at": 1_761_300_000.0,
+        "confidence": "medium",
+        "occurrences": 1,
+        "tags": [],
+        "scope": scope,
+    }
+
+
 async def test_an_erase_deletes_only_the_events_that_refer_to_the_memory(
     hass: HomeAssistant,
     people: tuple[MockUser, MockUser],
@@ -156,20 +172,7 @@ async def test_an_erase_deletes_only_the_events_that_refer_to_the_memory(
     of its own: Ben cannot choose one."""
     anna, ben = people
     hass_storage["azure_openai_memory.memories"] = memories_file(
-        [
-            {
-                "id": "pharmacy",
-                "type": "context",
-                "content": "Ben collects parcels at the post office",
-                "source": "manual",
-                "created_at": 1_761_300_000.0,
-                "updated_at": 1_761_300_000.0,
-                "confidence": "medium",
-                "occurrences": 1,
-                "tags": [],
-                "scope": "person:person.ben",
-            }
-        ]
+        [context_record("pharmacy", "Ben collects parcels at the post office", "person:person.ben")]
     )
     assert await hass.config_entries.async_setup(config_entry.entry_id)
     await hass.async_block_till_done()
@@ -201,18 +204,11 @@ async def test_an_erase_deletes_only_the_events_that_refer_to_the_memory(
         "format": "azure_openai_memory.memories",
         "version": 1,
         "memories": [
-            {
-                "id": "pharmacy",
-                "type": "context",
-                "content": "Ben's parcels wait at the post office",
-                "source": "manual",
-                "created_at": 1_761_300_000.0,
-                "updated_at": 1_761_300_000.0,
-                "confidence": "medium",
-                "occurrences": 1,
-                "tags": [],
-                "scope": (await call(hass, "memory_export", {}, context=as_(ben)))["scopes"][0],
-            }
+            context_record(
+                "pharmacy",
+                "Ben's parcels wait at the post office",
+                (await call(hass, "memory_export", {}, context=as_(ben)))["scopes"][0],
+            )
         ],
         "archived": [],
     }
@@ -356,18 +352,7 @@ async def test_an_archived_link_never_shows_another_person_s_memory(
     anna, ben = people
     secret = await save(hass, anna, PHARMACY, "context", scope="private")
     scope = (await call(hass, "memory_export", {}, context=as_(ben)))["scopes"][0]
-    record = {
-        "id": "old_one",
-        "type": "context",
-        "content": "Ben's parcels wait at the post office",
-        "source": "manual",
-        "created_at": 1_761_300_000.0,
-        "updated_at": 1_761_300_000.0,
-        "confidence": "medium",
-        "occurrences": 1,
-        "tags": [],
-        "scope": scope,
-    }
+    record = context_record("old_one", "Ben's parcels wait at the post office", scope)
     export = {
         "format": "azure_openai_memory.memories",
         "version": 1,
