@@ -75,6 +75,21 @@ def summariser(body: dict[str, Any]) -> Reply:
     return Reply(text=json.dumps(answer))
 
 
+async def record_said(hass: HomeAssistant, data: dict[str, Any], session: str) -> None:
+    """One communication event of the agent's, with this data, in the history."""
+    await hass.services.async_call(
+        DOMAIN,
+        "history_record",
+        {
+            "event_type": "communication",
+            "event_data": data,
+            "agent_id": "conversation.azure",
+            "session_id": session,
+        },
+        blocking=True,
+    )
+
+
 async def talk(hass: HomeAssistant, text: str, session: str, device: str = DEVICE) -> None:
     """A question and its answer, as the agent records them in the history (a device's,
     no one known)."""
@@ -88,17 +103,7 @@ async def talk(hass: HomeAssistant, text: str, session: str, device: str = DEVIC
         },
         {"direction": "out", "text": f"Noted: {text}", "person_id": None},
     ):
-        await hass.services.async_call(
-            DOMAIN,
-            "history_record",
-            {
-                "event_type": "communication",
-                "event_data": data,
-                "agent_id": "conversation.azure",
-                "session_id": session,
-            },
-            blocking=True,
-        )
+        await record_said(hass, data, session)
 
 
 def local(day: date, hour: int, minute: int = 0) -> datetime:

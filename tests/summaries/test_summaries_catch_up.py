@@ -30,6 +30,7 @@ from .test_summaries import (
     asked_with,
     get,
     local,
+    record_said,
     set_up,
     summariser,
     talk,
@@ -304,17 +305,7 @@ async def test_a_reply_after_midnight_belongs_to_the_conversation_s_group(
         ),
     ):
         freezer.move_to(when)
-        await hass.services.async_call(
-            DOMAIN,
-            "history_record",
-            {
-                "event_type": "communication",
-                "event_data": data,
-                "agent_id": "conversation.azure",
-                "session_id": "late",
-            },
-            blocking=True,
-        )
+        await record_said(hass, data, "late")
     await daily_run(hass, freezer, START + timedelta(days=2))
     assert [(s["group_id"], s["period_start"], s["message_count"]) for s in await get(hass)] == [
         (DEVICE, (START + timedelta(days=1)).isoformat(), 1),
