@@ -584,6 +584,14 @@ def download_encodings_from(
         monkeypatch.setattr(encodings, "ENCODING_DOWNLOAD_TIMEOUT", timeout)
 
 
+@pytest.fixture(autouse=True)
+def no_encoding_download(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A download of an encoding is refused at once on 127.0.0.1, never looked up in DNS:
+    without internet a lookup can hang past a test's end, and Home Assistant then
+    interrupts the executor thread doing it (a test that wants a download sets its own)."""
+    download_encodings_from(monkeypatch, "http://127.0.0.1:1/")
+
+
 def forget_built_encodings(monkeypatch: pytest.MonkeyPatch) -> None:
     """As in a new process (a restart): no token encoding built yet."""
     monkeypatch.setattr(tokens, "_loaded", {})
