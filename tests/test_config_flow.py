@@ -878,6 +878,10 @@ async def test_agent_context_limit_is_optional(
     )
     assert result["reason"] == "reconfigure_successful"
     assert CONF_CONTEXT_LIMIT not in loaded_entry.subentries[small.subentry_id].data
+    # The reconfigured agent reloads the entry: done before the test ends, so that the
+    # entry the test leaves is the one its teardown unloads (no timer of a reload left).
+    await hass.async_block_till_done()
+    assert loaded_entry.state is config_entries.ConfigEntryState.LOADED
 
 
 # -- every step and error, each followed by recovery (quality scale: config-flow-test-coverage)
